@@ -1,0 +1,1 @@
+/* wip/alloc_decl.h: filled by its owner */

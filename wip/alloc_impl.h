@@ -1,0 +1,1 @@
+/* wip/alloc_impl.h: filled by its owner */

@@ -1,0 +1,1 @@
+/* wip/io_decl.h: filled by its owner */

@@ -1,0 +1,1 @@
+/* wip/io_impl.h: filled by its owner */

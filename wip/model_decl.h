@@ -1,0 +1,1 @@
+/* wip/model_decl.h: filled by its owner */

@@ -1,0 +1,1 @@
+/* wip/model_impl.h: filled by its owner */

@@ -1,0 +1,1 @@
+/* wip/trace_decl.h: filled by its owner */

@@ -1,0 +1,1 @@
+/* wip/trace_impl.h: filled by its owner */
