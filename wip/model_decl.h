@@ -44,10 +44,10 @@ SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout,
 SCDEF void sc_cpu_swiglu_forward(float *m, const float *gu, int N, int I);
 SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, int N, int I);
 /* Cross-entropy over rows of logits[n, V] with target[n] (< 0: row ignored). Writes
-   dlogits = (softmax - onehot) * scale for kept rows, 0 for ignored rows (may alias logits);
-   returns the sum of losses of kept rows (in double). */
-SCDEF double sc_cpu_crossentropy_forward_backward(float *dlogits, const float *logits, const int32_t *target,
-                                                  int n, int V, float scale);
+   dlogits = (softmax - onehot) * scale for kept rows, 0 for ignored rows (may alias logits),
+   and rowloss[n] (0 for ignored rows); the caller sums row losses in a fixed order. */
+SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, const float *logits,
+                                                const int32_t *target, int n, int V, float scale);
 SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay);
 SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1,
                                float beta2, float eps, float weight_decay, int t);
@@ -88,7 +88,7 @@ typedef enum sc_optim { SC_OPTIM_SGD = 0, SC_OPTIM_ADAMW = 1 } sc_optim;
 
 typedef struct sc_model_config {
     sc_device device;          /* SC_DEVICE_CPU (default) or SC_DEVICE_CUDA */
-    int bf16;                  /* CPU: round stored weights and activations to bf16 */
+    int bf16;                  /* bf16 storage (CUDA); the CPU rounds stored values to bf16 */
     size_t mem_cap;            /* bytes; 0 = none */
     uint64_t seed;             /* random init (0 -> 1234) */
     sc_optim optim;
@@ -96,6 +96,7 @@ typedef struct sc_model_config {
     float beta1, beta2, eps;   /* 0 -> 0.9, 0.999, 1e-8 */
     float weight_decay;        /* plain value (0 means 0) */
     int keep_logits;           /* copy logits of the last forward to host (for `grad`) */
+    int master_weights;        /* CUDA bf16: f32 master weights, f32 gradients and optimizer state */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -120,3 +121,75 @@ SCDEF const float *sc_model_logits(const sc_model *m);
 /* Bytes currently kept as saved activations (sum of requested sizes of tensors tagged
    "(saved activation)"), as measured by the allocator, after the last forward. */
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m);
+
+/* ------------------------------------------------------------------------------------------
+   CUDA backend entry points (slidecheck_cuda.cu). Define SLIDECHECK_CUDA where you include
+   this header and link slidecheck_cuda.o to run on the GPU. Every op mirrors the CPU op of
+   the same name, with the context first. Buffers typed void* hold the context's storage
+   dtype: activations and weights in `act` (f32, or bf16 with bf16=1), parameter gradients
+   in `grad` (f32, or bf16 in pure-bf16 mode); float* buffers are always f32 (rstd, lse,
+   rope tables, row losses). Ops are asynchronous on the context's compute stream; any
+   failure is sticky and reported by sc_cuda_status(). All kernels are deterministic.
+   ------------------------------------------------------------------------------------------ */
+typedef struct sc_cuda sc_cuda;
+typedef struct sc_cuda_config {
+    int bf16;          /* activations and weights in bf16 */
+    int grads_f32;     /* with bf16: parameter gradients in f32 (master-weights mode) */
+    int device;        /* CUDA device ordinal */
+} sc_cuda_config;
+
+SCDEF sc_result sc_cuda_available(void);  /* SC_SUCCESS if a usable GPU and driver exist */
+SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
+SCDEF void sc_cuda_destroy(sc_cuda *cu);
+SCDEF sc_result sc_cuda_status(sc_cuda *cu);
+SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu);
+SCDEF const char *sc_cuda_device_name(sc_cuda *cu);
+SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
+/* allocator and tracer callbacks (user = the sc_cuda*) */
+SCDEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
+SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
+SCDEF void *sc_cuda_event_record(int stream, void *user);
+SCDEF int sc_cuda_event_query(void *event, void *user);
+SCDEF void sc_cuda_event_destroy(void *event, void *user);
+SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user);
+SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes);
+/* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
+SCDEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
+SCDEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
+SCDEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes); /* waits */
+SCDEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n);
+SCDEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n); /* waits */
+SCDEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n);
+
+SCDEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C);
+/* ids on the device; ids_host (the same ids) lets the kernel sum each token's rows in order */
+SCDEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
+                                      const int32_t *ids_host, int N, int C);
+SCDEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps);
+SCDEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                                    const float *rstd, int N, int C);
+SCDEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
+                                       const void *w, int N, int C, float eps);
+SCDEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n);
+SCDEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC);
+SCDEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                                   const void *w, int N, int IC, int OC);
+SCDEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
+                                       const void *knorm_w, const float *cosb, const float *sinb,
+                                       int B, int T, int H, int KV, int D, float eps);
+SCDEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
+                                        const void *qkv, const void *qnorm_w, const void *knorm_w, const float *rstd,
+                                        const float *cosb, const float *sinb, int B, int T, int H, int KV, int D);
+SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
+                                     int B, int T, int H, int KV, int D);
+SCDEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
+                                      const void *qkv, const void *out, const float *lse, int B, int T, int H, int KV, int D);
+SCDEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I);
+SCDEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
+SCDEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+                                                 const int32_t *target, int n, int V, float scale);
+/* p, m, v in dtype pt; g in dtype gt */
+SCDEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
+                              float weight_decay);
+SCDEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
+                                size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t);

@@ -330,16 +330,15 @@ SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, 
     }
 }
 
-SCDEF double sc_cpu_crossentropy_forward_backward(float *dlogits, const float *logits, const int32_t *target,
-                                                  int n, int V, float scale)
+SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, const float *logits,
+                                                const int32_t *target, int n, int V, float scale)
 {
-    double *rowloss = (double *)SC_MALLOC(sizeof(double) * (size_t)(n > 0 ? n : 1));
     SC__OMP(omp parallel for)
     for (int r = 0; r < n; r++) {
         const float *l = logits + (size_t)r * V;
         float *d = dlogits + (size_t)r * V;
         if (target[r] < 0) {
-            rowloss[r] = 0.0;
+            rowloss[r] = 0.0f;
             for (int v = 0; v < V; v++) d[v] = 0.0f;
             continue;
         }
@@ -348,16 +347,12 @@ SCDEF double sc_cpu_crossentropy_forward_backward(float *dlogits, const float *l
         double sum = 0.0;
         for (int v = 0; v < V; v++) sum += exp((double)(l[v] - mx));
         double lse = (double)mx + log(sum);
-        rowloss[r] = lse - (double)l[target[r]];
+        rowloss[r] = (float)(lse - (double)l[target[r]]);
         for (int v = 0; v < V; v++) {
             float p = (float)exp((double)l[v] - lse);
             d[v] = (p - (v == target[r] ? 1.0f : 0.0f)) * scale;
         }
     }
-    double s = 0.0;
-    for (int r = 0; r < n; r++) s += rowloss[r];
-    SC_FREE(rowloss);
-    return s;
 }
 
 SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay)
@@ -530,19 +525,39 @@ struct sc_model {
     sc_model_config mc;
     sc_allocator alloc;
     sc_tracer *tr;
-    float *params, *grads, *opt_m, *opt_v;
+    sc_cuda *cu;                   /* NULL on the CPU backend */
+    int pb, gb, ab;                /* bytes per element: parameters, their gradients, activations */
+    sc_dtype pdt, gdt;
+    float *params, *grads, *master, *opt_m, *opt_v; /* device buffers (dtype by pb/gb) */
     size_t nparams;
     float *rope_cos, *rope_sin;
     int rope_T;
     int t;                         /* optimizer steps taken */
     float *acts[SC_MAX_LAYERS + 1][SC__A_COUNT];
-    const int32_t *ids;
-    int32_t *targets;
+    const int32_t *ids;            /* host */
+    int32_t *ids_dev, *targets;    /* device */
+    float *rowloss;                /* device, [N] */
     int B, T;
-    float *logits_host;
-    size_t logits_cap;
+    float *logits_host, *rowloss_host;
+    size_t logits_cap, rowloss_cap;
     size_t last_saved;
+    int64_t launch_mark;
 };
+
+/* One call for both backends: the CPU op, or the CUDA op of the same name. */
+#ifdef SLIDECHECK_CUDA
+#define SC__OP(m, name, ...) \
+    do { if ((m)->cu) sc_cuda_##name((m)->cu, __VA_ARGS__); else sc_cpu_##name(__VA_ARGS__); } while (0)
+#else
+#define SC__OP(m, name, ...) sc_cpu_##name(__VA_ARGS__)
+#endif
+#define SC__TRY(x) do { sc_result sc__r_ = (x); if (sc__r_ != SC_SUCCESS) return sc__r_; } while (0)
+
+/* Element idx of a buffer whose elements are esize bytes (bf16 buffers travel as float*). */
+static float *sc__at(const void *base, size_t idx, int esize)
+{
+    return base ? (float *)((char *)base + idx * (size_t)esize) : NULL;
+}
 
 SCDEF sc_model_config sc_model_config_init(void)
 {
@@ -553,39 +568,159 @@ SCDEF sc_model_config sc_model_config_init(void)
 
 SCDEF const sc_config *sc_model_cfg(const sc_model *m) { return &m->cfg; }
 SCDEF sc_allocator *sc_model_allocator(sc_model *m) { return &m->alloc; }
-SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr) { m->tr = tr; }
 SCDEF const float *sc_model_logits(const sc_model *m) { return m->logits_host; }
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m) { return m->last_saved; }
 
-static sc_result sc__alloc_f32(sc_model *m, float **out, size_t n, const char *tag)
+static void sc__model_mem_hook(const sc_mem_event *ev, void *user)
+{
+    sc_model *m = (sc_model *)user;
+    if (ev->kind == SC_MEM_ALLOC || ev->kind == SC_MEM_FREE)
+        sc_tracer_mem_record(m->tr, ev->allocated_bytes, ev->reserved_bytes,
+                             ev->kind == SC_MEM_ALLOC ? (int64_t)ev->size : -(int64_t)ev->size, ev->tag);
+}
+
+SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr)
+{
+    m->tr = tr;
+    m->alloc.cfg.on_event = tr ? sc__model_mem_hook : NULL;
+    m->alloc.cfg.on_event_user = m;
+}
+
+static int sc__span_begin(sc_model *m, const char *name, sc_phase ph, int layer)
+{
+    if (!m->tr) return -1;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        int64_t n = sc_cuda_launch_count(m->cu);
+        sc_tracer_count_launches(m->tr, n - m->launch_mark);
+        m->launch_mark = n;
+    }
+#endif
+    return sc_tracer_span_begin(m->tr, name, ph, layer, 0);
+}
+
+static void sc__span_end(sc_model *m, int id)
+{
+    if (!m->tr) return;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        int64_t n = sc_cuda_launch_count(m->cu);
+        sc_tracer_count_launches(m->tr, n - m->launch_mark);
+        m->launch_mark = n;
+    }
+#endif
+    if (!m->cu) sc_tracer_count_launches(m->tr, 0);
+    sc_tracer_span_end(m->tr, id);
+}
+
+static sc_result sc__alloc_bytes(sc_model *m, float **out, size_t n, int esize, const char *tag)
 {
     void *p = NULL;
-    sc_result r = sc_allocator_alloc(&m->alloc, &p, n * sizeof(float), 0, tag);
+    sc_result r = sc_allocator_alloc(&m->alloc, &p, n * (size_t)esize, 0, tag);
     *out = (float *)p;
     return r;
 }
+#define sc__alloc_act(m, out, n, tag) sc__alloc_bytes(m, out, n, (m)->ab, tag)
+#define sc__alloc_f32(m, out, n, tag) sc__alloc_bytes(m, out, n, 4, tag)
 
+static void sc__free(sc_model *m, void *p) { sc_allocator_free(&m->alloc, p); }
+
+/* CPU bf16 mode: values are rounded to bf16 as the GPU would store them. */
 static void sc__round(const sc_model *m, float *x, size_t n)
 {
-    if (m->mc.bf16) sc_round_bf16_inplace(x, n);
+    if (m->mc.bf16 && !m->cu) sc_round_bf16_inplace(x, n);
+}
+
+static void sc__memset0(sc_model *m, void *p, size_t bytes)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { sc_cuda_memset0(m->cu, p, bytes); return; }
+#endif
+    (void)m;
+    memset(p, 0, bytes);
+}
+
+static void sc__upload(sc_model *m, void *dst, const void *src, size_t bytes)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { sc_cuda_upload(m->cu, dst, src, bytes); return; }
+#endif
+    (void)m;
+    memcpy(dst, src, bytes);
+}
+
+/* n floats of a buffer with esize-byte elements (f32 or bf16) into host f32. */
+static sc_result sc__download_f32(sc_model *m, float *dst, const void *src, int esize, size_t n)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_cuda_download_f32(m->cu, dst, src, esize == 2 ? SC_BF16 : SC_F32, n);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    (void)m; (void)esize;
+    memcpy(dst, src, n * sizeof(float));
+    return SC_SUCCESS;
+}
+
+static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *src, size_t n)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_cuda_upload_f32(m->cu, dst, esize == 2 ? SC_BF16 : SC_F32, src, n);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    (void)m; (void)esize;
+    memcpy(dst, src, n * sizeof(float));
+    return SC_SUCCESS;
+}
+
+static void sc__act_drop(sc_model *m, int l, int a)
+{
+    sc__free(m, m->acts[l][a]);
+    m->acts[l][a] = NULL;
+}
+
+static void sc__model_drop_acts(sc_model *m)
+{
+    for (int l = 0; l <= SC_MAX_LAYERS; l++)
+        for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
 }
 
 SCDEF void sc_model_destroy(sc_model *m)
 {
     if (!m) return;
-    for (int l = 0; l <= SC_MAX_LAYERS; l++)
-        for (int a = 0; a < SC__A_COUNT; a++)
-            if (m->acts[l][a]) sc_allocator_free(&m->alloc, m->acts[l][a]);
-    sc_allocator_free(&m->alloc, m->params);
-    sc_allocator_free(&m->alloc, m->grads);
-    sc_allocator_free(&m->alloc, m->opt_m);
-    sc_allocator_free(&m->alloc, m->opt_v);
-    sc_allocator_free(&m->alloc, m->rope_cos);
-    sc_allocator_free(&m->alloc, m->rope_sin);
-    sc_allocator_free(&m->alloc, m->targets);
+    sc__model_drop_acts(m);
+    void *bufs[] = {m->params, m->grads, m->master, m->opt_m, m->opt_v, m->rope_cos, m->rope_sin,
+                    m->ids_dev, m->targets, m->rowloss};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sc__free(m, bufs[i]);
     sc_allocator_uninit(&m->alloc);
+#ifdef SLIDECHECK_CUDA
+    sc_cuda_destroy(m->cu);
+#endif
     SC_FREE(m->logits_host);
+    SC_FREE(m->rowloss_host);
     SC_FREE(m);
+}
+
+/* HF init: normal(0, initializer_range) for linear and embedding weights, 1 for norms, 0 for
+   biases; each parameter has its own stream of the seed, so the layout does not matter. */
+static sc_result sc__init_params(float *dst, const sc_config *cfg, uint64_t seed)
+{
+    int np = sc_config_params(cfg, NULL, 0);
+    sc_param_info *pi = (sc_param_info *)SC_MALLOC(sizeof(sc_param_info) * (size_t)np);
+    if (!pi) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the parameter table failed");
+    sc_config_params(cfg, pi, np);
+    for (int i = 0; i < np; i++) {
+        sc_rng rng = sc_rng_seed(seed * 1000003ull + (uint64_t)i);
+        float *p = dst + pi[i].offset;
+        int is_norm = strstr(pi[i].name, "norm") != NULL, is_bias = strstr(pi[i].name, ".bias") != NULL;
+        for (size_t k = 0; k < pi[i].numel; k++)
+            p[k] = is_norm ? 1.0f : is_bias ? 0.0f : (float)cfg->init_std * sc_rng_normal(&rng);
+    }
+    SC_FREE(pi);
+    return SC_SUCCESS;
 }
 
 SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_model_config *mcin,
@@ -593,12 +728,10 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
 {
     sc_result r;
     *out = NULL;
-    if ((r = sc_config_validate(cfg)) != SC_SUCCESS) return r;
+    SC__TRY(sc_config_validate(cfg));
     if (cfg->num_layers > SC_MAX_LAYERS)
         return sc__fail(SC_ERROR_UNSUPPORTED, "%d layers: at most %d supported", cfg->num_layers, SC_MAX_LAYERS);
     sc_model_config mc = mcin ? *mcin : sc_model_config_init();
-    if (mc.device != SC_DEVICE_CPU)
-        return sc__fail(SC_ERROR_UNSUPPORTED, "this build runs the model on the CPU only");
     if (!mc.seed) mc.seed = 1234;
     if (mc.lr == 0.0f) mc.lr = 1e-4f;
     if (mc.beta1 == 0.0f) mc.beta1 = 0.9f;
@@ -609,91 +742,114 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->mc = mc;
+    m->pb = m->gb = m->ab = 4;
+    m->pdt = m->gdt = SC_F32;
     sc_allocator_config ac;
     memset(&ac, 0, sizeof ac);
     ac.mem_cap = mc.mem_cap;
     ac.name = "cpu";
-    if ((r = sc_allocator_init(&m->alloc, &ac)) != SC_SUCCESS) { SC_FREE(m); return r; }
-    m->nparams = sc_config_num_params(cfg);
-    if ((r = sc__alloc_f32(m, &m->params, m->nparams, "weights")) != SC_SUCCESS ||
-        (r = sc__alloc_f32(m, &m->grads, m->nparams, "grad")) != SC_SUCCESS) {
-        sc_model_destroy(m);
+    if (mc.device == SC_DEVICE_CUDA) {
+#ifdef SLIDECHECK_CUDA
+        sc_cuda_config cc;
+        memset(&cc, 0, sizeof cc);
+        cc.bf16 = mc.bf16;
+        cc.grads_f32 = mc.master_weights;
+        if ((r = sc_cuda_create(&m->cu, &cc)) != SC_SUCCESS) { SC_FREE(m); return r; }
+        if (mc.bf16) {
+            m->pb = m->ab = 2;
+            m->pdt = SC_BF16;
+            if (!mc.master_weights) { m->gb = 2; m->gdt = SC_BF16; }
+        }
+        ac.name = "cuda:0";
+        ac.raw_alloc = sc_cuda_raw_alloc;
+        ac.raw_free = sc_cuda_raw_free;
+        ac.raw_user = m->cu;
+        ac.event_record = sc_cuda_event_record;
+        ac.event_query = sc_cuda_event_query;
+        ac.event_destroy = sc_cuda_event_destroy;
+        ac.event_user = m->cu;
+#else
+        SC_FREE(m);
+        return sc__fail(SC_ERROR_NO_DEVICE, "this build has no CUDA backend (build with nvcc: make)");
+#endif
+    }
+    if ((r = sc_allocator_init(&m->alloc, &ac)) != SC_SUCCESS) {
+#ifdef SLIDECHECK_CUDA
+        sc_cuda_destroy(m->cu);
+#endif
+        SC_FREE(m);
         return r;
     }
-    if (params) memcpy(m->params, params, sizeof(float) * m->nparams);
-    else {
-        /* HF init: normal(0, initializer_range) for linear and embedding, 1 for norms, 0 for biases */
-        int np = sc_config_params(cfg, NULL, 0);
-        sc_param_info *pi = (sc_param_info *)SC_MALLOC(sizeof(sc_param_info) * (size_t)np);
-        if (!pi) { sc_model_destroy(m); return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed"); }
-        sc_config_params(cfg, pi, np);
-        for (int i = 0; i < np; i++) {
-            sc_rng rng = sc_rng_seed(mc.seed * 1000003ull + (uint64_t)i);
-            float *p = m->params + pi[i].offset;
-            int is_norm = strstr(pi[i].name, "norm") != NULL, is_bias = strstr(pi[i].name, ".bias") != NULL;
-            for (size_t k = 0; k < pi[i].numel; k++)
-                p[k] = is_norm ? 1.0f : is_bias ? 0.0f : (float)cfg->init_std * sc_rng_normal(&rng);
-        }
-        SC_FREE(pi);
-    }
-    sc__round(m, m->params, m->nparams);
+    m->nparams = sc_config_num_params(cfg);
+    float *host = NULL;
+    if ((r = sc__alloc_bytes(m, &m->params, m->nparams, m->pb, "weights")) != SC_SUCCESS ||
+        (r = sc__alloc_bytes(m, &m->grads, m->nparams, m->gb, "grad")) != SC_SUCCESS)
+        goto fail;
+    if (m->cu && mc.master_weights &&
+        (r = sc__alloc_f32(m, &m->master, m->nparams, "master weights")) != SC_SUCCESS)
+        goto fail;
+    host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
+    if (!host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of %zu parameters failed", m->nparams); goto fail; }
+    if (params) memcpy(host, params, sizeof(float) * m->nparams);
+    else if ((r = sc__init_params(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
+    if (mc.bf16) sc_round_bf16_inplace(host, m->nparams);
+    if ((r = sc__upload_f32(m, m->params, m->pb, host, m->nparams)) != SC_SUCCESS) goto fail;
+    if (m->master && (r = sc__upload_f32(m, m->master, 4, host, m->nparams)) != SC_SUCCESS) goto fail;
+    SC_FREE(host);
     *out = m;
     return SC_SUCCESS;
+fail:
+    SC_FREE(host);
+    sc_model_destroy(m);
+    return r;
 }
 
 static sc_result sc__ensure_rope(sc_model *m, int T)
 {
     if (m->rope_T >= T) return SC_SUCCESS;
-    sc_allocator_free(&m->alloc, m->rope_cos);
-    sc_allocator_free(&m->alloc, m->rope_sin);
+    sc__free(m, m->rope_cos);
+    sc__free(m, m->rope_sin);
     m->rope_cos = m->rope_sin = NULL;
     m->rope_T = 0;
     size_t n = (size_t)T * (size_t)(m->cfg.head_dim / 2);
+    float *hc = (float *)SC_MALLOC(sizeof(float) * n * 2);
+    if (!hc) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the RoPE table failed");
+    sc_rope_table(hc, hc + n, T, m->cfg.head_dim, m->cfg.rope_theta);
     sc_result r;
-    if ((r = sc__alloc_f32(m, &m->rope_cos, n, "rope.cos")) != SC_SUCCESS) return r;
-    if ((r = sc__alloc_f32(m, &m->rope_sin, n, "rope.sin")) != SC_SUCCESS) return r;
-    sc_rope_table(m->rope_cos, m->rope_sin, T, m->cfg.head_dim, m->cfg.rope_theta);
-    m->rope_T = T;
-    return SC_SUCCESS;
+    if ((r = sc__alloc_f32(m, &m->rope_cos, n, "rope.cos")) == SC_SUCCESS &&
+        (r = sc__alloc_f32(m, &m->rope_sin, n, "rope.sin")) == SC_SUCCESS) {
+        sc__upload(m, m->rope_cos, hc, n * sizeof(float));
+        sc__upload(m, m->rope_sin, hc + n, n * sizeof(float));
+        m->rope_T = T;
+    }
+    SC_FREE(hc);
+    return r;
 }
 
 /* Allocate activation slot `a` of layer l (slot X of layer L is the stack's output). */
 static sc_result sc__act_get(sc_model *m, int l, int a)
 {
     if (m->acts[l][a]) return SC_SUCCESS;
-    char tag[96];
+    char tag[64];
     snprintf(tag, sizeof tag, "layer %d %s (saved activation)", l, sc__act_names[a]);
     size_t n = sc__act_numel(&m->cfg, a, m->B, m->T);
     if (!n) return SC_SUCCESS; /* e.g. q/k-norm statistics of a model without q/k norms */
-    return sc__alloc_f32(m, &m->acts[l][a], n, tag);
-}
-
-static void sc__act_drop(sc_model *m, int l, int a)
-{
-    sc_allocator_free(&m->alloc, m->acts[l][a]);
-    m->acts[l][a] = NULL;
-}
-
-static void sc__layer_drop_all(sc_model *m, int l)
-{
-    for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
+    return sc__alloc_bytes(m, &m->acts[l][a], n, sc__act_is_stat(a) ? 4 : m->ab, tag);
 }
 
 static float *sc__lw(sc_model *m, int l, size_t off)
 {
-    return off == SIZE_MAX ? NULL : m->params + sc_config_layer_base(&m->cfg, l) + off;
+    return off == SIZE_MAX ? NULL : sc__at(m->params, sc_config_layer_base(&m->cfg, l) + off, m->pb);
 }
 static float *sc__lg(sc_model *m, int l, size_t off)
 {
-    return off == SIZE_MAX ? NULL : m->grads + sc_config_layer_base(&m->cfg, l) + off;
+    return off == SIZE_MAX ? NULL : sc__at(m->grads, sc_config_layer_base(&m->cfg, l) + off, m->gb);
 }
 
-#define SC__TRY(x) do { sc_result sc__r_ = (x); if (sc__r_ != SC_SUCCESS) return sc__r_; } while (0)
-
 /* Compute every activation of layer l that is missing, from what is there (x at least).
-   The forward pass is this with an empty layer; a recompute is this with a partial one, so
-   both run the very same arithmetic. `mask` = slots to keep afterwards (others are freed at
-   their last use in this pass). */
+   The forward pass is this on an empty layer; a recompute is this on a partial one, so both
+   run the very same arithmetic. `mask` = slots to keep afterwards (the others are freed at
+   their last use here). */
 static sc_result sc__layer_fill(sc_model *m, int l, unsigned mask)
 {
     const sc_config *c = &m->cfg;
@@ -702,74 +858,77 @@ static sc_result sc__layer_fill(sc_model *m, int l, unsigned mask)
     int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
     float eps = (float)c->rms_eps;
     float **A = m->acts[l];
-    float *tmp = NULL;
 #define SC__HAVE(s) (A[s] != NULL)
-#define SC__DONE(s) do { if (!(mask & (1u << (s)))) sc__act_drop(m, l, s); } while (0)
-    if (!SC__HAVE(SC__A_A) && (!SC__HAVE(SC__A_QKV) || (mask & (1u << SC__A_A)))) {
+#define SC__KEEP(s) (mask & (1u << (s)))
+#define SC__DONE(s) do { if (!SC__KEEP(s)) sc__act_drop(m, l, s); } while (0)
+    if (!SC__HAVE(SC__A_A) && (!SC__HAVE(SC__A_QKV) || SC__KEEP(SC__A_A))) {
         SC__TRY(sc__act_get(m, l, SC__A_A));
         SC__TRY(sc__act_get(m, l, SC__A_RSTD1));
-        sc_cpu_rmsnorm_forward(A[SC__A_A], A[SC__A_RSTD1], A[SC__A_X], sc__lw(m, l, o.ln1), N, C, eps);
+        SC__OP(m, rmsnorm_forward, A[SC__A_A], A[SC__A_RSTD1], A[SC__A_X], sc__lw(m, l, o.ln1), N, C, eps);
         sc__round(m, A[SC__A_A], (size_t)N * C);
     }
     if (!SC__HAVE(SC__A_QKV)) {
         SC__TRY(sc__act_get(m, l, SC__A_QKV));
-        sc_cpu_matmul_forward(A[SC__A_QKV], A[SC__A_A], sc__lw(m, l, o.wqkv), sc__lw(m, l, o.bqkv), N, C, Q);
+        SC__OP(m, matmul_forward, A[SC__A_QKV], A[SC__A_A], sc__lw(m, l, o.wqkv), sc__lw(m, l, o.bqkv), N, C, Q);
         sc__round(m, A[SC__A_QKV], (size_t)N * Q);
     }
-    if (A[SC__A_A]) { SC__DONE(SC__A_A); SC__DONE(SC__A_RSTD1); }
+    if (SC__HAVE(SC__A_A)) { SC__DONE(SC__A_A); SC__DONE(SC__A_RSTD1); }
     int need_attn = !SC__HAVE(SC__A_O) || !SC__HAVE(SC__A_LSE);
-    if (!SC__HAVE(SC__A_QK) && (need_attn || (mask & (1u << SC__A_QK)))) {
+    if (!SC__HAVE(SC__A_QK) && (need_attn || SC__KEEP(SC__A_QK))) {
         SC__TRY(sc__act_get(m, l, SC__A_QK));
         SC__TRY(sc__act_get(m, l, SC__A_RSTDQK));
-        sc_cpu_qknorm_rope_forward(A[SC__A_QK], A[SC__A_RSTDQK], A[SC__A_QKV], sc__lw(m, l, o.qnorm),
-                                   sc__lw(m, l, o.knorm), m->rope_cos, m->rope_sin, B, T, H, KV, D, eps);
+        SC__OP(m, qknorm_rope_forward, A[SC__A_QK], A[SC__A_RSTDQK], A[SC__A_QKV], sc__lw(m, l, o.qnorm),
+               sc__lw(m, l, o.knorm), m->rope_cos, m->rope_sin, B, T, H, KV, D, eps);
         sc__round(m, A[SC__A_QK], (size_t)N * (H + KV) * D);
     }
     if (need_attn) {
         SC__TRY(sc__act_get(m, l, SC__A_O));
         SC__TRY(sc__act_get(m, l, SC__A_LSE));
-        sc_cpu_attention_forward(A[SC__A_O], A[SC__A_LSE], A[SC__A_QK], A[SC__A_QKV], B, T, H, KV, D);
+        SC__OP(m, attention_forward, A[SC__A_O], A[SC__A_LSE], A[SC__A_QK], A[SC__A_QKV], B, T, H, KV, D);
         sc__round(m, A[SC__A_O], (size_t)N * H * D);
     }
-    if (A[SC__A_QK]) { SC__DONE(SC__A_QK); SC__DONE(SC__A_RSTDQK); }
+    if (SC__HAVE(SC__A_QK)) { SC__DONE(SC__A_QK); SC__DONE(SC__A_RSTDQK); }
     SC__DONE(SC__A_QKV);
-    int need_b = !SC__HAVE(SC__A_B) && (!SC__HAVE(SC__A_GU) || (mask & (1u << SC__A_B)));
+    int need_b = !SC__HAVE(SC__A_B) && (!SC__HAVE(SC__A_GU) || SC__KEEP(SC__A_B));
     if (!SC__HAVE(SC__A_X2)) {
+        float *tmp = NULL;
         SC__TRY(sc__act_get(m, l, SC__A_X2));
         SC__TRY(sc__act_get(m, l, SC__A_B));
         SC__TRY(sc__act_get(m, l, SC__A_RSTD2));
-        SC__TRY(sc__alloc_f32(m, &tmp, (size_t)N * C, "attn.o_proj out (temporary)"));
-        sc_cpu_matmul_forward(tmp, A[SC__A_O], sc__lw(m, l, o.wo), NULL, N, H * D, C);
+        SC__TRY(sc__alloc_act(m, &tmp, (size_t)N * C, "attn.o_proj out (temporary)"));
+        SC__OP(m, matmul_forward, tmp, A[SC__A_O], sc__lw(m, l, o.wo), NULL, N, H * D, C);
         sc__round(m, tmp, (size_t)N * C);
-        sc_cpu_add_rmsnorm_forward(A[SC__A_X2], A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X], tmp, sc__lw(m, l, o.ln2),
-                                   N, C, eps);
-        sc__round(m, A[SC__A_X2], (size_t)N * C);
-        /* in bf16 the norm must see the rounded sum: redo it from the stored residual */
-        if (m->mc.bf16) sc_cpu_rmsnorm_forward(A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X2], sc__lw(m, l, o.ln2), N, C, eps);
+        SC__OP(m, add_rmsnorm_forward, A[SC__A_X2], A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X], tmp,
+               sc__lw(m, l, o.ln2), N, C, eps);
+        if (m->mc.bf16 && !m->cu) {
+            /* the GPU normalises the stored (bf16) sum: do the same */
+            sc__round(m, A[SC__A_X2], (size_t)N * C);
+            sc_cpu_rmsnorm_forward(A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X2], sc__lw(m, l, o.ln2), N, C, eps);
+        }
         sc__round(m, A[SC__A_B], (size_t)N * C);
-        sc_allocator_free(&m->alloc, tmp);
-        tmp = NULL;
+        sc__free(m, tmp);
     } else if (need_b) {
         SC__TRY(sc__act_get(m, l, SC__A_B));
         SC__TRY(sc__act_get(m, l, SC__A_RSTD2));
-        sc_cpu_rmsnorm_forward(A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X2], sc__lw(m, l, o.ln2), N, C, eps);
+        SC__OP(m, rmsnorm_forward, A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X2], sc__lw(m, l, o.ln2), N, C, eps);
         sc__round(m, A[SC__A_B], (size_t)N * C);
     }
     SC__DONE(SC__A_O);
     SC__DONE(SC__A_LSE);
     if (!SC__HAVE(SC__A_GU)) {
         SC__TRY(sc__act_get(m, l, SC__A_GU));
-        sc_cpu_matmul_forward(A[SC__A_GU], A[SC__A_B], sc__lw(m, l, o.wgu), NULL, N, C, 2 * I);
+        SC__OP(m, matmul_forward, A[SC__A_GU], A[SC__A_B], sc__lw(m, l, o.wgu), NULL, N, C, 2 * I);
         sc__round(m, A[SC__A_GU], (size_t)N * 2 * I);
     }
-    if (A[SC__A_B]) { SC__DONE(SC__A_B); SC__DONE(SC__A_RSTD2); }
+    if (SC__HAVE(SC__A_B)) { SC__DONE(SC__A_B); SC__DONE(SC__A_RSTD2); }
     if (!SC__HAVE(SC__A_M)) {
         SC__TRY(sc__act_get(m, l, SC__A_M));
-        sc_cpu_swiglu_forward(A[SC__A_M], A[SC__A_GU], N, I);
+        SC__OP(m, swiglu_forward, A[SC__A_M], A[SC__A_GU], N, I);
         sc__round(m, A[SC__A_M], (size_t)N * I);
     }
     SC__DONE(SC__A_GU);
 #undef SC__HAVE
+#undef SC__KEEP
 #undef SC__DONE
     return SC_SUCCESS;
 }
@@ -782,217 +941,286 @@ static sc_result sc__layer_output(sc_model *m, int l, unsigned mask)
     int N = m->B * m->T, C = c->hidden_size, I = c->intermediate_size;
     float *tmp = NULL;
     SC__TRY(sc__act_get(m, l + 1, SC__A_X));
-    SC__TRY(sc__alloc_f32(m, &tmp, (size_t)N * C, "mlp.down_proj out (temporary)"));
-    sc_cpu_matmul_forward(tmp, m->acts[l][SC__A_M], sc__lw(m, l, o.wd), NULL, N, I, C);
+    SC__TRY(sc__alloc_act(m, &tmp, (size_t)N * C, "mlp.down_proj out (temporary)"));
+    SC__OP(m, matmul_forward, tmp, m->acts[l][SC__A_M], sc__lw(m, l, o.wd), NULL, N, I, C);
     sc__round(m, tmp, (size_t)N * C);
-    sc_cpu_add_forward(m->acts[l + 1][SC__A_X], m->acts[l][SC__A_X2], tmp, (size_t)N * C);
+    SC__OP(m, add_forward, m->acts[l + 1][SC__A_X], m->acts[l][SC__A_X2], tmp, (size_t)N * C);
     sc__round(m, m->acts[l + 1][SC__A_X], (size_t)N * C);
-    sc_allocator_free(&m->alloc, tmp);
+    sc__free(m, tmp);
     if (!(mask & (1u << SC__A_M))) sc__act_drop(m, l, SC__A_M);
     if (!(mask & (1u << SC__A_X2))) sc__act_drop(m, l, SC__A_X2);
     return SC_SUCCESS;
 }
 
-/* Back-propagate layer l. dres holds dL/d(output of layer l) and becomes dL/d(input). */
+/* Back-propagate layer l. dres holds dL/d(output of layer l) and becomes dL/d(its input). */
 static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
 {
     const sc_config *c = &m->cfg;
     sc_layer_offsets o = sc_config_layer_offsets(c);
     int B = m->B, T = m->T, N = B * T, C = c->hidden_size, I = c->intermediate_size;
-    int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D, K = (H + KV) * D;
+    int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
     float **A = m->acts[l];
     float *dbig = NULL, *dsmall = NULL, *dc = NULL;
-    size_t big = (size_t)N * (size_t)(2 * I > Q + K ? 2 * I : Q + K);
+    size_t big = (size_t)N * (size_t)(2 * I > Q + (H + KV) * D ? 2 * I : Q + (H + KV) * D);
     size_t small = (size_t)N * (size_t)(I > H * D ? I : H * D);
-    SC__TRY(sc__alloc_f32(m, &dbig, big, "backward scratch"));
-    SC__TRY(sc__alloc_f32(m, &dsmall, small, "backward scratch"));
-    SC__TRY(sc__alloc_f32(m, &dc, (size_t)N * C, "backward scratch"));
-    /* MLP: x_out = x2 + down(swiglu(gate_up(ln2(x2)))) */
-    sc_cpu_matmul_backward(dsmall, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
-    sc_cpu_swiglu_backward(dbig, dsmall, A[SC__A_GU], N, I);
-    sc_cpu_matmul_backward(dc, sc__lg(m, l, o.wgu), NULL, dbig, A[SC__A_B], sc__lw(m, l, o.wgu), N, C, 2 * I);
-    sc_cpu_rmsnorm_backward(dres, sc__lg(m, l, o.ln2), dc, A[SC__A_X2], sc__lw(m, l, o.ln2), A[SC__A_RSTD2], N, C);
+    sc_result r;
+    if ((r = sc__alloc_act(m, &dbig, big, "backward scratch")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &dsmall, small, "backward scratch")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &dc, (size_t)N * C, "backward scratch")) != SC_SUCCESS) {
+        sc__free(m, dbig);
+        sc__free(m, dsmall);
+        return r;
+    }
+    /* MLP: out = x2 + down(swiglu(gate_up(ln2(x2)))) */
+    SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
+    SC__OP(m, swiglu_backward, dbig, dsmall, A[SC__A_GU], N, I);
+    SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wgu), NULL, dbig, A[SC__A_B], sc__lw(m, l, o.wgu), N, C, 2 * I);
+    SC__OP(m, rmsnorm_backward, dres, sc__lg(m, l, o.ln2), dc, A[SC__A_X2], sc__lw(m, l, o.ln2), A[SC__A_RSTD2], N, C);
     /* attention: x2 = x + o_proj(attn(rope(qknorm(qkv(ln1(x)))))) */
-    sc_cpu_matmul_backward(dsmall, sc__lg(m, l, o.wo), NULL, dres, A[SC__A_O], sc__lw(m, l, o.wo), N, H * D, C);
-    float *dqkv = dbig, *dqk = dbig + (size_t)N * Q;
-    sc_cpu_attention_backward(dqk, dqkv, dsmall, A[SC__A_QK], A[SC__A_QKV], A[SC__A_O], A[SC__A_LSE], B, T, H, KV, D);
-    sc_cpu_qknorm_rope_backward(dqkv, sc__lg(m, l, o.qnorm), sc__lg(m, l, o.knorm), dqk, A[SC__A_QKV],
-                                sc__lw(m, l, o.qnorm), sc__lw(m, l, o.knorm), A[SC__A_RSTDQK], m->rope_cos,
-                                m->rope_sin, B, T, H, KV, D);
-    sc_cpu_matmul_backward(dc, sc__lg(m, l, o.wqkv), sc__lg(m, l, o.bqkv), dqkv, A[SC__A_A], sc__lw(m, l, o.wqkv),
-                           N, C, Q);
-    sc_cpu_rmsnorm_backward(dres, sc__lg(m, l, o.ln1), dc, A[SC__A_X], sc__lw(m, l, o.ln1), A[SC__A_RSTD1], N, C);
-    sc_allocator_free(&m->alloc, dbig);
-    sc_allocator_free(&m->alloc, dsmall);
-    sc_allocator_free(&m->alloc, dc);
+    SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wo), NULL, dres, A[SC__A_O], sc__lw(m, l, o.wo), N, H * D, C);
+    float *dqkv = dbig, *dqk = sc__at(dbig, (size_t)N * Q, m->ab);
+    SC__OP(m, attention_backward, dqk, dqkv, dsmall, A[SC__A_QK], A[SC__A_QKV], A[SC__A_O], A[SC__A_LSE],
+           B, T, H, KV, D);
+    SC__OP(m, qknorm_rope_backward, dqkv, sc__lg(m, l, o.qnorm), sc__lg(m, l, o.knorm), dqk, A[SC__A_QKV],
+           sc__lw(m, l, o.qnorm), sc__lw(m, l, o.knorm), A[SC__A_RSTDQK], m->rope_cos, m->rope_sin, B, T, H, KV, D);
+    SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wqkv), sc__lg(m, l, o.bqkv), dqkv, A[SC__A_A],
+           sc__lw(m, l, o.wqkv), N, C, Q);
+    SC__OP(m, rmsnorm_backward, dres, sc__lg(m, l, o.ln1), dc, A[SC__A_X], sc__lw(m, l, o.ln1), A[SC__A_RSTD1], N, C);
+    sc__free(m, dbig);
+    sc__free(m, dsmall);
+    sc__free(m, dc);
     return SC_SUCCESS;
 }
 
 static int sc__seg_end(const sc_plan *p, int l)
 {
-    int s = p->seg[l], e = l;
-    while (e + 1 < p->num_layers && p->seg[e + 1] == s) e++;
+    int e = l;
+    while (e + 1 < p->num_layers && p->seg[e + 1] == p->seg[l]) e++;
     return e + 1;
 }
 
-static void sc__model_drop_acts(sc_model *m)
+/* Final norm, LM head and loss, in row chunks so that the logits never exist whole; leaves
+   dL/d(x_L) in *dres_out. */
+static sc_result sc__head_forward_backward(sc_model *m, float **dres_out, double *loss_sum)
 {
-    for (int l = 0; l <= m->cfg.num_layers; l++) sc__layer_drop_all(m, l);
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T;
+    int chunk = N < 1024 ? N : 1024;
+    float *xn = NULL, *rstd = NULL, *dxn = NULL, *lg = NULL, *dres = NULL;
+    const float *wlm = sc__at(m->params, sc_config_lm_head_offset(c), m->pb);
+    float *dwlm = sc__at(m->grads, sc_config_lm_head_offset(c), m->gb);
+    const float *nw = sc__at(m->params, sc_config_norm_offset(c), m->pb);
+    sc_result r;
+    if ((r = sc__alloc_act(m, &xn, (size_t)N * C, "final norm out")) != SC_SUCCESS ||
+        (r = sc__alloc_f32(m, &rstd, (size_t)N, "final norm rstd")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &dxn, (size_t)N * C, "final norm grad")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &lg, (size_t)chunk * V, "logits chunk")) != SC_SUCCESS)
+        goto done;
+    if (m->mc.keep_logits && m->logits_cap < (size_t)N * V) {
+        SC_FREE(m->logits_host);
+        m->logits_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N * V);
+        m->logits_cap = m->logits_host ? (size_t)N * V : 0;
+        if (!m->logits_host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the logits failed"); goto done; }
+    }
+    SC__OP(m, rmsnorm_forward, xn, rstd, m->acts[L][SC__A_X], nw, N, C, (float)c->rms_eps);
+    sc__round(m, xn, (size_t)N * C);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        float *xr = sc__at(xn, (size_t)r0 * C, m->ab);
+        SC__OP(m, matmul_forward, lg, xr, wlm, NULL, n, C, V);
+        sc__round(m, lg, (size_t)n * V);
+        if (m->mc.keep_logits && (r = sc__download_f32(m, m->logits_host + (size_t)r0 * V, lg, m->ab,
+                                                        (size_t)n * V)) != SC_SUCCESS)
+            goto done;
+        SC__OP(m, crossentropy_forward_backward, lg, m->rowloss + r0, lg, m->targets + r0, n, V,
+               1.0f / (float)(m->B * (m->T - 1)));
+        sc__round(m, lg, (size_t)n * V);
+        SC__OP(m, matmul_backward, sc__at(dxn, (size_t)r0 * C, m->ab), dwlm, NULL, lg, xr, wlm, n, C, V);
+    }
+    if ((r = sc__download_f32(m, m->rowloss_host, m->rowloss, 4, (size_t)N)) != SC_SUCCESS) goto done;
+    *loss_sum = 0.0;
+    for (int i = 0; i < N; i++) *loss_sum += (double)m->rowloss_host[i];
+    sc__free(m, lg);
+    lg = NULL;
+    /* dres = dL/d(x_L): the final norm's backward adds into zeros */
+    if ((r = sc__alloc_act(m, &dres, (size_t)N * C, "residual grad")) != SC_SUCCESS) goto done;
+    sc__memset0(m, dres, (size_t)N * C * (size_t)m->ab);
+    SC__OP(m, rmsnorm_backward, dres, sc__at(m->grads, sc_config_norm_offset(c), m->gb), dxn, m->acts[L][SC__A_X],
+           nw, rstd, N, C);
+    sc__act_drop(m, L, SC__A_X);
+done:
+    sc__free(m, xn);
+    sc__free(m, rstd);
+    sc__free(m, dxn);
+    sc__free(m, lg);
+    *dres_out = dres;
+    return r;
+}
+
+static sc_result sc__forward_backward(sc_model *m, const sc_plan *plan, float *loss)
+{
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, C = c->hidden_size, N = m->B * m->T;
+    float *dres = NULL;
+    double lsum = 0.0;
+    int sp;
+    sc_result r;
+    SC__TRY(sc__act_get(m, 0, SC__A_X));
+    sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
+    SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, C);
+    sc__span_end(m, sp);
+    for (int l = 0; l < L; l++) {
+        unsigned mask = sc__plan_mask(plan, l);
+        sp = sc__span_begin(m, "layer", SC_PHASE_FWD, l);
+        SC__TRY(sc__layer_fill(m, l, mask));
+        SC__TRY(sc__layer_output(m, l, mask));
+        if (!(mask & (1u << SC__A_X))) sc__act_drop(m, l, SC__A_X);
+        sc__span_end(m, sp);
+    }
+    m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
+    sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
+    SC__TRY(sc__head_forward_backward(m, &dres, &lsum));
+    sc__span_end(m, sp);
+    *loss = (float)(lsum / (double)(m->B * (m->T - 1)));
+    for (int l = L - 1; l >= 0; l--) {
+        if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
+            /* the last layer of a recomputed segment: replay the segment's forward once */
+            for (int j = plan->seg[l]; j <= l; j++) {
+                sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, j);
+                if ((r = sc__layer_fill(m, j, ~0u)) != SC_SUCCESS) goto fail;
+                if (j < l && (r = sc__layer_output(m, j, ~0u)) != SC_SUCCESS) goto fail;
+                sc__span_end(m, sp);
+            }
+        } else if (plan->seg[l] < 0 && plan->keep[l] != SC_KEEP_ALL) {
+            sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, l);
+            if ((r = sc__layer_fill(m, l, ~0u)) != SC_SUCCESS) goto fail;
+            sc__span_end(m, sp);
+        }
+        sp = sc__span_begin(m, "layer", SC_PHASE_BWD, l);
+        if ((r = sc__layer_backward(m, l, dres)) != SC_SUCCESS) goto fail;
+        for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
+        sc__span_end(m, sp);
+    }
+    sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_embedding_backward(m->cu, m->grads, dres, m->ids_dev, m->ids, N, C);
+    else
+#endif
+        sc_cpu_embedding_backward(m->grads, dres, m->ids, N, C);
+    sc__span_end(m, sp);
+    r = SC_SUCCESS;
+fail:
+    sc__free(m, dres);
+    return r;
 }
 
 SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
                                           float *loss)
 {
     const sc_config *c = &m->cfg;
-    int L = c->num_layers, C = c->hidden_size, V = c->vocab_size;
+    int L = c->num_layers, V = c->vocab_size;
     if (!plan || plan->num_layers != L)
         return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint plan is for %d layers, the model has %d",
                         plan ? plan->num_layers : -1, L);
-    if (B <= 0 || T < 2) return sc__fail(SC_ERROR_INVALID_ARGS, "need batch >= 1 and sequence >= 2 (got %d x %d)", B, T);
+    if (B <= 0 || T < 2)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "need batch >= 1 and sequence >= 2 (got %d x %d)", B, T);
     if (T > c->max_position)
         return sc__fail(SC_ERROR_RANGE, "sequence length %d exceeds max_position_embeddings %d", T, c->max_position);
-    if ((size_t)B * T > (size_t)1 << 30) return sc__fail(SC_ERROR_RANGE, "batch x sequence too large");
+    if ((int64_t)B * T > ((int64_t)1 << 30) / (V > 0 ? 1 : 1))
+        return sc__fail(SC_ERROR_RANGE, "batch x sequence = %lld is too large", (long long)B * T);
     for (int i = 0; i < B * T; i++)
         if (ids[i] < 0 || ids[i] >= V)
-            return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] outside the vocabulary [0, %d)", ids[i], i / T,
-                            i % T, V);
+            return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] is outside the vocabulary [0, %d)", ids[i],
+                            i / T, i % T, V);
+    int N = B * T;
     sc_result r;
     sc__model_drop_acts(m);
-    m->B = B; m->T = T; m->ids = ids;
-    int N = B * T;
-    if ((r = sc__ensure_rope(m, T)) != SC_SUCCESS) return r;
-    sc_allocator_free(&m->alloc, m->targets);
-    void *tp = NULL;
-    if ((r = sc_allocator_alloc(&m->alloc, &tp, sizeof(int32_t) * (size_t)N, 0, "targets")) != SC_SUCCESS) return r;
-    m->targets = (int32_t *)tp;
-    for (int i = 0; i < N; i++) m->targets[i] = (i % T) < T - 1 ? ids[i + 1] : -1;
-    memset(m->grads, 0, sizeof(float) * m->nparams);
-
-    /* ---- forward ---- */
-    if ((r = sc__act_get(m, 0, SC__A_X)) != SC_SUCCESS) goto fail;
-    sc_cpu_embedding_forward(m->acts[0][SC__A_X], ids, m->params, N, C);
-    for (int l = 0; l < L; l++) {
-        unsigned mask = sc__plan_mask(plan, l);
-        int sp = sc_tracer_span_begin(m->tr, "layer", SC_PHASE_FWD, l, 0);
-        if ((r = sc__layer_fill(m, l, mask)) != SC_SUCCESS) goto fail;
-        if ((r = sc__layer_output(m, l, mask)) != SC_SUCCESS) goto fail;
-        if (!(mask & (1u << SC__A_X))) sc__act_drop(m, l, SC__A_X);
-        sc_tracer_span_end(m->tr, sp);
+    if (B != m->B || T != m->T) {
+        sc__free(m, m->ids_dev);
+        sc__free(m, m->targets);
+        sc__free(m, m->rowloss);
+        m->ids_dev = m->targets = NULL;
+        m->rowloss = NULL;
+        m->B = m->T = 0;
+        void *p1 = NULL, *p2 = NULL;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p1, sizeof(int32_t) * (size_t)N, 0, "input ids"));
+        m->ids_dev = (int32_t *)p1;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p2, sizeof(int32_t) * (size_t)N, 0, "targets"));
+        m->targets = (int32_t *)p2;
+        SC__TRY(sc__alloc_f32(m, &m->rowloss, (size_t)N, "row losses"));
+        if (m->rowloss_cap < (size_t)N) {
+            SC_FREE(m->rowloss_host);
+            m->rowloss_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N);
+            m->rowloss_cap = m->rowloss_host ? (size_t)N : 0;
+            if (!m->rowloss_host) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+        }
     }
-    m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "(saved activation)");
-
-    /* ---- final norm, LM head and loss, in row chunks so the logits never exist whole ---- */
-    {
-        int sp = sc_tracer_span_begin(m->tr, "lm_head+loss", SC_PHASE_LOSS, -1, 0);
-        float *xn = NULL, *rstd = NULL, *dxn = NULL, *lg = NULL;
-        const float *wlm = m->params + sc_config_lm_head_offset(c);
-        float *dwlm = m->grads + sc_config_lm_head_offset(c);
-        float *nw = m->params + sc_config_norm_offset(c);
-        int chunk = N < 1024 ? N : 1024;
-        double lsum = 0.0;
-        if ((r = sc__alloc_f32(m, &xn, (size_t)N * C, "final norm out")) != SC_SUCCESS ||
-            (r = sc__alloc_f32(m, &rstd, (size_t)N, "final norm rstd")) != SC_SUCCESS ||
-            (r = sc__alloc_f32(m, &dxn, (size_t)N * C, "final norm grad")) != SC_SUCCESS ||
-            (r = sc__alloc_f32(m, &lg, (size_t)chunk * V, "logits chunk")) != SC_SUCCESS) {
-            sc_allocator_free(&m->alloc, xn); sc_allocator_free(&m->alloc, rstd);
-            sc_allocator_free(&m->alloc, dxn);
-            goto fail;
-        }
-        if (m->mc.keep_logits && m->logits_cap < (size_t)N * V) {
-            SC_FREE(m->logits_host);
-            m->logits_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N * V);
-            m->logits_cap = m->logits_host ? (size_t)N * V : 0;
-        }
-        sc_cpu_rmsnorm_forward(xn, rstd, m->acts[L][SC__A_X], nw, N, C, (float)c->rms_eps);
-        sc__round(m, xn, (size_t)N * C);
-        for (int r0 = 0; r0 < N; r0 += chunk) {
-            int n = N - r0 < chunk ? N - r0 : chunk;
-            sc_cpu_matmul_forward(lg, xn + (size_t)r0 * C, wlm, NULL, n, C, V);
-            sc__round(m, lg, (size_t)n * V);
-            if (m->mc.keep_logits && m->logits_host)
-                memcpy(m->logits_host + (size_t)r0 * V, lg, sizeof(float) * (size_t)n * V);
-            lsum += sc_cpu_crossentropy_forward_backward(lg, lg, m->targets + r0, n, V, 1.0f / (float)(B * (T - 1)));
-            sc_cpu_matmul_backward(dxn + (size_t)r0 * C, dwlm, NULL, lg, xn + (size_t)r0 * C, wlm, n, C, V);
-        }
-        *loss = (float)(lsum / (double)(B * (T - 1)));
-        /* dres = dL/d(x_L): the final norm's backward adds into zeros */
-        float *dres = lg;
-        sc_allocator_free(&m->alloc, lg);
-        if ((r = sc__alloc_f32(m, &dres, (size_t)N * C, "residual grad")) != SC_SUCCESS) {
-            sc_allocator_free(&m->alloc, xn); sc_allocator_free(&m->alloc, rstd);
-            sc_allocator_free(&m->alloc, dxn);
-            goto fail;
-        }
-        memset(dres, 0, sizeof(float) * (size_t)N * C);
-        sc_cpu_rmsnorm_backward(dres, m->grads + sc_config_norm_offset(c), dxn, m->acts[L][SC__A_X], nw, rstd, N, C);
-        sc_allocator_free(&m->alloc, xn);
-        sc_allocator_free(&m->alloc, rstd);
-        sc_allocator_free(&m->alloc, dxn);
-        sc__act_drop(m, L, SC__A_X);
-        sc_tracer_span_end(m->tr, sp);
-
-        /* ---- backward ---- */
-        for (int l = L - 1; l >= 0; l--) {
-            if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
-                /* replay the segment's forward once, keeping everything */
-                for (int j = plan->seg[l]; j <= l; j++) {
-                    int rs = sc_tracer_span_begin(m->tr, "layer", SC_PHASE_RECOMPUTE, j, 0);
-                    if ((r = sc__layer_fill(m, j, ~0u)) != SC_SUCCESS) goto fail_dres;
-                    if (j < l && (r = sc__layer_output(m, j, ~0u)) != SC_SUCCESS) goto fail_dres;
-                    sc_tracer_span_end(m->tr, rs);
-                }
-            } else if (plan->seg[l] < 0 && plan->keep[l] != SC_KEEP_ALL) {
-                int rs = sc_tracer_span_begin(m->tr, "layer", SC_PHASE_RECOMPUTE, l, 0);
-                if ((r = sc__layer_fill(m, l, ~0u)) != SC_SUCCESS) goto fail_dres;
-                sc_tracer_span_end(m->tr, rs);
-            }
-            int bs = sc_tracer_span_begin(m->tr, "layer", SC_PHASE_BWD, l, 0);
-            if ((r = sc__layer_backward(m, l, dres)) != SC_SUCCESS) goto fail_dres;
-            sc__layer_drop_all(m, l);
-            sc_tracer_span_end(m->tr, bs);
-        }
-        int es = sc_tracer_span_begin(m->tr, "embedding", SC_PHASE_BWD, -1, 0);
-        sc_cpu_embedding_backward(m->grads, dres, ids, N, C);
-        sc_tracer_span_end(m->tr, es);
-        sc_allocator_free(&m->alloc, dres);
-        return SC_SUCCESS;
-    fail_dres:
-        sc_allocator_free(&m->alloc, dres);
-    }
-fail:
+    m->B = B;
+    m->T = T;
+    m->ids = ids;
+    SC__TRY(sc__ensure_rope(m, T));
+    /* targets: the next token; the last position of each sequence has none (HF's shift) */
+    int32_t *tg = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)N);
+    if (!tg) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    for (int i = 0; i < N; i++) tg[i] = (i % T) < T - 1 ? ids[i + 1] : -1;
+    sc__upload(m, m->targets, tg, sizeof(int32_t) * (size_t)N);
+    sc__upload(m, m->ids_dev, ids, sizeof(int32_t) * (size_t)N);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_synchronize(m->cu); /* tg is freed next */
+#endif
+    SC_FREE(tg);
+    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
+    r = sc__forward_backward(m, plan, loss);
+#ifdef SLIDECHECK_CUDA
+    if (r == SC_SUCCESS && m->cu) r = sc_cuda_status(m->cu);
+#endif
     sc__model_drop_acts(m);
     return r;
 }
 
 SCDEF sc_result sc_model_optimizer_step(sc_model *m)
 {
-    int sp = sc_tracer_span_begin(m->tr, "optimizer", SC_PHASE_OPT, -1, 0);
+    int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     m->t++;
-    if (m->mc.optim == SC_OPTIM_ADAMW) {
-        if (!m->opt_m) {
-            SC__TRY(sc__alloc_f32(m, &m->opt_m, m->nparams, "adamw.m"));
-            SC__TRY(sc__alloc_f32(m, &m->opt_v, m->nparams, "adamw.v"));
-            memset(m->opt_m, 0, sizeof(float) * m->nparams);
-            memset(m->opt_v, 0, sizeof(float) * m->nparams);
-        }
-        sc_cpu_adamw_update(m->params, m->opt_m, m->opt_v, m->grads, m->nparams, m->mc.lr, m->mc.beta1,
-                            m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-    } else {
-        sc_cpu_sgd_update(m->params, m->grads, m->nparams, m->mc.lr, m->mc.weight_decay);
+    float *p = m->master ? m->master : m->params;
+    int pb = m->master ? 4 : m->pb;
+    if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, m->nparams, pb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, m->nparams, pb, "adamw.v"));
+        sc__memset0(m, m->opt_m, m->nparams * (size_t)pb);
+        sc__memset0(m, m->opt_v, m->nparams * (size_t)pb);
     }
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
+        if (m->mc.optim == SC_OPTIM_ADAMW)
+            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, m->grads, m->gdt, m->nparams, m->mc.lr,
+                                 m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        else
+            sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, m->nparams, m->mc.lr, m->mc.weight_decay);
+        if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, m->nparams);
+        sc__span_end(m, sp);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    (void)pb;
+    if (m->mc.optim == SC_OPTIM_ADAMW)
+        sc_cpu_adamw_update(p, m->opt_m, m->opt_v, m->grads, m->nparams, m->mc.lr, m->mc.beta1, m->mc.beta2,
+                            m->mc.eps, m->mc.weight_decay, m->t);
+    else
+        sc_cpu_sgd_update(p, m->grads, m->nparams, m->mc.lr, m->mc.weight_decay);
     sc__round(m, m->params, m->nparams);
-    sc_tracer_span_end(m->tr, sp);
+    sc__span_end(m, sp);
     return SC_SUCCESS;
 }
 
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
 {
-    memcpy(dst, m->params, sizeof(float) * m->nparams);
-    return SC_SUCCESS;
+    return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)
+                     : sc__download_f32(m, dst, m->params, m->pb, m->nparams);
 }
 
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
 {
-    memcpy(dst, m->grads, sizeof(float) * m->nparams);
-    return SC_SUCCESS;
+    return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
 }
