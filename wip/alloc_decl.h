@@ -96,24 +96,24 @@ typedef struct sc_memory_stats {
     int64_t num_ooms;                         /* requests that failed */
 } sc_memory_stats;
 
-struct sc__alloc_block;
-struct sc__alloc_segment;
+struct sc__allocator_block;
+struct sc__allocator_segment;
 
 /* Caller-owned; treat the fields as private. Zero it or not: sc_allocator_init sets them all. */
 typedef struct sc_allocator {
     sc_allocator_config cfg;
     char name[32];
     sc_memory_stats stats;
-    struct sc__alloc_block **pool[2];    /* free blocks, small / large, sorted by (stream, size, ptr) */
+    struct sc__allocator_block **pool[2];    /* free blocks, small / large, sorted by (stream, size, ptr) */
     size_t pool_n[2], pool_cap[2];
     size_t pool_blocks[2];               /* all blocks of each pool: bounds pool_n, so a free never grows */
-    struct sc__alloc_block **active;     /* live + pending-free blocks, sorted by ptr */
+    struct sc__allocator_block **active;     /* live + pending-free blocks, sorted by ptr */
     size_t active_n, active_cap;
     size_t pending_n;                    /* how many of those wait on events */
-    struct sc__alloc_segment **segs;     /* sorted by base address */
+    struct sc__allocator_segment **segs;     /* sorted by base address */
     size_t seg_n, seg_cap;
-    struct sc__alloc_block *spare_blocks; /* recycled structs, so the bookkeeping cannot fail mid-way */
-    struct sc__alloc_segment *spare_segs;
+    struct sc__allocator_block *spare_blocks; /* recycled structs, so the bookkeeping cannot fail mid-way */
+    struct sc__allocator_segment *spare_segs;
 } sc_allocator;
 
 /* cfg may be NULL (host memory, no cap, no events). */

@@ -100,6 +100,7 @@ typedef struct sc_model_config {
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
+typedef struct sc_cuda sc_cuda;
 
 SCDEF sc_model_config sc_model_config_init(void);
 /* Create a model with random init (params == NULL) or from a flat host float buffer. */
@@ -121,6 +122,10 @@ SCDEF const float *sc_model_logits(const sc_model *m);
 /* Bytes currently kept as saved activations (sum of requested sizes of tensors tagged
    "(saved activation)"), as measured by the allocator, after the last forward. */
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m);
+/* The model's CUDA context (NULL on the CPU backend): for tracer event callbacks. */
+SCDEF sc_cuda *sc_model_cuda(sc_model *m);
+/* Sizes like "6GiB", "512MiB", "1.5GB", "4096" (bytes). 0 on success, -1 on a malformed size. */
+SCDEF int sc_parse_size(const char *s, size_t *out);
 
 /* ------------------------------------------------------------------------------------------
    CUDA backend entry points (slidecheck_cuda.cu). Define SLIDECHECK_CUDA where you include
@@ -131,7 +136,6 @@ SCDEF size_t sc_model_last_saved_bytes(const sc_model *m);
    rope tables, row losses). Ops are asynchronous on the context's compute stream; any
    failure is sticky and reported by sc_cuda_status(). All kernels are deterministic.
    ------------------------------------------------------------------------------------------ */
-typedef struct sc_cuda sc_cuda;
 typedef struct sc_cuda_config {
     int bf16;          /* activations and weights in bf16 */
     int grads_f32;     /* with bf16: parameter gradients in f32 (master-weights mode) */

@@ -570,6 +570,28 @@ SCDEF const sc_config *sc_model_cfg(const sc_model *m) { return &m->cfg; }
 SCDEF sc_allocator *sc_model_allocator(sc_model *m) { return &m->alloc; }
 SCDEF const float *sc_model_logits(const sc_model *m) { return m->logits_host; }
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m) { return m->last_saved; }
+SCDEF sc_cuda *sc_model_cuda(sc_model *m) { return m->cu; }
+
+SCDEF int sc_parse_size(const char *s, size_t *out)
+{
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1.0}, {"B", 1.0}, {"K", 1024.0}, {"KiB", 1024.0}, {"KB", 1e3}, {"M", 1048576.0},
+        {"MiB", 1048576.0}, {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},
+        {"T", 1099511627776.0}, {"TiB", 1099511627776.0}, {"TB", 1e12}};
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+') return -1;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || v > 1e18) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix)) {
+            double b = v * units[i].mult;
+            if (b > 9.0e18) return -1;
+            *out = (size_t)b;
+            return 0;
+        }
+    return -1;
+}
 
 static void sc__model_mem_hook(const sc_mem_event *ev, void *user)
 {

@@ -151,7 +151,8 @@ SCDEF void sc_tracer_span_end(sc_tracer *tr, int id);
 SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n);
 
 /* One memory event (call it from the allocator's hook): the allocator's counters after the
-   event, the change (+alloc / -free), and a tag (copied; may be NULL). Also samples RSS. */
+   event, the change (+alloc / -free), and a tag (copied; may be NULL). Also samples RSS.
+   Events outside a step are kept with step -1 and t_ms counted from sc_tracer_init. */
 SCDEF void sc_tracer_mem_record(sc_tracer *tr, int64_t allocated, int64_t reserved,
                                 int64_t delta, const char *tag);
 
@@ -187,7 +188,10 @@ SCDEF double sc_student_t_quantile(double p, double df);
 SCDEF double sc_student_t_cdf(double t, double df);
 
 /* Writers. write_all creates dir (like mkdir -p) and writes step_metrics.csv,
-   layer_metrics.csv, mem_trace.csv, summary.csv and trace.json into it. */
+   layer_metrics.csv, mem_trace.csv, summary.csv and trace.json into it. In trace.json
+   each stream id is one track (tid = stream), steps have a track of their own, memory is
+   two counter tracks; GPU span times are placed relative to the step's first event, so
+   GPU tracks line up with the CPU clock at each step start. */
 SCDEF sc_result sc_tracer_write_all(const sc_tracer *tr, const char *dir);
 SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *path);
 SCDEF sc_result sc_tracer_write_layer_metrics(const sc_tracer *tr, const char *path);

@@ -1,0 +1,400 @@
+/* slidecheck: the command-line tool (build/slidecheck).
+
+     slidecheck grad  --hf DIR --tokens FILE --out OUT.safetensors [options]
+     slidecheck train (--hf DIR | --model NAME) (--tokens FILE | --seq N --batch N) --steps N ...
+     slidecheck plan  --model NAME --seq N --batch N --budget SIZE
+
+   Every command takes --help. Bad flags, files or values print one clear line and exit 2
+   (usage) or 1 (runtime failure); nothing is written half-way. */
+#define SLIDECHECK_IMPLEMENTATION
+#include "../slidecheck.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct cli_opts {
+    const char *hf, *model, *tokens, *out, *save, *ckpt, *device, *dtype, *optim;
+    int seq, batch, steps, warmup, master;
+    double lr, beta1, beta2, eps, wd;
+    unsigned long long seed;
+    size_t mem_cap, budget;
+    int have_lr;
+} cli_opts;
+
+static const char *usage_main =
+    "usage: slidecheck <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  grad   one forward + backward of an HF checkpoint on a token file; writes loss, logits, grads\n"
+    "  train  train a built-in or HF model and write per-step, per-layer and memory metrics\n"
+    "  plan   print the checkpoint plan a memory budget gives, without training\n"
+    "\n"
+    "run 'slidecheck <command> --help' for the options of a command.\n";
+
+static const char *usage_common =
+    "  --device cpu|cuda|auto  where to run (auto: the GPU when one is usable; default auto)\n"
+    "  --dtype fp32|bf16       storage type (default fp32)\n"
+    "  --master-weights        with bf16 on cuda: f32 master weights, gradients and optimizer state\n"
+    "  --ckpt POLICY           none | full | every:K | layers:0-3,7 | selective | selective:mlp | sqrt\n"
+    "                          (default none)\n"
+    "  --mem-cap SIZE          behave as a device of SIZE bytes, e.g. 16GiB (default: no cap)\n";
+
+static const char *usage_grad =
+    "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
+    "\n"
+    "One forward + backward on the batch in FILE (safetensors with input_ids, I32 or I64, [B,T]).\n"
+    "Writes loss (F32 [1]), logits (F32 [B,T,V]) and grad.<HF name> (F32) for every parameter.\n"
+    "\n";
+
+static const char *usage_train =
+    "usage: slidecheck train (--hf DIR | --model NAME) (--tokens FILE | --seq N --batch N) --steps N\n"
+    "                        [--optim sgd|adamw] [--lr X] [--beta1 X] [--beta2 X] [--eps X]\n"
+    "                        [--weight-decay X] [--seed N] [--warmup N] [--save DIR] [--out DIR]\n"
+    "\n"
+    "Trains on the batch in FILE at every step, or on seeded random tokens of the given shape.\n"
+    "Prints one line per step; --save writes the final weights as an HF checkpoint; --out writes\n"
+    "step_metrics.csv, layer_metrics.csv, mem_trace.csv, summary.csv, trace.json,\n"
+    "memory_summary.txt and memory_snapshot.json.\n"
+    "  --model NAME            built-in config with seeded random init (see below)\n"
+    "  --optim sgd|adamw       default adamw; --lr default 1e-4; AdamW defaults 0.9 0.999 1e-8, wd 0\n"
+    "  --warmup N              steps left out of summary statistics (default 1)\n"
+    "\n";
+
+static void die_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "slidecheck: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run 'slidecheck --help' for usage)\n");
+    exit(2);
+}
+
+static void die(sc_result r, const char *what)
+{
+    fprintf(stderr, "slidecheck: %s: %s: %s\n", what, sc_result_string(r), sc_last_error());
+    exit(1);
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int hi)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s needs an integer in [%d, %d], got '%%s'", flag, lo, hi);
+        die_usage(msg, v);
+    }
+    return (int)x;
+}
+
+static double parse_double(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !(x == x) || x < 0 || x > 1e6) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s needs a non-negative number, got '%%s'", flag);
+        die_usage(msg, v);
+    }
+    return x;
+}
+
+/* Parse argv[2..]; `allowed` is a space-separated list of the flags this command takes. */
+static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed, const char *usage)
+{
+    memset(o, 0, sizeof *o);
+    o->ckpt = "none";
+    o->device = "auto";
+    o->dtype = "fp32";
+    o->optim = "adamw";
+    o->lr = 1e-4; o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-8; o->wd = 0.0;
+    o->seed = 1234;
+    o->warmup = 1;
+    for (int i = 2; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            printf("%s%s\nbuilt-in models: %s\n", usage, usage_common, sc_config_names());
+            exit(0);
+        }
+        if (strncmp(f, "--", 2)) die_usage("unexpected argument '%s'", f);
+        char key[64];
+        snprintf(key, sizeof key, " %s ", f + 2);
+        char list[512];
+        snprintf(list, sizeof list, " %s ", allowed);
+        if (!strstr(list, key)) die_usage("unknown option '%s' for this command", f);
+        if (!strcmp(f, "--master-weights")) { o->master = 1; continue; }
+        if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
+        const char *v = argv[++i];
+        if (!strcmp(f, "--hf")) o->hf = v;
+        else if (!strcmp(f, "--model")) o->model = v;
+        else if (!strcmp(f, "--tokens")) o->tokens = v;
+        else if (!strcmp(f, "--out")) o->out = v;
+        else if (!strcmp(f, "--save")) o->save = v;
+        else if (!strcmp(f, "--ckpt")) o->ckpt = v;
+        else if (!strcmp(f, "--device")) o->device = v;
+        else if (!strcmp(f, "--dtype")) o->dtype = v;
+        else if (!strcmp(f, "--optim")) o->optim = v;
+        else if (!strcmp(f, "--seq")) o->seq = parse_int(f, v, 2, 1 << 20);
+        else if (!strcmp(f, "--batch")) o->batch = parse_int(f, v, 1, 1 << 16);
+        else if (!strcmp(f, "--steps")) o->steps = parse_int(f, v, 1, 1 << 24);
+        else if (!strcmp(f, "--warmup")) o->warmup = parse_int(f, v, 0, 1 << 24);
+        else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
+        else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
+        else if (!strcmp(f, "--beta2")) o->beta2 = parse_double(f, v);
+        else if (!strcmp(f, "--eps")) o->eps = parse_double(f, v);
+        else if (!strcmp(f, "--weight-decay")) o->wd = parse_double(f, v);
+        else if (!strcmp(f, "--seed")) o->seed = (unsigned long long)parse_int(f, v, 0, 2147483647);
+        else if (!strcmp(f, "--mem-cap") || !strcmp(f, "--budget")) {
+            size_t sz;
+            if (sc_parse_size(v, &sz) || sz == 0) die_usage("bad size '%s' (e.g. 512MiB, 16GiB, 1.5GB)", v);
+            if (!strcmp(f, "--budget")) o->budget = sz; else o->mem_cap = sz;
+        } else die_usage("unknown option '%s'", f);
+    }
+    if (strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16")) die_usage("--dtype must be fp32 or bf16, not '%s'", o->dtype);
+    if (strcmp(o->optim, "sgd") && strcmp(o->optim, "adamw")) die_usage("--optim must be sgd or adamw, not '%s'", o->optim);
+    if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda") && strcmp(o->device, "auto"))
+        die_usage("--device must be cpu, cuda or auto, not '%s'", o->device);
+    if (o->beta1 >= 1.0 || o->beta2 >= 1.0) die_usage("%s", "--beta1 and --beta2 must be below 1");
+}
+
+static sc_device pick_device(const cli_opts *o)
+{
+    if (!strcmp(o->device, "cpu")) return SC_DEVICE_CPU;
+#ifdef SLIDECHECK_CUDA
+    sc_result r = sc_cuda_available();
+    if (r == SC_SUCCESS) return SC_DEVICE_CUDA;
+    if (!strcmp(o->device, "cuda")) die(r, "--device cuda");
+#else
+    if (!strcmp(o->device, "cuda"))
+        die(SC_ERROR_NO_DEVICE, "--device cuda (this binary was built without CUDA: nvcc was not found)");
+#endif
+    return SC_DEVICE_CPU;
+}
+
+static void model_config_from(sc_model_config *mc, const cli_opts *o)
+{
+    *mc = sc_model_config_init();
+    mc->device = pick_device(o);
+    mc->bf16 = !strcmp(o->dtype, "bf16");
+    mc->master_weights = o->master;
+    mc->mem_cap = o->mem_cap;
+    mc->seed = o->seed;
+    mc->optim = !strcmp(o->optim, "sgd") ? SC_OPTIM_SGD : SC_OPTIM_ADAMW;
+    mc->lr = (float)o->lr;
+    mc->beta1 = (float)o->beta1;
+    mc->beta2 = (float)o->beta2;
+    mc->eps = (float)o->eps;
+    mc->weight_decay = (float)o->wd;
+    if (o->master && !mc->bf16) die_usage("%s", "--master-weights needs --dtype bf16");
+}
+
+/* Load --hf DIR (config + weights) or a --model NAME config; params NULL for random init. */
+static void load_model_source(const cli_opts *o, sc_config *cfg, float **params)
+{
+    sc_result r;
+    *params = NULL;
+    if (o->hf && o->model) die_usage("%s", "give either --hf DIR or --model NAME, not both");
+    if (o->hf) {
+        if ((r = sc_hf_read_config(o->hf, cfg)) != SC_SUCCESS) die(r, o->hf);
+        *params = (float *)malloc(sizeof(float) * sc_config_num_params(cfg));
+        if (!*params) die(SC_ERROR_OUT_OF_MEMORY, "host memory for the weights");
+        if ((r = sc_hf_read_params(o->hf, cfg, *params)) != SC_SUCCESS) die(r, o->hf);
+    } else if (o->model) {
+        if ((r = sc_config_named(cfg, o->model)) != SC_SUCCESS) die(r, "--model");
+    } else die_usage("%s", "give --hf DIR or --model NAME");
+}
+
+static sc_plan make_plan(const cli_opts *o, const sc_config *cfg)
+{
+    sc_plan plan;
+    sc_result r = sc_plan_parse(&plan, o->ckpt, cfg->num_layers);
+    if (r != SC_SUCCESS) {
+        fprintf(stderr, "slidecheck: --ckpt: %s\n", sc_last_error());
+        exit(2);
+    }
+    return plan;
+}
+
+static int cmd_grad(int argc, char **argv)
+{
+    cli_opts o;
+    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights", usage_grad);
+    if (!o.hf || !o.tokens || !o.out) die_usage("%s", "grad needs --hf DIR, --tokens FILE and --out FILE");
+    sc_config cfg;
+    float *params;
+    sc_result r;
+    load_model_source(&o, &cfg, &params);
+    int32_t *ids;
+    int B, T;
+    if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
+    if ((r = sc_tokens_check(ids, B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens);
+    sc_plan plan = make_plan(&o, &cfg);
+    sc_model_config mc;
+    model_config_from(&mc, &o);
+    mc.keep_logits = 1;
+    sc_model *m;
+    if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
+    float loss;
+    if ((r = sc_model_forward_backward(m, &plan, ids, B, T, &loss)) != SC_SUCCESS) die(r, "forward/backward");
+    size_t np = sc_config_num_params(&cfg);
+    float *g = (float *)malloc(sizeof(float) * np);
+    if (!g) die(SC_ERROR_OUT_OF_MEMORY, "host memory for the gradients");
+    if ((r = sc_model_get_grads(m, g)) != SC_SUCCESS) die(r, "reading gradients");
+    int npi = sc_config_params(&cfg, NULL, 0);
+    sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * (size_t)npi);
+    sc_st_entry *e = (sc_st_entry *)calloc((size_t)npi + 2, sizeof(sc_st_entry));
+    char (*names)[112] = (char (*)[112])malloc(112 * (size_t)npi);
+    if (!pi || !e || !names) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    sc_config_params(&cfg, pi, npi);
+    e[0].name = "loss"; e[0].dtype = "F32"; e[0].ndim = 1; e[0].shape[0] = 1; e[0].data = &loss;
+    e[1].name = "logits"; e[1].dtype = "F32"; e[1].ndim = 3;
+    e[1].shape[0] = B; e[1].shape[1] = T; e[1].shape[2] = cfg.vocab_size; e[1].data = sc_model_logits(m);
+    for (int i = 0; i < npi; i++) {
+        snprintf(names[i], sizeof names[i], "grad.%s", pi[i].name);
+        sc_st_entry *t = &e[i + 2];
+        t->name = names[i]; t->dtype = "F32"; t->ndim = pi[i].ndim;
+        t->shape[0] = pi[i].shape[0]; t->shape[1] = pi[i].shape[1];
+        t->data = g + pi[i].offset;
+    }
+    const char *meta[] = {"format", "pt", "policy", plan.name, "dtype", o.dtype};
+    if ((r = sc_safetensors_write(o.out, e, npi + 2, meta, 3)) != SC_SUCCESS) die(r, o.out);
+    printf("loss %.8f  (B=%d T=%d, %d parameter tensors, policy %s, %s)\n", loss, B, T, npi, plan.name,
+           sc_model_cuda(m) ? "cuda" : "cpu");
+    printf("wrote %s\n", o.out);
+    sc_model_destroy(m);
+    free(g); free(pi); free(e); free(names); free(params);
+    sc_tokens_free(ids);
+    return 0;
+}
+
+#ifdef SLIDECHECK_CUDA
+static void cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
+#endif
+
+static int cmd_train(int argc, char **argv)
+{
+    cli_opts o;
+    parse_flags(&o, argc, argv,
+                "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
+                "dtype ckpt mem-cap warmup master-weights",
+                usage_train);
+    if (!o.steps) die_usage("%s", "train needs --steps N");
+    sc_config cfg;
+    float *params;
+    sc_result r;
+    load_model_source(&o, &cfg, &params);
+    int32_t *ids = NULL;
+    int B, T;
+    if (o.tokens) {
+        if (o.seq || o.batch) die_usage("%s", "give either --tokens FILE or --seq/--batch, not both");
+        if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
+    } else {
+        if (!o.seq || !o.batch) die_usage("%s", "train needs --tokens FILE or both --seq N and --batch N");
+        B = o.batch; T = o.seq;
+        if ((size_t)B * T > ((size_t)1 << 28)) die_usage("%s", "--seq x --batch is too large");
+        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * T);
+        if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
+        sc_rng rng = sc_rng_seed(o.seed + 77);
+        for (int i = 0; i < B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
+    }
+    if ((r = sc_tokens_check(ids, B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
+    sc_plan plan = make_plan(&o, &cfg);
+    sc_model_config mc;
+    model_config_from(&mc, &o);
+    sc_model *m;
+    if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
+    free(params);
+    sc_tracer tr;
+    sc_tracer_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.warmup_steps = o.warmup > 0 ? o.warmup : -1;
+#ifdef SLIDECHECK_CUDA
+    if (sc_model_cuda(m)) {
+        tc.event_record = sc_cuda_event_record;
+        tc.event_elapsed_ms = sc_cuda_event_elapsed_ms;
+        tc.event_destroy = sc_cuda_event_destroy;
+        tc.device_sync = cuda_sync;
+        tc.user = sc_model_cuda(m);
+    }
+#endif
+    if ((r = sc_tracer_init(&tr, &tc)) != SC_SUCCESS) die(r, "tracer");
+    sc_model_set_tracer(m, &tr);
+    sc_allocator *al = sc_model_allocator(m);
+    printf("model %s (%s, %d layers, %.1fM params)  B=%d T=%d  policy %s  %s %s  optim %s lr %g\n",
+           cfg.name[0] ? cfg.name : o.hf, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
+           (double)sc_config_num_params(&cfg) / 1e6, B, T, plan.name, sc_model_cuda(m) ? "cuda" : "cpu", o.dtype,
+           o.optim, o.lr);
+    for (int s = 0; s < o.steps; s++) {
+        float loss;
+        sc_allocator_reset_peak(al);
+        sc_tracer_step_begin(&tr, 0, s);
+        if ((r = sc_model_forward_backward(m, &plan, ids, B, T, &loss)) != SC_SUCCESS) die(r, "forward/backward");
+        if ((r = sc_model_optimizer_step(m)) != SC_SUCCESS) die(r, "optimizer step");
+        sc_memory_stats st = sc_allocator_stats(al);
+        sc_tracer_mem mem;
+        mem.allocated = st.allocated_bytes[SC_STAT_ALL].current;
+        mem.reserved = st.reserved_bytes[SC_STAT_ALL].current;
+        mem.peak_allocated = st.allocated_bytes[SC_STAT_ALL].peak;
+        mem.peak_reserved = st.reserved_bytes[SC_STAT_ALL].peak;
+        if ((r = sc_tracer_step_end(&tr, loss, (double)B * T, &mem)) != SC_SUCCESS) die(r, "tracer");
+        const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
+        printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB\n",
+               s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
+               sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);
+        fflush(stdout);
+    }
+    if (o.out) {
+        if ((r = sc_tracer_write_all(&tr, o.out)) != SC_SUCCESS) die(r, o.out);
+        int n = sc_allocator_summary(al, NULL, 0);
+        char *buf = (char *)malloc((size_t)n + 1);
+        if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+        sc_allocator_summary(al, buf, (size_t)n + 1);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/memory_summary.txt", o.out);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+        free(buf);
+        n = sc_allocator_snapshot_json(al, NULL, 0);
+        buf = (char *)malloc((size_t)n + 1);
+        if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+        sc_allocator_snapshot_json(al, buf, (size_t)n + 1);
+        snprintf(path, sizeof path, "%s/memory_snapshot.json", o.out);
+        f = fopen(path, "w");
+        if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+        free(buf);
+        printf("wrote %s/{step_metrics,layer_metrics,mem_trace,summary}.csv, trace.json, memory_summary.txt, "
+               "memory_snapshot.json\n", o.out);
+    }
+    if (o.save) {
+        size_t np = sc_config_num_params(&cfg);
+        float *p = (float *)malloc(sizeof(float) * np);
+        if (!p) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+        if ((r = sc_model_get_params(m, p)) != SC_SUCCESS) die(r, "reading weights");
+        if ((r = sc_hf_write(o.save, &cfg, p, 0)) != SC_SUCCESS) die(r, o.save);
+        printf("saved HF checkpoint to %s\n", o.save);
+        free(p);
+    }
+    sc_model_set_tracer(m, NULL);
+    sc_tracer_uninit(&tr);
+    sc_model_destroy(m);
+    if (o.tokens) sc_tokens_free(ids); else free(ids);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "slidecheck: no command given\n%s", usage_main);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        printf("%s", usage_main);
+        return 0;
+    }
+    if (!strcmp(argv[1], "grad")) return cmd_grad(argc, argv);
+    if (!strcmp(argv[1], "train")) return cmd_train(argc, argv);
+    die_usage("unknown command '%s' (commands: grad, train, plan)", argv[1]);
+    return 2;
+}

@@ -1,0 +1,91 @@
+#!/bin/sh
+# The command-line tool as a user meets it: outputs, and clear errors with non-zero exits on
+# bad flags and bad files (nothing written half-way). Run from the repository root.
+S=./build/slidecheck
+T=build/tmp_cli
+rm -rf "$T"; mkdir -p "$T"
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+# expect CODE "description" command...: exit code and a one-line message on stderr
+expect() {
+    code=$1; desc=$2; shift 2
+    "$@" > "$T/out" 2> "$T/err"; rc=$?
+    if [ "$rc" -eq "$code" ] && { [ "$code" -eq 0 ] || [ -s "$T/err" ]; }; then ok "$desc (exit $rc: $(head -c 150 "$T/err" | head -n 1))"
+    else bad "$desc: exit $rc, expected $code; stderr: $(head -c 300 "$T/err")"; fi
+}
+# tokens FILE B T id...: a safetensors token file written with the standard library only
+tokens() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+path, B, T = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ids = [int(x) for x in sys.argv[4:]] or [i % 7 for i in range(B * T)]
+data = struct.pack("<%dq" % len(ids), *ids)
+hdr = json.dumps({"input_ids": {"dtype": "I64", "shape": [B, T], "data_offsets": [0, len(data)]}}).encode()
+hdr += b" " * (-len(hdr) % 8)
+open(path, "wb").write(struct.pack("<Q", len(hdr)) + hdr + data)
+PY
+}
+F=tests/fixtures/qwen3_gqa_tied
+
+expect 2 "no command" $S
+expect 2 "unknown command" $S frobnicate
+expect 0 "--help" $S --help
+expect 0 "train --help" $S train --help
+expect 2 "unknown flag" $S train --model tiny --seq 8 --batch 1 --steps 1 --bogus 1
+expect 2 "malformed integer" $S train --model tiny --seq 8x --batch 1 --steps 1
+expect 2 "bad dtype" $S train --model tiny --seq 8 --batch 1 --steps 1 --dtype fp16
+expect 2 "bad optimizer" $S train --model tiny --seq 8 --batch 1 --steps 1 --optim lion
+expect 2 "bad policy" $S train --model tiny --seq 8 --batch 1 --steps 1 --ckpt every:0 --device cpu
+expect 2 "layer list out of range" $S train --model tiny --seq 8 --batch 1 --steps 1 --ckpt layers:0-9 --device cpu
+expect 2 "bad size" $S train --model tiny --seq 8 --batch 1 --steps 1 --mem-cap 12XB
+expect 2 "missing value" $S train --model tiny --steps
+expect 1 "unknown model name" $S train --model qwen9 --seq 8 --batch 1 --steps 1 --device cpu
+expect 1 "sequence over max_position" $S train --model tiny --seq 300 --batch 1 --steps 1 --device cpu
+expect 1 "memory cap too small (OOM)" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --mem-cap 30MiB
+if grep -q "Largest live" "$T/err" && grep -q "saved activation" "$T/err"; then ok "OOM message lists the largest live allocations"
+else bad "OOM message lists the largest live allocations: $(cat "$T/err")"; fi
+if command -v nvidia-smi > /dev/null 2>&1; then echo "SKIP --device cuda without a GPU (a GPU is present)"
+else expect 1 "--device cuda without a GPU" $S train --model tiny --seq 8 --batch 1 --steps 1 --device cuda; fi
+
+tokens "$T/big.safetensors" 1 4 0 1 96 2
+expect 1 "token id >= vocab" $S grad --hf $F --tokens "$T/big.safetensors" --out "$T/g.safetensors" --device cpu
+[ -e "$T/g.safetensors" ] && bad "nothing written after a failure" || ok "nothing written after a failure"
+tokens "$T/long.safetensors" 1 65
+expect 1 "sequence over max_position (token file)" $S grad --hf $F --tokens "$T/long.safetensors" --out "$T/g.safetensors" --device cpu
+tokens "$T/empty.safetensors" 0 0
+expect 1 "empty token file" $S grad --hf $F --tokens "$T/empty.safetensors" --out "$T/g.safetensors" --device cpu
+expect 1 "missing token file" $S grad --hf $F --tokens "$T/nope.safetensors" --out "$T/g.safetensors" --device cpu
+expect 1 "missing checkpoint dir" $S grad --hf "$T/nodir" --tokens "$T/big.safetensors" --out "$T/g.safetensors" --device cpu
+mkdir -p "$T/trunc"; cp $F/config.json "$T/trunc/"
+head -c 100000 $F/model.safetensors > "$T/trunc/model.safetensors"
+expect 1 "truncated model.safetensors" $S grad --hf "$T/trunc" --tokens $F/ref.safetensors --out "$T/g.safetensors" --device cpu
+mkdir -p "$T/shape"; cp tests/fixtures/qwen3_mha_untied/model.safetensors "$T/shape/"; cp $F/config.json "$T/shape/"
+expect 1 "weights of the wrong shape" $S grad --hf "$T/shape" --tokens $F/ref.safetensors --out "$T/g.safetensors" --device cpu
+[ -e "$T/g.safetensors" ] && bad "no output after bad inputs" || ok "no output after bad inputs"
+
+expect 0 "grad on an HF fixture" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/g.safetensors" --device cpu
+grep -q "loss 4.789" "$T/out" && ok "grad prints the HF loss (4.789...)" || bad "grad loss line: $(cat "$T/out")"
+[ -s "$T/g.safetensors" ] && ok "grad wrote its output" || bad "grad wrote its output"
+
+expect 0 "train tiny with --out and --save" $S train --model tiny --device cpu --seq 32 --batch 2 --steps 3 \
+    --ckpt every:2 --out "$T/run" --save "$T/ckpt"
+for f in step_metrics.csv layer_metrics.csv mem_trace.csv summary.csv trace.json memory_summary.txt memory_snapshot.json; do
+    [ -s "$T/run/$f" ] && ok "train --out wrote $f" || bad "train --out wrote $f"
+done
+if python3 - "$T/run" <<'PY'
+import csv, json, sys, os
+d = sys.argv[1]
+for f in ["step_metrics.csv", "layer_metrics.csv", "mem_trace.csv", "summary.csv"]:
+    rows = list(csv.reader(open(os.path.join(d, f))))
+    assert len(rows) >= 2, f
+    assert all(len(r) == len(rows[0]) for r in rows), f
+sm = list(csv.DictReader(open(os.path.join(d, "step_metrics.csv"))))
+assert len(sm) == 3 and all(float(r["loss"]) > 0 for r in sm)
+json.load(open(os.path.join(d, "trace.json")))
+json.load(open(os.path.join(d, "memory_snapshot.json")))
+PY
+then ok "every CSV and JSON of train --out parses (3 step rows)"; else bad "CSV/JSON of train --out"; fi
+expect 0 "a saved checkpoint loads back" $S grad --hf "$T/ckpt" --tokens "$T/long.safetensors" --out "$T/g2.safetensors" --device cpu
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,294 @@
+/* The CPU model against HF transformers fixtures (tests/fixtures, made by gen_fixtures.py in
+   float64), a finite-difference check, bitwise invariance of every checkpoint policy, the
+   saved-activation accounting, and bad input. Run from the repository root. */
+#define SLIDECHECK_IMPLEMENTATION
+#include "../slidecheck.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int npass, nfail;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (cond) { npass++; printf("PASS "); printf(__VA_ARGS__); printf("\n"); } \
+        else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
+    } while (0)
+
+static double rel_err(const float *a, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i];
+        if (a[i] != a[i]) return INFINITY;
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static const char *fixtures[] = {"qwen3_gqa_tied", "qwen2_bias_untied", "qwen3_mha_untied"};
+static const char *policies[] = {"none", "full", "every:2", "every:3", "layers:0", "layers:1-1",
+                                 "selective", "selective:mlp", "sqrt"};
+#define NPOL (int)(sizeof policies / sizeof policies[0])
+
+typedef struct fixture {
+    sc_config cfg;
+    float *params;
+    int32_t *ids;
+    int B, T;
+    sc_safetensors ref;
+} fixture;
+
+static int fixture_load(fixture *f, const char *name)
+{
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "tests/fixtures/%s", name);
+    snprintf(path, sizeof path, "%s/ref.safetensors", dir);
+    memset(f, 0, sizeof *f);
+    if (sc_hf_read_config(dir, &f->cfg) != SC_SUCCESS) { printf("  %s\n", sc_last_error()); return 0; }
+    f->params = (float *)malloc(sizeof(float) * sc_config_num_params(&f->cfg));
+    if (sc_hf_read_params(dir, &f->cfg, f->params) != SC_SUCCESS) { printf("  %s\n", sc_last_error()); return 0; }
+    if (sc_tokens_read(path, &f->ids, &f->B, &f->T) != SC_SUCCESS) { printf("  %s\n", sc_last_error()); return 0; }
+    if (sc_safetensors_open(&f->ref, path) != SC_SUCCESS) { printf("  %s\n", sc_last_error()); return 0; }
+    return 1;
+}
+
+static void fixture_free(fixture *f)
+{
+    free(f->params);
+    sc_tokens_free(f->ids);
+    sc_safetensors_close(&f->ref);
+}
+
+/* One forward/backward; returns loss, fills grads (and logits if non-NULL). */
+static int run_fb(const sc_config *cfg, const float *params, const char *policy, int bf16, const int32_t *ids,
+                  int B, int T, float *loss, float *grads, float *logits, size_t *saved)
+{
+    sc_model *m;
+    sc_model_config mc = sc_model_config_init();
+    mc.keep_logits = logits != NULL;
+    mc.bf16 = bf16;
+    sc_plan plan;
+    if (sc_plan_parse(&plan, policy, cfg->num_layers) != SC_SUCCESS) return 0;
+    if (sc_model_create(&m, cfg, &mc, params) != SC_SUCCESS) return 0;
+    int ok = sc_model_forward_backward(m, &plan, ids, B, T, loss) == SC_SUCCESS;
+    if (ok && grads) sc_model_get_grads(m, grads);
+    if (ok && logits) memcpy(logits, sc_model_logits(m), sizeof(float) * (size_t)B * T * cfg->vocab_size);
+    if (saved) *saved = sc_model_last_saved_bytes(m);
+    sc_model_destroy(m);
+    return ok;
+}
+
+static void test_fixture(const char *name)
+{
+    fixture f;
+    if (!fixture_load(&f, name)) { CHECK(0, "%s: fixture loads", name); return; }
+    const sc_config *c = &f.cfg;
+    size_t np = sc_config_num_params(c), nl = (size_t)f.B * f.T * c->vocab_size;
+    float *g = (float *)malloc(sizeof(float) * np), *lg = (float *)malloc(sizeof(float) * nl);
+    float *rl = (float *)malloc(sizeof(float) * nl), loss, rloss;
+    int ok = run_fb(c, f.params, "none", 0, f.ids, f.B, f.T, &loss, g, lg, NULL);
+    CHECK(ok, "%s: forward/backward runs", name);
+    sc_safetensors_read_f32(&f.ref, "loss", &rloss, 0, NULL);
+    sc_safetensors_read_f32(&f.ref, "logits", rl, 0, NULL);
+    double el = fabs((double)loss - rloss) / fabs((double)rloss), eg = rel_err(lg, rl, nl);
+    CHECK(el <= 1e-5, "%s: loss %.8f vs HF %.8f, rel err %.2e <= 1e-5", name, loss, rloss, el);
+    CHECK(eg <= 1e-5, "%s: logits rel err %.2e <= 1e-5", name, eg);
+    int npi = sc_config_params(c, NULL, 0);
+    sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * (size_t)npi);
+    sc_config_params(c, pi, npi);
+    double worst = 0;
+    const char *worst_name = "";
+    int all_present = 1;
+    for (int i = 0; i < npi; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "grad.%s", pi[i].name);
+        float *rg = (float *)malloc(sizeof(float) * pi[i].numel);
+        if (sc_safetensors_read_f32(&f.ref, key, rg, pi[i].ndim, pi[i].shape) != SC_SUCCESS) all_present = 0;
+        double e = rel_err(g + pi[i].offset, rg, pi[i].numel);
+        if (e > worst || e != e) { worst = e; worst_name = pi[i].name; }
+        free(rg);
+    }
+    CHECK(all_present && worst <= 1e-4, "%s: every gradient (%d tensors) rel err <= 1e-4; worst %.2e (%s)", name,
+          npi, worst, worst_name);
+
+    /* AdamW steps against torch.optim.AdamW in float64 */
+    const char *s;
+    sc_model_config mc = sc_model_config_init();
+    mc.optim = SC_OPTIM_ADAMW;
+    mc.lr = (s = sc_safetensors_meta(&f.ref, "lr")) ? (float)atof(s) : 0;
+    mc.beta1 = (s = sc_safetensors_meta(&f.ref, "beta1")) ? (float)atof(s) : 0;
+    mc.beta2 = (s = sc_safetensors_meta(&f.ref, "beta2")) ? (float)atof(s) : 0;
+    mc.eps = (s = sc_safetensors_meta(&f.ref, "eps")) ? (float)atof(s) : 0;
+    mc.weight_decay = (s = sc_safetensors_meta(&f.ref, "weight_decay")) ? (float)atof(s) : 0;
+    int steps = (s = sc_safetensors_meta(&f.ref, "steps")) ? atoi(s) : 0;
+    float rlosses[16], losses[16];
+    sc_plan plan;
+    sc_plan_parse(&plan, "none", c->num_layers);
+    sc_model *m;
+    ok = steps > 0 && steps <= 16 && sc_model_create(&m, c, &mc, f.params) == SC_SUCCESS;
+    if (ok) {
+        for (int k = 0; k < steps && ok; k++)
+            ok = sc_model_forward_backward(m, &plan, f.ids, f.B, f.T, &losses[k]) == SC_SUCCESS &&
+                 sc_model_optimizer_step(m) == SC_SUCCESS;
+        sc_model_get_params(m, g);
+        sc_model_destroy(m);
+    }
+    ok = ok && sc_safetensors_read_f32(&f.ref, "adamw_losses", rlosses, 0, NULL) == SC_SUCCESS;
+    double wl = 0;
+    for (int k = 0; ok && k < steps; k++) {
+        double e = fabs((double)losses[k] - rlosses[k]) / fabs((double)rlosses[k]);
+        if (e > wl) wl = e;
+    }
+    CHECK(ok && wl <= 2e-4, "%s: %d AdamW steps' losses rel err <= 2e-4; worst %.2e (last loss %.6f vs %.6f)", name,
+          steps, wl, ok ? losses[steps - 1] : 0.0f, ok ? rlosses[steps - 1] : 0.0f);
+    worst = 0;
+    for (int i = 0; ok && i < npi; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "final.%s", pi[i].name);
+        float *rw = (float *)malloc(sizeof(float) * pi[i].numel);
+        if (sc_safetensors_read_f32(&f.ref, key, rw, pi[i].ndim, pi[i].shape) != SC_SUCCESS) ok = 0;
+        double e = rel_err(g + pi[i].offset, rw, pi[i].numel);
+        if (e > worst || e != e) { worst = e; worst_name = pi[i].name; }
+        free(rw);
+    }
+    CHECK(ok && worst <= 2e-4, "%s: final weights after AdamW rel err <= 2e-4; worst %.2e (%s)", name, worst,
+          worst_name);
+    free(pi);
+    free(g); free(lg); free(rl);
+    fixture_free(&f);
+}
+
+/* Every policy gives the bits of `none`: loss, logits and every gradient; and the predicted
+   saved bytes equal what the allocator measured. */
+static void test_invariance(const char *label, const sc_config *c, const float *params, const int32_t *ids, int B,
+                            int T, int bf16)
+{
+    size_t np = sc_config_num_params(c), nl = (size_t)B * T * c->vocab_size;
+    float *g0 = (float *)malloc(sizeof(float) * np), *g = (float *)malloc(sizeof(float) * np);
+    float *l0 = (float *)malloc(sizeof(float) * nl), *lg = (float *)malloc(sizeof(float) * nl);
+    float loss0, loss;
+    size_t saved;
+    run_fb(c, params, "none", bf16, ids, B, T, &loss0, g0, l0, &saved);
+    for (int p = 0; p < NPOL; p++) {
+        sc_plan plan;
+        if (sc_plan_parse(&plan, policies[p], c->num_layers) != SC_SUCCESS) continue; /* layer out of range */
+        int ok = run_fb(c, params, policies[p], bf16, ids, B, T, &loss, g, lg, &saved);
+        int same = ok && !memcmp(&loss, &loss0, sizeof loss) && !memcmp(g, g0, sizeof(float) * np) &&
+                   !memcmp(lg, l0, sizeof(float) * nl);
+        CHECK(same, "%s%s: policy %-13s loss, logits and all gradients bitwise equal to none", label,
+              bf16 ? " bf16" : "", policies[p]);
+        size_t pred = sc_plan_saved_bytes(c, &plan, B, T, 4);
+        CHECK(ok && pred == saved, "%s%s: policy %-13s predicted saved bytes %zu == measured %zu", label,
+              bf16 ? " bf16" : "", policies[p], pred, saved);
+    }
+    free(g0); free(g); free(l0); free(lg);
+}
+
+static sc_config small_config(void)
+{
+    sc_config c;
+    sc_config_named(&c, "tiny");
+    c.num_layers = 3; c.vocab_size = 53; c.hidden_size = 24; c.intermediate_size = 40;
+    c.num_heads = 4; c.num_kv_heads = 2; c.head_dim = 10; c.max_position = 32; c.init_std = 0.3;
+    return c;
+}
+
+static void test_finite_difference(int arch)
+{
+    sc_config c = small_config();
+    if (arch == SC_ARCH_QWEN2) { c.arch = SC_ARCH_QWEN2; c.attention_bias = 1; c.qk_norm = 0; c.tie_embeddings = 0; }
+    int B = 2, T = 7;
+    int32_t ids[14];
+    for (int i = 0; i < B * T; i++) ids[i] = (i * 13 + 3) % c.vocab_size;
+    size_t np = sc_config_num_params(&c);
+    float *p = (float *)malloc(sizeof(float) * np), *g = (float *)malloc(sizeof(float) * np), loss, lp, lm;
+    sc_model *m;
+    sc_model_config mc = sc_model_config_init();
+    sc_model_create(&m, &c, &mc, NULL);
+    sc_model_get_params(m, p);
+    sc_model_destroy(m);
+    sc_rng rng = sc_rng_seed(7);
+    for (size_t i = 0; i < np; i++) p[i] += 0.05f * sc_rng_normal(&rng); /* norms and biases off 1 and 0 */
+    run_fb(&c, p, "none", 0, ids, B, T, &loss, g, NULL, NULL);
+    int npi = sc_config_params(&c, NULL, 0);
+    sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * (size_t)npi);
+    sc_config_params(&c, pi, npi);
+    double worst = 0;
+    for (int k = 0; k < npi; k++)
+        for (int rep = 0; rep < 2; rep++) {
+            size_t idx = pi[k].offset + (size_t)(sc_rng_u64(&rng) % pi[k].numel);
+            float save = p[idx], h = 1e-2f;
+            p[idx] = save + h; run_fb(&c, p, "none", 0, ids, B, T, &lp, NULL, NULL, NULL);
+            p[idx] = save - h; run_fb(&c, p, "none", 0, ids, B, T, &lm, NULL, NULL, NULL);
+            p[idx] = save;
+            double fd = ((double)lp - lm) / (2.0 * h);
+            double e = fabs(fd - g[idx]) / (fabs(fd) + fabs(g[idx]) + 1e-3);
+            if (e > worst) worst = e;
+        }
+    /* central differences in float32 with h = 1e-2: truncation + rounding stay near 1e-2 */
+    CHECK(worst < 5e-2, "finite differences (%s, %d parameter tensors x 2 entries): worst symmetric rel err %.2e < 5e-2",
+          arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", npi, worst);
+    free(p); free(g); free(pi);
+}
+
+static void test_bad_input(void)
+{
+    sc_config c = small_config();
+    sc_model *m;
+    sc_model_config mc = sc_model_config_init();
+    sc_model_create(&m, &c, &mc, NULL);
+    sc_plan plan;
+    sc_plan_parse(&plan, "none", c.num_layers);
+    int32_t ids[64];
+    float loss;
+    for (int i = 0; i < 64; i++) ids[i] = i % c.vocab_size;
+    ids[5] = c.vocab_size;
+    sc_result r = sc_model_forward_backward(m, &plan, ids, 2, 8, &loss);
+    CHECK(r == SC_ERROR_RANGE && strstr(sc_last_error(), "token id 53"), "token id >= vocab rejected: %s",
+          sc_last_error());
+    ids[5] = -1;
+    r = sc_model_forward_backward(m, &plan, ids, 2, 8, &loss);
+    CHECK(r == SC_ERROR_RANGE, "negative token id rejected: %s", sc_last_error());
+    ids[5] = 0;
+    r = sc_model_forward_backward(m, &plan, ids, 1, 33, &loss);
+    CHECK(r == SC_ERROR_RANGE && strstr(sc_last_error(), "max_position"), "sequence over max_position rejected: %s",
+          sc_last_error());
+    r = sc_model_forward_backward(m, &plan, ids, 2, 8, &loss);
+    CHECK(r == SC_SUCCESS, "the model still works after rejected inputs");
+    sc_model_destroy(m);
+    const char *bad[] = {"nonsense", "every:0", "every:-1", "every:x", "layers:1-9", "layers:2-1", "layers:", "layers:1,",
+                         "selective:foo"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = sc_plan_parse(&plan, bad[i], c.num_layers);
+        CHECK(r == SC_ERROR_INVALID_ARGS, "policy '%s' rejected: %s", bad[i], sc_last_error());
+    }
+    r = sc_config_named(&c, "qwen9-huge");
+    CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "qwen9-huge"), "unknown model name rejected: %s",
+          sc_last_error());
+}
+
+int main(void)
+{
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+        fixture f;
+        if (!fixture_load(&f, fixtures[i])) { CHECK(0, "%s loads", fixtures[i]); continue; }
+        test_invariance(fixtures[i], &f.cfg, f.params, f.ids, f.B, f.T, 0);
+        test_invariance(fixtures[i], &f.cfg, f.params, f.ids, f.B, f.T, 1);
+        fixture_free(&f);
+    }
+    {
+        sc_config c;
+        sc_config_named(&c, "tiny");
+        int B = 2, T = 33;
+        int32_t ids[66];
+        for (int i = 0; i < B * T; i++) ids[i] = (i * 101 + 7) % c.vocab_size;
+        test_invariance("tiny", &c, NULL, ids, B, T, 0);
+    }
+    test_finite_difference(SC_ARCH_QWEN3);
+    test_finite_difference(SC_ARCH_QWEN2);
+    test_bad_input();
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail != 0;
+}
