@@ -16,7 +16,7 @@ NVFLAGS  = -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=co
            -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
-TESTS = test_model test_alloc test_trace test_io
+TESTS = model alloc trace io
 
 .PHONY: all test test-gpu clean demo
 ifeq ($(NVCC),)

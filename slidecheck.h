@@ -17,7 +17,11 @@
 #include <stdio.h>
 
 #ifdef SLIDECHECK_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define SCDEF static __attribute__((unused))
+#else
 #define SCDEF static
+#endif
 #elif defined(__cplusplus)
 #define SCDEF extern "C"
 #else
@@ -45,6 +49,9 @@ SCDEF const char *sc_result_string(sc_result r);
 /* The detailed message of the last error raised by this thread ("" if none). Like
    stbi_failure_reason(): valid until the next failing call on the same thread. */
 SCDEF const char *sc_last_error(void);
+/* Record a message as this thread's last error and return r (for code outside the header's
+   implementation, e.g. the CUDA file). */
+SCDEF sc_result sc_set_error(sc_result r, const char *fmt, ...);
 
 /* ------------------------------------------------------------------------------------------
    Tensors
@@ -155,6 +162,7 @@ SCDEF float sc_rng_normal(sc_rng *r);           /* N(0,1), Box-Muller */
 #endif
 #ifndef SC_DEV_NO_MODEL
 #include "wip/model_decl.h"
+#include "wip/plan_decl.h"
 #endif
 
 #endif /* SLIDECHECK_H */
@@ -207,6 +215,15 @@ SCDEF const char *sc_last_error(void) { return sc__errbuf; }
 
 /* Record a detailed message and return the code, so callers write `return sc__fail(...)`. */
 static sc_result sc__fail(sc_result r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sc__errbuf, sizeof sc__errbuf, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+SCDEF sc_result sc_set_error(sc_result r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -473,6 +490,7 @@ SCDEF float sc_rng_normal(sc_rng *r)
 #endif
 #ifndef SC_DEV_NO_MODEL
 #include "wip/model_impl.h"
+#include "wip/plan_impl.h"
 #endif
 
 #endif /* SLIDECHECK_IMPLEMENTATION_DONE */

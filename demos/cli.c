@@ -61,6 +61,16 @@ static const char *usage_train =
     "  --warmup N              steps left out of summary statistics (default 1)\n"
     "\n";
 
+static const char *usage_plan =
+    "usage: slidecheck plan (--model NAME | --hf DIR) --seq N --batch N --budget SIZE\n"
+    "                       [--dtype fp32|bf16] [--optim sgd|adamw] [--master-weights]\n"
+    "\n"
+    "Prints the plan the exact planner picks for a memory budget: per layer, keep all / selective /\n"
+    "selective:mlp or a recomputed segment, with the predicted peak and recompute time. Times are\n"
+    "a roofline ESTIMATE here (no profiling run); train --ckpt budget:SIZE measures them.\n"
+    "Bytes assume the CUDA storage of --dtype (bf16: 2-byte weights, activations and optimizer state).\n"
+    "\n";
+
 static void die_usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, "slidecheck: ");
@@ -206,15 +216,129 @@ static void load_model_source(const cli_opts *o, sc_config *cfg, float **params)
     } else die_usage("%s", "give --hf DIR or --model NAME");
 }
 
+/* Bytes per element of parameters / gradients / activations as the model will store them. */
+static void storage_bytes(const sc_model_config *mc, int *pb, int *gb, int *ab)
+{
+    int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16;
+    *pb = *ab = gpu_bf16 ? 2 : 4;
+    *gb = gpu_bf16 && !mc->master_weights ? 2 : 4;
+}
+
+static size_t fixed_bytes(const sc_config *cfg, const sc_model_config *mc)
+{
+    int pb, gb, ab;
+    storage_bytes(mc, &pb, &gb, &ab);
+    if (mc->master_weights) /* bf16 working copy + f32 master, f32 grads and states */
+        return sc_plan_fixed_bytes(cfg, mc->optim == SC_OPTIM_ADAMW, 4, gb) + sc_config_num_params(cfg) * (size_t)pb;
+    return sc_plan_fixed_bytes(cfg, mc->optim == SC_OPTIM_ADAMW, pb, gb);
+}
+
+static void print_plan(const sc_plan_report *rep, const sc_plan *plan)
+{
+    int n = sc_plan_report_table(rep, plan, NULL, 0);
+    char *buf = (char *)malloc((size_t)n + 1);
+    if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    sc_plan_report_table(rep, plan, buf, (size_t)n + 1);
+    fputs(buf, stdout);
+    free(buf);
+}
+
+/* budget:SIZE: time one step under full, selective and selective:mlp (the recompute spans give
+   each layer's replay cost), then let the planner choose. */
+static sc_plan plan_budget(sc_model *m, const sc_config *cfg, const sc_model_config *mc, const int32_t *ids, int B,
+                           int T, size_t budget)
+{
+    static const char *prof[3] = {"full", "selective", "selective:mlp"};
+    sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
+    sc_tracer tr;
+    sc_tracer_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.warmup_steps = -1;
+    tc.no_clear_refs = 1;
+    sc_result r;
+    if (!costs) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    if ((r = sc_tracer_init(&tr, &tc)) != SC_SUCCESS) die(r, "tracer");
+    sc_model_set_tracer(m, &tr);
+    for (int k = 0; k < 3; k++) {
+        sc_plan p;
+        float loss;
+        sc_plan_parse(&p, prof[k], cfg->num_layers);
+        sc_tracer_step_begin(&tr, 0, k);
+        if ((r = sc_model_forward_backward(m, &p, ids, B, T, &loss)) != SC_SUCCESS) die(r, "profiling step");
+        sc_tracer_step_end(&tr, loss, (double)B * T, NULL);
+        for (int l = 0; l < cfg->num_layers; l++) {
+            double s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_RECOMPUTE) / 1000.0;
+            if (k == 0) costs[l].fwd_s = s; else if (k == 1) costs[l].rsel_s = s; else costs[l].rmlp_s = s;
+        }
+    }
+    sc_model_set_tracer(m, NULL);
+    sc_tracer_uninit(&tr);
+    int pb, gb, ab;
+    storage_bytes(mc, &pb, &gb, &ab);
+    sc_plan plan;
+    sc_plan_report rep;
+    if ((r = sc_planner_plan(&plan, &rep, cfg, B, T, ab, fixed_bytes(cfg, mc), costs, budget)) != SC_SUCCESS) {
+        fprintf(stderr, "slidecheck: --ckpt budget: %s\n", sc_last_error());
+        exit(1);
+    }
+    printf("planner (costs measured in 3 profiling steps):\n");
+    print_plan(&rep, &plan);
+    free(costs);
+    return plan;
+}
+
 static sc_plan make_plan(const cli_opts *o, const sc_config *cfg)
 {
     sc_plan plan;
+    size_t budget;
+    int b = sc_plan_is_budget(o->ckpt, &budget);
+    if (b < 0) { fprintf(stderr, "slidecheck: --ckpt: %s\n", sc_last_error()); exit(2); }
+    if (b > 0) { memset(&plan, 0, sizeof plan); plan.num_layers = -1; return plan; } /* planned later */
     sc_result r = sc_plan_parse(&plan, o->ckpt, cfg->num_layers);
     if (r != SC_SUCCESS) {
         fprintf(stderr, "slidecheck: --ckpt: %s\n", sc_last_error());
         exit(2);
     }
     return plan;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+    cli_opts o;
+    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights device", usage_plan);
+    if (!o.seq || !o.batch || !o.budget) die_usage("%s", "plan needs --seq N, --batch N and --budget SIZE");
+    sc_config cfg;
+    sc_result r;
+    if (o.hf) {
+        if ((r = sc_hf_read_config(o.hf, &cfg)) != SC_SUCCESS) die(r, o.hf);
+    } else if (!o.model) die_usage("%s", "plan needs --model NAME or --hf DIR");
+    else if ((r = sc_config_named(&cfg, o.model)) != SC_SUCCESS) die(r, "--model");
+    if (o.seq > cfg.max_position) {
+        fprintf(stderr, "slidecheck: --seq %d exceeds max_position_embeddings %d\n", o.seq, cfg.max_position);
+        return 1;
+    }
+    sc_model_config mc = sc_model_config_init();
+    mc.device = SC_DEVICE_CUDA; /* plan for the GPU's storage */
+    mc.bf16 = !strcmp(o.dtype, "bf16");
+    mc.master_weights = o.master;
+    mc.optim = !strcmp(o.optim, "sgd") ? SC_OPTIM_SGD : SC_OPTIM_ADAMW;
+    int pb, gb, ab;
+    storage_bytes(&mc, &pb, &gb, &ab);
+    sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg.num_layers, sizeof(sc_layer_cost));
+    if (!costs) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    sc_plan_estimate_costs(&cfg, o.batch, o.seq, ab, costs);
+    sc_plan plan;
+    sc_plan_report rep;
+    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, fixed_bytes(&cfg, &mc), costs, o.budget);
+    free(costs);
+    if (r != SC_SUCCESS) {
+        fprintf(stderr, "slidecheck: plan: %s\n", sc_last_error());
+        return 1;
+    }
+    printf("model %s  B=%d T=%d  %s storage  optim %s  (times: roofline estimate)\n", cfg.name[0] ? cfg.name : o.hf,
+           o.batch, o.seq, o.dtype, o.optim);
+    print_plan(&rep, &plan);
+    return 0;
 }
 
 static int cmd_grad(int argc, char **argv)
@@ -236,6 +360,9 @@ static int cmd_grad(int argc, char **argv)
     mc.keep_logits = 1;
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
+    size_t budget;
+    if (plan.num_layers < 0 && sc_plan_is_budget(o.ckpt, &budget) > 0)
+        plan = plan_budget(m, &cfg, &mc, ids, B, T, budget);
     float loss;
     if ((r = sc_model_forward_backward(m, &plan, ids, B, T, &loss)) != SC_SUCCESS) die(r, "forward/backward");
     size_t np = sc_config_num_params(&cfg);
@@ -306,6 +433,9 @@ static int cmd_train(int argc, char **argv)
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     free(params);
+    size_t budget;
+    if (plan.num_layers < 0 && sc_plan_is_budget(o.ckpt, &budget) > 0)
+        plan = plan_budget(m, &cfg, &mc, ids, B, T, budget);
     sc_tracer tr;
     sc_tracer_config tc;
     memset(&tc, 0, sizeof tc);
@@ -395,6 +525,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "grad")) return cmd_grad(argc, argv);
     if (!strcmp(argv[1], "train")) return cmd_train(argc, argv);
+    if (!strcmp(argv[1], "plan")) return cmd_plan(argc, argv);
     die_usage("unknown command '%s' (commands: grad, train, plan)", argv[1]);
     return 2;
 }

@@ -619,12 +619,12 @@ static void fixture_load(const char *dir, sc_config *c, float **p)
 
 static void test_fixtures(void)
 {
-    struct { const char *dir; sc_arch arch; int V, C, I, L, H, KV, D, maxpos, tie, bias; double theta, eps; } fx[] = {
-        {"tests/fixtures/qwen3_gqa_tied", SC_ARCH_QWEN3, 96, 48, 80, 2, 4, 2, 16, 64, 1, 0, 10000.0, 1e-6},
-        {"tests/fixtures/qwen2_bias_untied", SC_ARCH_QWEN2, 80, 40, 72, 2, 5, 1, 8, 32, 0, 1, 1000000.0, 1e-5},
-        {"tests/fixtures/qwen3_mha_untied", SC_ARCH_QWEN3, 64, 32, 48, 3, 2, 2, 24, 40, 0, 0, 500000.0, 1e-6},
-        {"tests/fixtures/qwen3_sharded", SC_ARCH_QWEN3, 96, 48, 80, 2, 4, 2, 16, 64, 1, 0, 10000.0, 1e-6},
-        {"tests/fixtures/qwen3_bf16", SC_ARCH_QWEN3, 96, 48, 80, 2, 4, 2, 16, 64, 1, 0, 10000.0, 1e-6},
+    struct { const char *dir; sc_arch arch; int V, C, I, L, H, KV, D, maxpos, tie, bias; double theta, eps; int B, T; } fx[] = {
+        {"tests/fixtures/qwen3_gqa_tied", SC_ARCH_QWEN3, 96, 48, 80, 2, 4, 2, 16, 64, 1, 0, 10000.0, 1e-6, 2, 11},
+        {"tests/fixtures/qwen2_bias_untied", SC_ARCH_QWEN2, 80, 40, 72, 2, 5, 1, 8, 32, 0, 1, 1000000.0, 1e-5, 3, 7},
+        {"tests/fixtures/qwen3_mha_untied", SC_ARCH_QWEN3, 64, 32, 48, 3, 2, 2, 24, 40, 0, 0, 500000.0, 1e-6, 1, 13},
+        {"tests/fixtures/qwen3_sharded", SC_ARCH_QWEN3, 96, 48, 80, 2, 4, 2, 16, 64, 1, 0, 10000.0, 1e-6, 0, 0},
+        {"tests/fixtures/qwen3_bf16", SC_ARCH_QWEN3, 96, 48, 80, 2, 4, 2, 16, 64, 1, 0, 10000.0, 1e-6, 0, 0},
     };
     float *ref = NULL;
     sc_config cref;
@@ -641,6 +641,16 @@ static void test_fixtures(void)
               c.num_kv_heads == fx[k].KV && c.head_dim == fx[k].D && c.max_position == fx[k].maxpos &&
               c.tie_embeddings == fx[k].tie && c.attention_bias == fx[k].bias && c.rope_theta == fx[k].theta &&
               fabs(c.rms_eps - fx[k].eps) < 1e-12 * fx[k].eps + 1e-30, r == SC_SUCCESS ? "sizes differ" : sc_last_error());
+        if (fx[k].B) { /* ref.safetensors holds the reference input_ids (I64) */
+            int32_t *ids = NULL;
+            int B = 0, T = 0;
+            snprintf(path, sizeof path, "%s/ref.safetensors", fx[k].dir);
+            r = sc_tokens_read(path, &ids, &B, &T);
+            if (r == SC_SUCCESS) r = sc_tokens_check(ids, B, T, &c);
+            snprintf(nm, sizeof nm, "fixture_%s_ref_tokens", fx[k].dir + strlen("tests/fixtures/"));
+            check(nm, r == SC_SUCCESS && B == fx[k].B && T == fx[k].T, sc_last_error());
+            sc_tokens_free(ids);
+        }
         fixture_load(fx[k].dir, &c, &p);
         if (!p) continue;
         size_t n = sc_config_num_params(&c);

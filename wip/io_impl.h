@@ -188,7 +188,7 @@ static sc_result sc__tmp_commit(const char *path, FILE *f, char *tmp, sc_result 
 /* ---- JSON: parsed into one array of nodes; strings decoded into one buffer ---- */
 enum { SC__J_NULL, SC__J_FALSE, SC__J_TRUE, SC__J_NUM, SC__J_STR, SC__J_ARR, SC__J_OBJ };
 #define SC__JSON_MAX_DEPTH 64
-#define SC__JSON_MAX_NODES (1 << 22)
+#define SC__JSON_MAX_NODES (1 << 20) /* a 1000-layer checkpoint header needs ~10^4 */
 
 typedef struct sc__jnode {
     int type;

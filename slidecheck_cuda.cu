@@ -1,0 +1,1646 @@
+/* slidecheck_cuda.cu - the CUDA backend of slidecheck.h (see "CUDA backend entry points" in
+   wip/model_decl.h).
+
+   Build (Hopper):
+     nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=sm_90 \
+          -Xcompiler -Wall,-Wextra,-Werror -I. -c slidecheck_cuda.cu -o build/slidecheck_cuda.o
+   and link with -lcublasLt -lcublas -lcudart -lstdc++.
+
+   Design notes
+   - Storage: activations/weights in `A` (float, or __nv_bfloat16 with cfg.bf16), parameter
+     gradients in `G` (float, or bf16 in pure-bf16 mode); statistics always float. Every kernel
+     accumulates in f32.
+   - Determinism: no floating-point atomics anywhere. Every reduction has a fixed order that
+     depends only on the shapes: block reductions are fixed shuffle trees; column sums over rows
+     (RMSNorm / q-k-norm weight grads, bias grads) are two passes (fixed row chunks -> partials in
+     scratch -> one thread per column sums the partials in chunk order); the embedding backward
+     sums each token's rows in position order (buckets built on the host from ids_host);
+     attention backward is one kernel for dK/dV (parallel over key tiles, looping over the query
+     rows of every query head of the kv head in order) and one for dQ (parallel over query tiles).
+     GEMMs go through cuBLASLt with CUBLAS_COMPUTE_32F (no TF32); the algorithm for a given
+     (shape, dtypes, pointer alignments) is chosen once by the heuristic and cached, so a replay
+     (recompute) runs the same algorithm as the first call. One stream, fixed workspace.
+   - add_rmsnorm_forward normalises the value as stored (rounded to bf16 in bf16 mode) with the
+     very code of rmsnorm_forward (same block size, same per-thread order, same tree), so a replay
+     of rmsnorm_forward on `res` gives the same bits.
+   - Errors: every CUDA / cuBLASLt call is checked. The first failure becomes the context's sticky
+     error: its code is returned by sc_cuda_status()/sc_cuda_synchronize(), its message is
+     printed once to stderr ("slidecheck cuda: ...") and kept in the context; read it with
+     sc_cuda_error_message(cu) (defined here, extern "C"; not yet declared in the header). After
+     a failure every op of that context is a no-op.
+   - Scratch memory outside the caching allocator: the cuBLASLt workspace (32 MiB, allocated in
+     sc_cuda_create) and small scratch buffers (reduction partials, attention row statistics,
+     embedding buckets) allocated on first use and grown on demand (cudaMalloc; growth
+     synchronises). Their sizes depend on the shapes only, so they reach their final size in the
+     first step and do not change afterwards.
+   - sc_cuda_launch_count counts kernel launches and GEMM calls (not memsets or copies). */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "slidecheck.h"
+
+typedef __nv_bfloat16 bf16;
+
+/* ==========================================================================================
+   Context
+   ========================================================================================== */
+struct sc__gemm_key {
+    int ta, tb, m, n, k, lda, ldb, ldd, abt, dt, al_a, al_b, al_d, beta1;
+};
+
+struct sc__gemm_entry {
+    sc__gemm_key key;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+    int ok; /* 0: no cuBLASLt algorithm, use the fallback kernel */
+};
+
+enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_COUNT = 3 };
+
+struct sc_cuda {
+    int dev, bf16, grads_f32;
+    cudaStream_t stream, copy_stream;
+    cublasLtHandle_t lt;
+    void *ws;
+    size_t ws_size;
+    sc_result status;
+    char msg[1024];
+    long long launches;
+    char name[256];
+    int smem_optin;
+    void *scr[SC__SCR_COUNT];
+    size_t scr_size[SC__SCR_COUNT];
+    std::vector<sc__gemm_entry> *gemms;
+    std::vector<int> *hbuf;
+};
+
+static void sc__cu_fail(sc_cuda *cu, sc_result r, const char *fmt, ...)
+{
+    if (!cu || cu->status != SC_SUCCESS) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cu->msg, sizeof cu->msg, fmt, ap);
+    va_end(ap);
+    cu->status = r;
+    fprintf(stderr, "slidecheck cuda: %s\n", cu->msg);
+}
+
+#define SC__CK(cu, call)                                                                             \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess)                                                                       \
+            sc__cu_fail(cu, e_ == cudaErrorMemoryAllocation ? SC_ERROR_OUT_OF_MEMORY : SC_ERROR_CUDA, \
+                        "%s failed: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
+    } while (0)
+
+#define SC__CKB(cu, call)                                                                            \
+    do {                                                                                             \
+        cublasStatus_t s_ = (call);                                                                  \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                             \
+            sc__cu_fail(cu, SC_ERROR_CUDA, "%s failed: %s (%s:%d)", #call, cublasLtGetStatusString(s_), \
+                        __FILE__, __LINE__);                                                         \
+    } while (0)
+
+/* after every kernel launch */
+static void sc__launched(sc_cuda *cu, const char *what)
+{
+    cu->launches++;
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) sc__cu_fail(cu, SC_ERROR_CUDA, "launch of %s failed: %s", what, cudaGetErrorString(e));
+}
+
+static bool sc__ok(sc_cuda *cu) { return cu && cu->status == SC_SUCCESS; }
+
+/* Scratch buffer `slot` of at least `bytes` (grown on demand; growth synchronises). */
+static void *sc__scratch(sc_cuda *cu, int slot, size_t bytes)
+{
+    if (bytes == 0) bytes = 256;
+    if (cu->scr_size[slot] >= bytes) return cu->scr[slot];
+    if (cu->scr[slot]) {
+        SC__CK(cu, cudaStreamSynchronize(cu->stream));
+        SC__CK(cu, cudaFree(cu->scr[slot]));
+        cu->scr[slot] = NULL;
+        cu->scr_size[slot] = 0;
+    }
+    size_t sz = (bytes + 65535) & ~(size_t)65535;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, sz);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        sc__cu_fail(cu, SC_ERROR_OUT_OF_MEMORY, "cudaMalloc of %zu bytes of scratch failed: %s", sz,
+                    cudaGetErrorString(e));
+        return NULL;
+    }
+    cu->scr[slot] = p;
+    cu->scr_size[slot] = sz;
+    return p;
+}
+
+static unsigned sc__grid(size_t n, int threads)
+{
+    size_t g = (n + (size_t)threads - 1) / (size_t)threads;
+    if (g > 132 * 64) g = 132 * 64;
+    if (g < 1) g = 1;
+    return (unsigned)g;
+}
+
+/* ==========================================================================================
+   Device helpers
+   ========================================================================================== */
+__device__ __forceinline__ float ldf(const float *p) { return *p; }
+__device__ __forceinline__ float ldf(const bf16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void stf(float *p, float v) { *p = v; }
+__device__ __forceinline__ void stf(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
+/* v as it will be stored in a T buffer */
+template <typename T> __device__ __forceinline__ float as_stored(float v);
+template <> __device__ __forceinline__ float as_stored<float>(float v) { return v; }
+template <> __device__ __forceinline__ float as_stored<bf16>(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Sum over the block (blockDim.x a multiple of 32, <= 1024), fixed tree; every thread gets it. */
+__device__ float block_sum(float v)
+{
+    __shared__ float sh[32];
+    __shared__ float total;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads(); /* sh may be in use by a previous call */
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        float t = lane < nw ? sh[lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) total = t;
+    }
+    __syncthreads();
+    return total;
+}
+
+/* ==========================================================================================
+   Elementwise kernels
+   ========================================================================================== */
+template <typename D, typename S> __global__ void k_convert(D *dst, const S *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        stf(dst + i, ldf(src + i));
+}
+
+template <typename T> __global__ void k_add(T *out, const T *a, const T *b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        stf(out + i, ldf(a + i) + ldf(b + i));
+}
+
+template <typename T> __global__ void k_embed_fwd(T *out, const int32_t *ids, const T *wte, int N, int C)
+{
+    size_t total = (size_t)N * C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / (size_t)C, c = i % (size_t)C;
+        out[i] = wte[(size_t)ids[n] * C + c];
+    }
+}
+
+/* buckets: tok[U], start[U+1], pos[N]; grid (U, ceil(C/256)) */
+template <typename T, typename G>
+__global__ void k_embed_bwd(G *dwte, const T *dout, const int *tok, const int *start, const int *pos, int C)
+{
+    int u = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    G *d = dwte + (size_t)tok[u] * C + c;
+    float acc = ldf(d);
+    for (int p = start[u]; p < start[u + 1]; p++) acc += ldf(dout + (size_t)pos[p] * C + c);
+    stf(d, acc);
+}
+
+template <typename T> __global__ void k_swiglu_fwd(T *m, const T *gu, int N, int I)
+{
+    size_t total = (size_t)N * I;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / (size_t)I, j = i % (size_t)I;
+        float g = ldf(gu + n * 2 * I + j), u = ldf(gu + n * 2 * I + I + j);
+        stf(m + i, g / (1.0f + expf(-g)) * u);
+    }
+}
+
+template <typename T> __global__ void k_swiglu_bwd(T *dgu, const T *dm, const T *gu, int N, int I)
+{
+    size_t total = (size_t)N * I;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / (size_t)I, j = i % (size_t)I;
+        float g = ldf(gu + n * 2 * I + j), u = ldf(gu + n * 2 * I + I + j), d = ldf(dm + i);
+        float sg = 1.0f / (1.0f + expf(-g));
+        float s = g * sg;
+        stf(dgu + n * 2 * I + I + j, d * s);
+        stf(dgu + n * 2 * I + j, d * u * sg * (1.0f + g * (1.0f - sg)));
+    }
+}
+
+/* out[n, o] = bias[o] (the GEMM then adds with beta = 1) */
+template <typename T> __global__ void k_bias_fill(T *out, const T *bias, int N, int OC)
+{
+    size_t total = (size_t)N * OC;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = bias[i % (size_t)OC];
+}
+
+template <typename P, typename Gt>
+__global__ void k_sgd(P *p, const Gt *g, size_t n, float lr, float wd)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float pi = ldf(p + i);
+        stf(p + i, pi - lr * (ldf(g + i) + wd * pi));
+    }
+}
+
+template <typename P, typename Gt>
+__global__ void k_adamw(P *p, P *m, P *v, const Gt *g, size_t n, float lr, float b1, float b2, float eps, float wd,
+                        float step, float bc2s)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float gi = ldf(g + i);
+        float pi = ldf(p + i) * (1.0f - lr * wd);
+        float mi = b1 * ldf(m + i) + (1.0f - b1) * gi;
+        float vi = b2 * ldf(v + i) + (1.0f - b2) * gi * gi;
+        stf(m + i, mi);
+        stf(v + i, vi);
+        stf(p + i, pi - step * (mi / (sqrtf(vi) / bc2s + eps)));
+    }
+}
+
+/* ==========================================================================================
+   RMSNorm (block per row, SC__NORM_THREADS threads; the same code for the plain and the fused
+   residual-add form)
+   ========================================================================================== */
+#define SC__NORM_THREADS 256
+
+template <typename T>
+__device__ void norm_finish(T *out, float *rstd, const T *x, const T *w, int C, float eps, float ss)
+{
+    ss = block_sum(ss);
+    float r = 1.0f / sqrtf(ss / (float)C + eps);
+    for (int c = threadIdx.x; c < C; c += blockDim.x) stf(out + c, __fmul_rn(__fmul_rn(ldf(x + c), r), ldf(w + c)));
+    if (threadIdx.x == 0) *rstd = r;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_fwd(T *out, float *rstd, const T *inp, const T *w, int C,
+                                                                 float eps)
+{
+    size_t row = blockIdx.x;
+    const T *x = inp + row * C;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float v = ldf(x + c);
+        ss = __fmaf_rn(v, v, ss);
+    }
+    norm_finish(out + row * C, rstd + row, x, w, C, eps, ss);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(SC__NORM_THREADS) k_add_rmsnorm_fwd(T *res, T *out, float *rstd, const T *a, const T *b,
+                                                                     const T *w, int C, float eps)
+{
+    size_t row = blockIdx.x;
+    T *x = res + row * C;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float v = as_stored<T>(ldf(a + row * C + c) + ldf(b + row * C + c));
+        stf(x + c, v);
+        ss = __fmaf_rn(v, v, ss);
+    }
+    norm_finish(out + row * C, rstd + row, x, w, C, eps, ss);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_dx(T *dinp, const T *dout, const T *inp, const T *w,
+                                                                    const float *rstd, int C)
+{
+    size_t row = blockIdx.x;
+    const T *x = inp + row * C, *dy = dout + row * C;
+    T *dx = dinp + row * C;
+    float r = rstd[row], dot = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) dot += ldf(dy + c) * ldf(w + c) * ldf(x + c);
+    dot = block_sum(dot);
+    float k = dot * r * r * r / (float)C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x)
+        stf(dx + c, ldf(dx + c) + (ldf(dy + c) * ldf(w + c) * r - ldf(x + c) * k));
+}
+
+/* Column partial sums over fixed row chunks: part[p, c] = sum_{n in chunk p} f(n, c).
+   mode 0: f = a[n, c]; mode 1: f = a[n, c] * b[n, c] * rstd[n]. block (32, 8), grid (ceil(C/32), P). */
+template <typename T>
+__global__ void k_colpart(float *part, const T *a, const T *b, const float *rstd, int N, int C, int R, int mode)
+{
+    __shared__ float sh[8][33];
+    int c = blockIdx.x * 32 + threadIdx.x, p = blockIdx.y;
+    int r0 = p * R, r1 = min(N, r0 + R);
+    float s = 0.0f;
+    if (c < C) {
+        if (mode == 0)
+            for (int n = r0 + threadIdx.y; n < r1; n += 8) s += ldf(a + (size_t)n * C + c);
+        else
+            for (int n = r0 + threadIdx.y; n < r1; n += 8)
+                s += ldf(a + (size_t)n * C + c) * ldf(b + (size_t)n * C + c) * rstd[n];
+    }
+    sh[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        float t = sh[0][threadIdx.x];
+#pragma unroll
+        for (int y = 1; y < 8; y++) t += sh[y][threadIdx.x];
+        part[(size_t)p * C + c] = t;
+    }
+}
+
+/* out[c] += sum_p part[p, c] (columns >= n0 go to out1[c - n0]) */
+template <typename G>
+__global__ void k_colfinal(G *out0, G *out1, int n0, const float *part, int P, int ncols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ncols) return;
+    float s = 0.0f;
+    for (int p = 0; p < P; p++) s += part[(size_t)p * ncols + c];
+    G *o = c < n0 ? out0 + c : out1 + (c - n0);
+    stf(o, ldf(o) + s);
+}
+
+static void sc__chunking(int N, int *R, int *P)
+{
+    int r = (N + 127) / 128;
+    if (r < 16) r = 16;
+    *R = r;
+    *P = (N + r - 1) / r;
+}
+
+/* ==========================================================================================
+   q/k norm + RoPE (one warp per (row, head))
+   ========================================================================================== */
+template <typename T>
+__global__ void k_qknorm_rope_fwd(T *qk, float *rstd, const T *qkv, const T *qw, const T *kw, const float *cosb,
+                                  const float *sinb, int N, int T_, int H, int KV, int D, float eps)
+{
+    int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, half = D / 2;
+    long long wid = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (wid >= (long long)N * NH) return;
+    int n = (int)(wid / NH), h = (int)(wid % NH), t = n % T_;
+    const T *x = qkv + (size_t)n * Q + (size_t)h * D;
+    T *y = qk + (size_t)n * K + (size_t)h * D;
+    const float *cs = cosb + (size_t)t * half, *sn = sinb + (size_t)t * half;
+    float r = 1.0f;
+    const T *w = h < H ? qw : kw;
+    if (qw) {
+        float ss = 0.0f;
+        for (int i = lane; i < half; i += 32) {
+            float a = ldf(x + i), b = ldf(x + i + half);
+            ss = __fmaf_rn(a, a, ss);
+            ss = __fmaf_rn(b, b, ss);
+        }
+        ss = warp_sum(ss);
+        r = 1.0f / sqrtf(ss / (float)D + eps);
+        if (lane == 0) rstd[(size_t)n * NH + h] = r;
+    }
+    for (int i = lane; i < half; i += 32) {
+        float a = ldf(x + i), b = ldf(x + i + half);
+        if (qw) {
+            a = (a * r) * ldf(w + i);
+            b = (b * r) * ldf(w + i + half);
+        }
+        stf(y + i, a * cs[i] - b * sn[i]);
+        stf(y + i + half, b * cs[i] + a * sn[i]);
+    }
+}
+
+template <typename T>
+__global__ void k_qknorm_rope_bwd(T *dqkv, const T *dqk, const T *qkv, const T *qw, const T *kw, const float *rstd,
+                                  const float *cosb, const float *sinb, int N, int T_, int H, int KV, int D)
+{
+    int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, half = D / 2;
+    long long wid = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (wid >= (long long)N * NH) return;
+    int n = (int)(wid / NH), h = (int)(wid % NH), t = n % T_;
+    const T *g = dqk + (size_t)n * K + (size_t)h * D, *x = qkv + (size_t)n * Q + (size_t)h * D;
+    T *dx = dqkv + (size_t)n * Q + (size_t)h * D;
+    const float *cs = cosb + (size_t)t * half, *sn = sinb + (size_t)t * half;
+    if (!qw) {
+        for (int i = lane; i < half; i += 32) {
+            float g0 = ldf(g + i), g1 = ldf(g + i + half);
+            stf(dx + i, g0 * cs[i] + g1 * sn[i]);
+            stf(dx + i + half, g1 * cs[i] - g0 * sn[i]);
+        }
+        return;
+    }
+    const T *w = h < H ? qw : kw;
+    float r = rstd[(size_t)n * NH + h], dot = 0.0f;
+    for (int i = lane; i < half; i += 32) {
+        float g0 = ldf(g + i), g1 = ldf(g + i + half);
+        float d0 = g0 * cs[i] + g1 * sn[i], d1 = g1 * cs[i] - g0 * sn[i];
+        dot += d0 * ldf(w + i) * ldf(x + i);
+        dot += d1 * ldf(w + i + half) * ldf(x + i + half);
+    }
+    dot = warp_sum(dot);
+    float k = dot * r * r * r / (float)D;
+    for (int i = lane; i < half; i += 32) {
+        float g0 = ldf(g + i), g1 = ldf(g + i + half);
+        float d0 = g0 * cs[i] + g1 * sn[i], d1 = g1 * cs[i] - g0 * sn[i];
+        stf(dx + i, d0 * ldf(w + i) * r - ldf(x + i) * k);
+        stf(dx + i + half, d1 * ldf(w + i + half) * r - ldf(x + i + half) * k);
+    }
+}
+
+/* weight-grad partials: part[p, j], j < D: q norm, j >= D: k norm. block (32, 8), grid (ceil(2D/32), P) */
+template <typename T>
+__global__ void k_qknorm_wpart(float *part, const T *dqk, const T *qkv, const float *rstd, const float *cosb,
+                               const float *sinb, int N, int T_, int H, int KV, int D, int R)
+{
+    __shared__ float sh[8][33];
+    int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, half = D / 2;
+    int j = blockIdx.x * 32 + threadIdx.x, p = blockIdx.y;
+    int r0 = p * R, r1 = min(N, r0 + R);
+    float s = 0.0f;
+    if (j < 2 * D) {
+        int isk = j >= D, i = j % D, hi = isk ? NH : H, lo = isk ? H : 0;
+        int ip = i < half ? i : i - half;
+        for (int n = r0 + threadIdx.y; n < r1; n += 8) {
+            int t = n % T_;
+            float c = cosb[(size_t)t * half + ip], sv = sinb[(size_t)t * half + ip];
+            for (int h = lo; h < hi; h++) {
+                const T *g = dqk + (size_t)n * K + (size_t)h * D;
+                float dyi = i < half ? ldf(g + i) * c + ldf(g + i + half) * sv : ldf(g + i) * c - ldf(g + i - half) * sv;
+                s += dyi * ldf(qkv + (size_t)n * Q + (size_t)h * D + i) * rstd[(size_t)n * NH + h];
+            }
+        }
+    }
+    sh[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < 2 * D) {
+        float t = sh[0][threadIdx.x];
+#pragma unroll
+        for (int y = 1; y < 8; y++) t += sh[y][threadIdx.x];
+        part[(size_t)p * 2 * D + j] = t;
+    }
+}
+
+/* ==========================================================================================
+   Attention. Tiles of 32 query rows x 32 keys; 8 warps, each owning 4 rows (or 4 keys);
+   lanes over keys (scores) or over head-dim slices (accumulators). DC = ceil(D/32).
+   ========================================================================================== */
+#define SC__AT 32   /* tile rows / keys */
+#define SC__AW 8    /* warps per block */
+#define SC__AR 4    /* rows (keys) per warp */
+
+/* row stride of tiles read per lane: a multiple of 4 (16-byte rows for float4 reads, conflict-free
+   for quarter warps) when D % 4 == 0, else odd */
+__host__ __device__ __forceinline__ int attn_pad(int D) { return (D & 3) == 0 ? D + 4 : D + 1; }
+
+/* s[r] += sum_d a[d] * b[r * bstride + d] (a per lane, b broadcast), d ascending in both paths */
+template <int NR>
+__device__ __forceinline__ void attn_dots(float *s, const float *a, const float *b, int bstride, int D)
+{
+    if ((D & 3) == 0) {
+        for (int d = 0; d < D; d += 4) {
+            float4 a4 = *reinterpret_cast<const float4 *>(a + d);
+#pragma unroll
+            for (int r = 0; r < NR; r++) {
+                float4 b4 = *reinterpret_cast<const float4 *>(b + r * bstride + d);
+                s[r] += b4.x * a4.x;
+                s[r] += b4.y * a4.y;
+                s[r] += b4.z * a4.z;
+                s[r] += b4.w * a4.w;
+            }
+        }
+    } else {
+        for (int d = 0; d < D; d++) {
+            float ad = a[d];
+#pragma unroll
+            for (int r = 0; r < NR; r++) s[r] += b[r * bstride + d] * ad;
+        }
+    }
+}
+
+template <typename T>
+__device__ void attn_load_tile(float *dst, int stride, const T *base, size_t row_stride, int r0, int nrows_valid, int D)
+{
+    for (int idx = threadIdx.x; idx < SC__AT * D; idx += blockDim.x) {
+        int r = idx / D, d = idx % D;
+        dst[r * stride + d] = r < nrows_valid ? ldf(base + (size_t)(r0 + r) * row_stride + d) : 0.0f;
+    }
+}
+
+/* grid (ntiles, H, B); out[N, H*D], lse[B, H, T] */
+template <typename T, int DC>
+__global__ void __launch_bounds__(SC__AW * 32) k_attn_fwd(T *out, float *lse, const T *qk, const T *qkv, int T_, int H,
+                                                         int KV, int D, float scale)
+{
+    extern __shared__ float smem[];
+    int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    int ntiles = gridDim.x, qt = ntiles - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    int q0 = qt * SC__AT, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int SK = attn_pad(D);
+    float *sQ = smem, *sK = sQ + SC__AT * D, *sV = sK + SC__AT * SK;
+    size_t rowbase = (size_t)b * T_;
+    int nq = min(SC__AT, T_ - q0);
+    attn_load_tile(sQ, D, qk + rowbase * K + (size_t)h * D, (size_t)K, q0, nq, D);
+    float acc[SC__AR][DC], m[SC__AR], l[SC__AR];
+#pragma unroll
+    for (int r = 0; r < SC__AR; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < DC; c++) acc[r][c] = 0.0f;
+    }
+    int qmax = q0 + nq - 1;
+    for (int k0 = 0; k0 <= qmax; k0 += SC__AT) {
+        int nk = min(SC__AT, T_ - k0);
+        __syncthreads();
+        attn_load_tile(sK, SK, qk + rowbase * K + (size_t)(H + kh) * D, (size_t)K, k0, nk, D);
+        attn_load_tile(sV, D, qkv + rowbase * Qw + K + (size_t)kh * D, (size_t)Qw, k0, nk, D);
+        __syncthreads();
+        float s[SC__AR];
+#pragma unroll
+        for (int r = 0; r < SC__AR; r++) s[r] = 0.0f;
+        attn_dots<SC__AR>(s, sK + lane * SK, sQ + (w * SC__AR) * D, D, D);
+        int j = k0 + lane;
+#pragma unroll
+        for (int r = 0; r < SC__AR; r++) {
+            int i = q0 + w * SC__AR + r;
+            bool valid = i < T_ && j <= i;
+            float sv = valid ? s[r] * scale : -INFINITY;
+            float mt = warp_max(sv);
+            if (mt == -INFINITY) continue; /* nothing visible to this row in this tile */
+            float mn = fmaxf(m[r], mt);
+            float p = valid ? expf(sv - mn) : 0.0f;
+            float alpha = expf(m[r] - mn);
+            l[r] = l[r] * alpha + warp_sum(p);
+            m[r] = mn;
+#pragma unroll
+            for (int c = 0; c < DC; c++) acc[r][c] *= alpha;
+            for (int jj = 0; jj < SC__AT; jj++) {
+                float pj = __shfl_sync(0xffffffffu, p, jj);
+                const float *vr = sV + jj * D;
+#pragma unroll
+                for (int c = 0; c < DC; c++) {
+                    int d = lane + 32 * c;
+                    if (d < D) acc[r][c] += pj * vr[d];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < SC__AR; r++) {
+        int i = q0 + w * SC__AR + r;
+        if (i >= T_) continue;
+        float inv = 1.0f / l[r];
+        T *o = out + (rowbase + i) * (size_t)H * D + (size_t)h * D;
+#pragma unroll
+        for (int c = 0; c < DC; c++) {
+            int d = lane + 32 * c;
+            if (d < D) stf(o + d, acc[r][c] * inv);
+        }
+        if (lane == 0) lse[((size_t)b * H + h) * T_ + i] = m[r] + logf(l[r]);
+    }
+}
+
+/* Di[b, h, i] = dot(dout_i, out_i); one warp per (row, head) */
+template <typename T>
+__global__ void k_attn_di(float *Di, const T *dout, const T *out, int N, int T_, int H, int D)
+{
+    long long wid = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (wid >= (long long)N * H) return;
+    int n = (int)(wid / H), h = (int)(wid % H);
+    const T *a = dout + (size_t)n * H * D + (size_t)h * D, *o = out + (size_t)n * H * D + (size_t)h * D;
+    float s = 0.0f;
+    for (int d = lane; d < D; d += 32) s += ldf(a + d) * ldf(o + d);
+    s = warp_sum(s);
+    int b = n / T_, i = n % T_;
+    if (lane == 0) Di[((size_t)b * H + h) * T_ + i] = s;
+}
+
+/* dQ: grid (ntiles, H, B). dq_i = sum_j ds_ij k_j */
+template <typename T, int DC>
+__global__ void __launch_bounds__(SC__AW * 32) k_attn_dq(T *dqk, const T *dout, const T *qk, const T *qkv,
+                                                        const float *lse, const float *Di, int T_, int H, int KV,
+                                                        int D, float scale)
+{
+    extern __shared__ float smem[];
+    int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    int ntiles = gridDim.x, qt = ntiles - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    int q0 = qt * SC__AT, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int SK = attn_pad(D);
+    float *sQ = smem, *sO = sQ + SC__AT * D, *sK = sO + SC__AT * D, *sV = sK + SC__AT * SK;
+    size_t rowbase = (size_t)b * T_;
+    int nq = min(SC__AT, T_ - q0);
+    attn_load_tile(sQ, D, qk + rowbase * K + (size_t)h * D, (size_t)K, q0, nq, D);
+    attn_load_tile(sO, D, dout + rowbase * H * D + (size_t)h * D, (size_t)H * D, q0, nq, D);
+    float acc[SC__AR][DC], L[SC__AR], Dd[SC__AR];
+#pragma unroll
+    for (int r = 0; r < SC__AR; r++) {
+        int i = q0 + w * SC__AR + r;
+        L[r] = i < T_ ? lse[((size_t)b * H + h) * T_ + i] : 0.0f;
+        Dd[r] = i < T_ ? Di[((size_t)b * H + h) * T_ + i] : 0.0f;
+#pragma unroll
+        for (int c = 0; c < DC; c++) acc[r][c] = 0.0f;
+    }
+    int qmax = q0 + nq - 1;
+    for (int k0 = 0; k0 <= qmax; k0 += SC__AT) {
+        int nk = min(SC__AT, T_ - k0);
+        __syncthreads();
+        attn_load_tile(sK, SK, qk + rowbase * K + (size_t)(H + kh) * D, (size_t)K, k0, nk, D);
+        attn_load_tile(sV, SK, qkv + rowbase * Qw + K + (size_t)kh * D, (size_t)Qw, k0, nk, D);
+        __syncthreads();
+        float s[SC__AR], dp[SC__AR];
+#pragma unroll
+        for (int r = 0; r < SC__AR; r++) s[r] = dp[r] = 0.0f;
+        attn_dots<SC__AR>(s, sK + lane * SK, sQ + (w * SC__AR) * D, D, D);
+        attn_dots<SC__AR>(dp, sV + lane * SK, sO + (w * SC__AR) * D, D, D);
+        int j = k0 + lane;
+#pragma unroll
+        for (int r = 0; r < SC__AR; r++) {
+            int i = q0 + w * SC__AR + r;
+            bool valid = i < T_ && j <= i;
+            float p = valid ? expf(s[r] * scale - L[r]) : 0.0f;
+            float ds = p * (dp[r] - Dd[r]) * scale;
+            for (int jj = 0; jj < SC__AT; jj++) {
+                float dsj = __shfl_sync(0xffffffffu, ds, jj);
+                const float *kk = sK + jj * SK;
+#pragma unroll
+                for (int c = 0; c < DC; c++) {
+                    int d = lane + 32 * c;
+                    if (d < D) acc[r][c] += dsj * kk[d];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < SC__AR; r++) {
+        int i = q0 + w * SC__AR + r;
+        if (i >= T_) continue;
+        T *o = dqk + (rowbase + i) * (size_t)K + (size_t)h * D;
+#pragma unroll
+        for (int c = 0; c < DC; c++) {
+            int d = lane + 32 * c;
+            if (d < D) stf(o + d, acc[r][c]);
+        }
+    }
+}
+
+/* dK, dV: grid (ntiles, KV, B); the block owns 32 keys, loops over the query heads of its kv
+   head and over the query tiles from its own, in order. */
+template <typename T, int DC>
+__global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const T *dout, const T *qk, const T *qkv,
+                                                         const float *lse, const float *Di, int T_, int H, int KV,
+                                                         int D, float scale)
+{
+    extern __shared__ float smem[];
+    int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    int kt = blockIdx.x, kh = blockIdx.y, b = blockIdx.z;
+    int k0 = kt * SC__AT, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int SQ = attn_pad(D);
+    float *sK = smem, *sV = sK + SC__AT * D, *sQ = sV + SC__AT * D, *sO = sQ + SC__AT * SQ;
+    float *sL = sO + SC__AT * SQ, *sD = sL + SC__AT;
+    size_t rowbase = (size_t)b * T_;
+    int nk = min(SC__AT, T_ - k0);
+    attn_load_tile(sK, D, qk + rowbase * K + (size_t)(H + kh) * D, (size_t)K, k0, nk, D);
+    attn_load_tile(sV, D, qkv + rowbase * Qw + K + (size_t)kh * D, (size_t)Qw, k0, nk, D);
+    float dk[SC__AR][DC], dv[SC__AR][DC];
+#pragma unroll
+    for (int r = 0; r < SC__AR; r++)
+#pragma unroll
+        for (int c = 0; c < DC; c++) dk[r][c] = dv[r][c] = 0.0f;
+    for (int h = kh * G; h < (kh + 1) * G; h++) {
+        for (int i0 = k0; i0 < T_; i0 += SC__AT) {
+            int nq = min(SC__AT, T_ - i0);
+            __syncthreads();
+            attn_load_tile(sQ, SQ, qk + rowbase * K + (size_t)h * D, (size_t)K, i0, nq, D);
+            attn_load_tile(sO, SQ, dout + rowbase * H * D + (size_t)h * D, (size_t)H * D, i0, nq, D);
+            if (threadIdx.x < SC__AT) {
+                int i = i0 + threadIdx.x;
+                sL[threadIdx.x] = i < T_ ? lse[((size_t)b * H + h) * T_ + i] : 0.0f;
+                sD[threadIdx.x] = i < T_ ? Di[((size_t)b * H + h) * T_ + i] : 0.0f;
+            }
+            __syncthreads();
+            /* lane = query row i0 + lane; warp keys k0 + w*AR + r */
+            float s[SC__AR], dp[SC__AR];
+#pragma unroll
+            for (int r = 0; r < SC__AR; r++) s[r] = dp[r] = 0.0f;
+            attn_dots<SC__AR>(s, sQ + lane * SQ, sK + (w * SC__AR) * D, D, D);
+            attn_dots<SC__AR>(dp, sO + lane * SQ, sV + (w * SC__AR) * D, D, D);
+            int i = i0 + lane;
+            float Li = sL[lane], Dl = sD[lane];
+#pragma unroll
+            for (int r = 0; r < SC__AR; r++) {
+                int j = k0 + w * SC__AR + r;
+                bool valid = i < T_ && j <= i && j < T_;
+                float p = valid ? expf(s[r] * scale - Li) : 0.0f;
+                float ds = p * (dp[r] - Dl) * scale;
+                for (int ii = 0; ii < SC__AT; ii++) {
+                    float pi = __shfl_sync(0xffffffffu, p, ii), dsi = __shfl_sync(0xffffffffu, ds, ii);
+                    const float *oo = sO + ii * SQ, *qq = sQ + ii * SQ;
+#pragma unroll
+                    for (int c = 0; c < DC; c++) {
+                        int d = lane + 32 * c;
+                        if (d < D) {
+                            dv[r][c] += pi * oo[d];
+                            dk[r][c] += dsi * qq[d];
+                        }
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < SC__AR; r++) {
+        int j = k0 + w * SC__AR + r;
+        if (j >= T_) continue;
+        T *ok = dqk + (rowbase + j) * (size_t)K + (size_t)(H + kh) * D;
+        T *ov = dqkv + (rowbase + j) * (size_t)Qw + K + (size_t)kh * D;
+#pragma unroll
+        for (int c = 0; c < DC; c++) {
+            int d = lane + 32 * c;
+            if (d < D) {
+                stf(ok + d, dk[r][c]);
+                stf(ov + d, dv[r][c]);
+            }
+        }
+    }
+}
+
+/* ==========================================================================================
+   Cross-entropy: one block per row, online (max, sum) per thread, fixed-tree combine.
+   ========================================================================================== */
+#define SC__CE_THREADS 512
+__device__ __forceinline__ void ms_combine(float &m, float &s, float m2, float s2)
+{
+    if (m2 == -INFINITY) return;
+    if (m == -INFINITY) { m = m2; s = s2; return; }
+    float M = fmaxf(m, m2);
+    s = s * expf(m - M) + s2 * expf(m2 - M);
+    m = M;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(SC__CE_THREADS) k_ce(T *dlogits, float *rowloss, const T *logits,
+                                                       const int32_t *target, int V, float scale)
+{
+    __shared__ float shm[32], shs[32];
+    __shared__ float s_lse, s_lt;
+    size_t row = blockIdx.x;
+    const T *l = logits + row * V;
+    T *dl = dlogits + row * V;
+    int tg = target[row];
+    if (tg < 0) {
+        for (int v = threadIdx.x; v < V; v += blockDim.x) stf(dl + v, 0.0f);
+        if (threadIdx.x == 0) rowloss[row] = 0.0f;
+        return;
+    }
+    if (threadIdx.x == 0) s_lt = ldf(l + tg);
+    float m = -INFINITY, s = 0.0f;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        float x = ldf(l + v);
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;
+            m = x;
+        } else
+            s += expf(x - m);
+    }
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        ms_combine(m, s, m2, s2);
+    }
+    if (lane == 0) { shm[w] = m; shs[w] = s; }
+    __syncthreads();
+    if (w == 0) {
+        m = lane < nw ? shm[lane] : -INFINITY;
+        s = lane < nw ? shs[lane] : 0.0f;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+            ms_combine(m, s, m2, s2);
+        }
+        if (lane == 0) {
+            float lse = m + logf(s);
+            s_lse = lse;
+            rowloss[row] = lse - s_lt;
+        }
+    }
+    __syncthreads();
+    float lse = s_lse;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        float p = expf(ldf(l + v) - lse);
+        stf(dl + v, (p - (v == tg ? 1.0f : 0.0f)) * scale);
+    }
+}
+
+/* ==========================================================================================
+   GEMM: cuBLASLt (cached heuristic per key), a plain tiled kernel as the fallback.
+   Column-major D[m, n] = op(A) op(B) + beta * D.
+   ========================================================================================== */
+template <typename TA, typename TD>
+__global__ void k_gemm_fallback(int ta, int tb, int m, int n, int k, const TA *A, int lda, const TA *B, int ldb, TD *D,
+                                int ldd, float beta)
+{
+    __shared__ float sa[16][17], sb[16][17];
+    int i = blockIdx.x * 16 + threadIdx.x, j = blockIdx.y * 16 + threadIdx.y;
+    float acc = 0.0f;
+    for (int p0 = 0; p0 < k; p0 += 16) {
+        /* sa[p][i'] = opA(blockIdx.x*16 + i', p0 + p); sb[p][j'] = opB(p0 + p, blockIdx.y*16 + j') */
+        {
+            int ii = blockIdx.x * 16 + threadIdx.x, pp = p0 + threadIdx.y;
+            float v = 0.0f;
+            if (ii < m && pp < k) v = ldf(ta ? A + (size_t)pp + (size_t)ii * lda : A + (size_t)ii + (size_t)pp * lda);
+            sa[threadIdx.y][threadIdx.x] = v;
+            int jj = blockIdx.y * 16 + threadIdx.y, pq = p0 + threadIdx.x;
+            float u = 0.0f;
+            if (jj < n && pq < k) u = ldf(tb ? B + (size_t)jj + (size_t)pq * ldb : B + (size_t)pq + (size_t)jj * ldb);
+            sb[threadIdx.x][threadIdx.y] = u;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int p = 0; p < 16; p++) acc += sa[p][threadIdx.x] * sb[p][threadIdx.y];
+        __syncthreads();
+    }
+    if (i < m && j < n) {
+        TD *d = D + (size_t)i + (size_t)j * ldd;
+        stf(d, beta != 0.0f ? acc + beta * ldf(d) : acc);
+    }
+}
+
+static int sc__align(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    int al = 256;
+    while (al > 1 && (a % (uintptr_t)al)) al >>= 1;
+    return al;
+}
+
+static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const void *A, int lda, const void *B, int ldb,
+                     void *D, int ldd, int ab_bf16, int d_bf16, float beta)
+{
+    if (!sc__ok(cu) || m <= 0 || n <= 0) return;
+    if (k <= 0) { /* D = beta * D: nothing to add */
+        if (beta == 0.0f) SC__CK(cu, cudaMemset2DAsync(D, (size_t)ldd * (d_bf16 ? 2 : 4), 0, (size_t)m * (d_bf16 ? 2 : 4), (size_t)n, cu->stream));
+        return;
+    }
+    sc__gemm_key key;
+    memset(&key, 0, sizeof key);
+    key.ta = ta; key.tb = tb; key.m = m; key.n = n; key.k = k; key.lda = lda; key.ldb = ldb; key.ldd = ldd;
+    key.abt = ab_bf16; key.dt = d_bf16; key.al_a = sc__align(A); key.al_b = sc__align(B); key.al_d = sc__align(D);
+    key.beta1 = beta != 0.0f;
+    sc__gemm_entry *e = NULL;
+    for (auto &x : *cu->gemms)
+        if (!memcmp(&x.key, &key, sizeof key)) { e = &x; break; }
+    if (!e) {
+        sc__gemm_entry ne;
+        memset(&ne, 0, sizeof ne);
+        ne.key = key;
+        cudaDataType_t abt = ab_bf16 ? CUDA_R_16BF : CUDA_R_32F, dt = d_bf16 ? CUDA_R_16BF : CUDA_R_32F;
+        cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        SC__CKB(cu, cublasLtMatmulDescCreate(&ne.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        if (!sc__ok(cu)) return;
+        SC__CKB(cu, cublasLtMatmulDescSetAttribute(ne.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+        SC__CKB(cu, cublasLtMatmulDescSetAttribute(ne.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+        SC__CKB(cu, cublasLtMatrixLayoutCreate(&ne.la, abt, ta ? k : m, ta ? m : k, lda));
+        SC__CKB(cu, cublasLtMatrixLayoutCreate(&ne.lb, abt, tb ? n : k, tb ? k : n, ldb));
+        SC__CKB(cu, cublasLtMatrixLayoutCreate(&ne.ld, dt, m, n, ldd));
+        cublasLtMatmulPreference_t pref = NULL;
+        SC__CKB(cu, cublasLtMatmulPreferenceCreate(&pref));
+        if (!sc__ok(cu)) return;
+        uint64_t wss = cu->ws_size;
+        uint32_t aa = (uint32_t)key.al_a, ab = (uint32_t)key.al_b, ad = (uint32_t)key.al_d;
+        SC__CKB(cu, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wss, sizeof wss));
+        SC__CKB(cu, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa));
+        SC__CKB(cu, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab));
+        SC__CKB(cu, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad));
+        SC__CKB(cu, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad));
+        cublasLtMatmulHeuristicResult_t res;
+        memset(&res, 0, sizeof res);
+        int nres = 0;
+        if (sc__ok(cu)) {
+            cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cu->lt, ne.op, ne.la, ne.lb, ne.ld, ne.ld, pref, 1, &res, &nres);
+            if (st == CUBLAS_STATUS_SUCCESS && nres > 0 && res.state == CUBLAS_STATUS_SUCCESS) {
+                ne.algo = res.algo;
+                ne.ok = 1;
+            } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+                SC__CKB(cu, st);
+            }
+        }
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        if (!sc__ok(cu)) return;
+        cu->gemms->push_back(ne);
+        e = &cu->gemms->back();
+    }
+    float alpha = 1.0f;
+    if (e->ok) {
+        cublasStatus_t st = cublasLtMatmul(cu->lt, e->op, &alpha, A, e->la, B, e->lb, &beta, D, e->ld, D, e->ld, &e->algo,
+                                           cu->ws, cu->ws_size, cu->stream);
+        cu->launches++;
+        if (st == CUBLAS_STATUS_SUCCESS) return;
+        if (st != CUBLAS_STATUS_NOT_SUPPORTED) { SC__CKB(cu, st); return; }
+        e->ok = 0; /* not supported after all: the fallback from now on, for this key */
+    }
+    dim3 blk(16, 16), grd((unsigned)((m + 15) / 16), (unsigned)((n + 15) / 16));
+    if (ab_bf16 && d_bf16)
+        k_gemm_fallback<bf16, bf16><<<grd, blk, 0, cu->stream>>>(ta, tb, m, n, k, (const bf16 *)A, lda, (const bf16 *)B, ldb, (bf16 *)D, ldd, beta);
+    else if (ab_bf16)
+        k_gemm_fallback<bf16, float><<<grd, blk, 0, cu->stream>>>(ta, tb, m, n, k, (const bf16 *)A, lda, (const bf16 *)B, ldb, (float *)D, ldd, beta);
+    else
+        k_gemm_fallback<float, float><<<grd, blk, 0, cu->stream>>>(ta, tb, m, n, k, (const float *)A, lda, (const float *)B, ldb, (float *)D, ldd, beta);
+    sc__launched(cu, "gemm fallback");
+}
+
+/* ==========================================================================================
+   Entry points
+   ========================================================================================== */
+extern "C" const char *sc_cuda_error_message(sc_cuda *cu) { return cu ? cu->msg : ""; }
+
+SCDEF sc_result sc_cuda_available(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        fprintf(stderr, "slidecheck cuda: no usable GPU: cudaGetDeviceCount failed: %s\n", cudaGetErrorString(e));
+        return SC_ERROR_NO_DEVICE;
+    }
+    if (n <= 0) {
+        fprintf(stderr, "slidecheck cuda: no usable GPU: the driver reports no CUDA device\n");
+        return SC_ERROR_NO_DEVICE;
+    }
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
+{
+    if (!out) return SC_ERROR_INVALID_ARGS;
+    *out = NULL;
+    sc_result r = sc_cuda_available();
+    if (r != SC_SUCCESS) return r;
+    sc_cuda *cu = (sc_cuda *)calloc(1, sizeof *cu);
+    if (!cu) return SC_ERROR_OUT_OF_MEMORY;
+    cu->dev = cfg ? cfg->device : 0;
+    cu->bf16 = cfg ? cfg->bf16 != 0 : 0;
+    cu->grads_f32 = cfg ? (cfg->bf16 && cfg->grads_f32) : 0;
+    cu->gemms = new std::vector<sc__gemm_entry>();
+    cu->hbuf = new std::vector<int>();
+    SC__CK(cu, cudaSetDevice(cu->dev));
+    cudaDeviceProp prop;
+    memset(&prop, 0, sizeof prop);
+    SC__CK(cu, cudaGetDeviceProperties(&prop, cu->dev));
+    if (sc__ok(cu)) {
+        snprintf(cu->name, sizeof cu->name, "%s", prop.name);
+        cu->smem_optin = (int)prop.sharedMemPerBlockOptin;
+    }
+    SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
+    SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
+    SC__CKB(cu, cublasLtCreate(&cu->lt));
+    cu->ws_size = (size_t)32 << 20;
+    if (sc__ok(cu)) {
+        cudaError_t e = cudaMalloc(&cu->ws, cu->ws_size);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            cu->ws = NULL;
+            sc__cu_fail(cu, SC_ERROR_OUT_OF_MEMORY, "cudaMalloc of the cuBLASLt workspace failed: %s", cudaGetErrorString(e));
+        }
+    }
+    if (!sc__ok(cu)) {
+        r = cu->status;
+        sc_cuda_destroy(cu);
+        return r;
+    }
+    *out = cu;
+    return SC_SUCCESS;
+}
+
+SCDEF void sc_cuda_destroy(sc_cuda *cu)
+{
+    if (!cu) return;
+    if (cu->stream) (void)cudaStreamSynchronize(cu->stream);
+    if (cu->gemms) {
+        for (auto &e : *cu->gemms) {
+            if (e.la) cublasLtMatrixLayoutDestroy(e.la);
+            if (e.lb) cublasLtMatrixLayoutDestroy(e.lb);
+            if (e.ld) cublasLtMatrixLayoutDestroy(e.ld);
+            if (e.op) cublasLtMatmulDescDestroy(e.op);
+        }
+        delete cu->gemms;
+    }
+    delete cu->hbuf;
+    for (int i = 0; i < SC__SCR_COUNT; i++)
+        if (cu->scr[i]) (void)cudaFree(cu->scr[i]);
+    if (cu->ws) (void)cudaFree(cu->ws);
+    if (cu->lt) cublasLtDestroy(cu->lt);
+    if (cu->stream) (void)cudaStreamDestroy(cu->stream);
+    if (cu->copy_stream) (void)cudaStreamDestroy(cu->copy_stream);
+    free(cu);
+}
+
+SCDEF sc_result sc_cuda_status(sc_cuda *cu)
+{
+    if (!cu) return SC_ERROR_INVALID_ARGS;
+    if (cu->status == SC_SUCCESS) {
+        cudaError_t e = cudaStreamQuery(cu->stream); /* surfaces asynchronous faults */
+        if (e != cudaSuccess && e != cudaErrorNotReady)
+            sc__cu_fail(cu, SC_ERROR_CUDA, "asynchronous CUDA error: %s", cudaGetErrorString(e));
+    }
+    return cu->status;
+}
+
+SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu)
+{
+    if (!cu) return SC_ERROR_INVALID_ARGS;
+    SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    return cu->status;
+}
+
+SCDEF const char *sc_cuda_device_name(sc_cuda *cu) { return cu ? cu->name : ""; }
+SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu) { return cu ? (int64_t)cu->launches : 0; }
+
+SCDEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
+{
+    (void)user;
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
+{
+    (void)bytes;
+    sc_cuda *cu = (sc_cuda *)user;
+    if (!ptr) return;
+    cudaError_t e = cudaFree(ptr);
+    if (e != cudaSuccess && cu) sc__cu_fail(cu, SC_ERROR_CUDA, "cudaFree failed: %s", cudaGetErrorString(e));
+}
+
+SCDEF void *sc_cuda_event_record(int stream, void *user)
+{
+    sc_cuda *cu = (sc_cuda *)user;
+    cudaEvent_t ev = NULL;
+    SC__CK(cu, cudaEventCreate(&ev));
+    if (!sc__ok(cu)) return NULL;
+    SC__CK(cu, cudaEventRecord(ev, stream == 1 ? cu->copy_stream : cu->stream));
+    if (!sc__ok(cu)) {
+        (void)cudaEventDestroy(ev);
+        return NULL;
+    }
+    return (void *)ev;
+}
+
+SCDEF int sc_cuda_event_query(void *event, void *user)
+{
+    sc_cuda *cu = (sc_cuda *)user;
+    if (!event) return 1;
+    cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+    if (e == cudaSuccess) return 1;
+    if (e == cudaErrorNotReady) return 0;
+    sc__cu_fail(cu, SC_ERROR_CUDA, "cudaEventQuery failed: %s", cudaGetErrorString(e));
+    return 1;
+}
+
+SCDEF void sc_cuda_event_destroy(void *event, void *user)
+{
+    sc_cuda *cu = (sc_cuda *)user;
+    if (event) SC__CK(cu, cudaEventDestroy((cudaEvent_t)event));
+}
+
+SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user)
+{
+    sc_cuda *cu = (sc_cuda *)user;
+    float ms = 0.0f;
+    if (!start || !end) return 0.0f;
+    SC__CK(cu, cudaEventSynchronize((cudaEvent_t)end));
+    SC__CK(cu, cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end));
+    return ms;
+}
+
+SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes)
+{
+    size_t f = 0, t = 0;
+    cudaError_t e = cudaMemGetInfo(&f, &t);
+    if (e != cudaSuccess) {
+        if (cu) sc__cu_fail(cu, SC_ERROR_CUDA, "cudaMemGetInfo failed: %s", cudaGetErrorString(e));
+        else fprintf(stderr, "slidecheck cuda: cudaMemGetInfo failed: %s\n", cudaGetErrorString(e));
+        return SC_ERROR_CUDA;
+    }
+    if (free_bytes) *free_bytes = f;
+    if (total_bytes) *total_bytes = t;
+    return SC_SUCCESS;
+}
+
+/* ---- copies ---- */
+SCDEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes)
+{
+    if (!sc__ok(cu) || !bytes) return;
+    SC__CK(cu, cudaMemsetAsync(dst, 0, bytes, cu->stream));
+}
+
+SCDEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes)
+{
+    if (!sc__ok(cu) || !bytes) return;
+    /* pageable source: cudaMemcpyAsync returns once the bytes are staged */
+    SC__CK(cu, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cu->stream));
+}
+
+SCDEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes)
+{
+    if (!sc__ok(cu) || !bytes) return;
+    SC__CK(cu, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cu->stream));
+    SC__CK(cu, cudaStreamSynchronize(cu->stream));
+}
+
+static uint16_t sc__h_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float sc__h_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#define SC__COPY_CHUNK ((size_t)1 << 24) /* elements converted per host pass */
+
+SCDEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n)
+{
+    if (!sc__ok(cu) || !n) return;
+    if (dt == SC_F32) {
+        SC__CK(cu, cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyHostToDevice, cu->stream));
+        SC__CK(cu, cudaStreamSynchronize(cu->stream));
+        return;
+    }
+    if (dt != SC_BF16) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_upload_f32: dtype %d", (int)dt); return; }
+    size_t chunk = n < SC__COPY_CHUNK ? n : SC__COPY_CHUNK;
+    uint16_t *tmp = (uint16_t *)malloc(chunk * 2);
+    if (!tmp) { sc__cu_fail(cu, SC_ERROR_OUT_OF_MEMORY, "host malloc failed"); return; }
+    for (size_t i0 = 0; i0 < n && sc__ok(cu); i0 += chunk) {
+        size_t m = n - i0 < chunk ? n - i0 : chunk;
+        for (size_t i = 0; i < m; i++) tmp[i] = sc__h_f32_to_bf16(src[i0 + i]);
+        SC__CK(cu, cudaMemcpyAsync((uint16_t *)dst + i0, tmp, m * 2, cudaMemcpyHostToDevice, cu->stream));
+        SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    }
+    free(tmp);
+}
+
+SCDEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n)
+{
+    if (!sc__ok(cu) || !n) return;
+    if (dt == SC_F32) {
+        SC__CK(cu, cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToHost, cu->stream));
+        SC__CK(cu, cudaStreamSynchronize(cu->stream));
+        return;
+    }
+    if (dt != SC_BF16) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_download_f32: dtype %d", (int)dt); return; }
+    size_t chunk = n < SC__COPY_CHUNK ? n : SC__COPY_CHUNK;
+    uint16_t *tmp = (uint16_t *)malloc(chunk * 2);
+    if (!tmp) { sc__cu_fail(cu, SC_ERROR_OUT_OF_MEMORY, "host malloc failed"); return; }
+    for (size_t i0 = 0; i0 < n && sc__ok(cu); i0 += chunk) {
+        size_t m = n - i0 < chunk ? n - i0 : chunk;
+        SC__CK(cu, cudaMemcpyAsync(tmp, (const uint16_t *)src + i0, m * 2, cudaMemcpyDeviceToHost, cu->stream));
+        SC__CK(cu, cudaStreamSynchronize(cu->stream));
+        if (!sc__ok(cu)) break;
+        for (size_t i = 0; i < m; i++) dst[i0 + i] = sc__h_bf16_to_f32(tmp[i]);
+    }
+    free(tmp);
+}
+
+SCDEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n)
+{
+    if (!sc__ok(cu) || !n) return;
+    unsigned g = sc__grid(n, 256);
+    if (dt == st) {
+        SC__CK(cu, cudaMemcpyAsync(dst, src, n * sc_dtype_size(dt) , cudaMemcpyDeviceToDevice, cu->stream));
+        return;
+    }
+    if (dt == SC_BF16 && st == SC_F32)
+        k_convert<bf16, float><<<g, 256, 0, cu->stream>>>((bf16 *)dst, (const float *)src, n);
+    else if (dt == SC_F32 && st == SC_BF16)
+        k_convert<float, bf16><<<g, 256, 0, cu->stream>>>((float *)dst, (const bf16 *)src, n);
+    else { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_convert: dtypes %d -> %d", (int)st, (int)dt); return; }
+    sc__launched(cu, "convert");
+}
+
+/* ---- layer ops ---- */
+#define SC__DISPATCH_A(cu, F, ...) \
+    do { if ((cu)->bf16) F<bf16>(cu, __VA_ARGS__); else F<float>(cu, __VA_ARGS__); } while (0)
+#define SC__DISPATCH_AG(cu, F, ...)                                   \
+    do {                                                              \
+        if (!(cu)->bf16) F<float, float>(cu, __VA_ARGS__);            \
+        else if ((cu)->grads_f32) F<bf16, float>(cu, __VA_ARGS__);    \
+        else F<bf16, bf16>(cu, __VA_ARGS__);                          \
+    } while (0)
+
+template <typename T> static void op_embed_fwd(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C)
+{
+    k_embed_fwd<T><<<sc__grid((size_t)N * C, 256), 256, 0, cu->stream>>>((T *)out, ids, (const T *)wte, N, C);
+    sc__launched(cu, "embedding_forward");
+}
+
+SCDEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C)
+{
+    if (!sc__ok(cu) || N <= 0 || C <= 0) return;
+    SC__DISPATCH_A(cu, op_embed_fwd, out, ids, wte, N, C);
+}
+
+template <typename T, typename G>
+static void op_embed_bwd(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids_host, int N, int C)
+{
+    /* buckets: (token, position) sorted by token then position; tok[U], start[U+1], pos[N] */
+    std::vector<std::pair<int, int>> pr((size_t)N);
+    for (int i = 0; i < N; i++) pr[(size_t)i] = std::make_pair((int)ids_host[i], i);
+    std::sort(pr.begin(), pr.end());
+    std::vector<int> &hb = *cu->hbuf;
+    std::vector<int> tok, start;
+    for (int i = 0; i < N; i++)
+        if (i == 0 || pr[(size_t)i].first != pr[(size_t)i - 1].first) {
+            tok.push_back(pr[(size_t)i].first);
+            start.push_back(i);
+        }
+    int U = (int)tok.size();
+    start.push_back(N);
+    hb.assign((size_t)(2 * U + 1 + N), 0);
+    std::copy(tok.begin(), tok.end(), hb.begin());
+    std::copy(start.begin(), start.end(), hb.begin() + U);
+    for (int i = 0; i < N; i++) hb[(size_t)(2 * U + 1 + i)] = pr[(size_t)i].second;
+    int *d = (int *)sc__scratch(cu, SC__SCR_BUCKET, hb.size() * sizeof(int));
+    if (!d) return;
+    /* pageable source: returns once staged, so hbuf may be reused by the next call */
+    SC__CK(cu, cudaMemcpyAsync(d, hb.data(), hb.size() * sizeof(int), cudaMemcpyHostToDevice, cu->stream));
+    dim3 grd((unsigned)U, (unsigned)((C + 255) / 256));
+    k_embed_bwd<T, G><<<grd, 256, 0, cu->stream>>>((G *)dwte, (const T *)dout, d, d + U, d + 2 * U + 1, C);
+    sc__launched(cu, "embedding_backward");
+}
+
+SCDEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
+                                      const int32_t *ids_host, int N, int C)
+{
+    (void)ids;
+    if (!sc__ok(cu) || N <= 0 || C <= 0) return;
+    if (!ids_host) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_embedding_backward needs ids_host"); return; }
+    SC__DISPATCH_AG(cu, op_embed_bwd, dwte, dout, ids_host, N, C);
+}
+
+template <typename T>
+static void op_rmsnorm_fwd(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps)
+{
+    k_rmsnorm_fwd<T><<<(unsigned)N, SC__NORM_THREADS, 0, cu->stream>>>((T *)out, rstd, (const T *)inp, (const T *)w, C, eps);
+    sc__launched(cu, "rmsnorm_forward");
+}
+
+SCDEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps)
+{
+    if (!sc__ok(cu) || N <= 0 || C <= 0) return;
+    SC__DISPATCH_A(cu, op_rmsnorm_fwd, out, rstd, inp, w, N, C, eps);
+}
+
+/* dw[c] += sum_n f(n, c) by the two-pass column reduction (mode: see k_colpart) */
+template <typename T, typename G>
+static void sc__colsum(sc_cuda *cu, G *dw, const T *a, const T *b, const float *rstd, int N, int C, int mode)
+{
+    int R, P;
+    sc__chunking(N, &R, &P);
+    float *part = (float *)sc__scratch(cu, SC__SCR_PART, (size_t)P * C * sizeof(float));
+    if (!part) return;
+    dim3 blk(32, 8), grd((unsigned)((C + 31) / 32), (unsigned)P);
+    k_colpart<T><<<grd, blk, 0, cu->stream>>>(part, a, b, rstd, N, C, R, mode);
+    sc__launched(cu, "column partial sums");
+    k_colfinal<G><<<(unsigned)((C + 255) / 256), 256, 0, cu->stream>>>(dw, dw, C, part, P, C);
+    sc__launched(cu, "column sums");
+}
+
+template <typename T, typename G>
+static void op_rmsnorm_bwd(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                           const float *rstd, int N, int C)
+{
+    if (dw) sc__colsum<T, G>(cu, (G *)dw, (const T *)dout, (const T *)inp, rstd, N, C, 1);
+    if (dinp) {
+        k_rmsnorm_bwd_dx<T><<<(unsigned)N, SC__NORM_THREADS, 0, cu->stream>>>((T *)dinp, (const T *)dout, (const T *)inp,
+                                                                            (const T *)w, rstd, C);
+        sc__launched(cu, "rmsnorm_backward");
+    }
+}
+
+SCDEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                                    const float *rstd, int N, int C)
+{
+    if (!sc__ok(cu) || N <= 0 || C <= 0) return;
+    SC__DISPATCH_AG(cu, op_rmsnorm_bwd, dinp, dw, dout, inp, w, rstd, N, C);
+}
+
+template <typename T>
+static void op_add_rmsnorm(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b, const void *w,
+                           int N, int C, float eps)
+{
+    k_add_rmsnorm_fwd<T><<<(unsigned)N, SC__NORM_THREADS, 0, cu->stream>>>((T *)res, (T *)out, rstd, (const T *)a,
+                                                                         (const T *)b, (const T *)w, C, eps);
+    sc__launched(cu, "add_rmsnorm_forward");
+}
+
+SCDEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
+                                       const void *w, int N, int C, float eps)
+{
+    if (!sc__ok(cu) || N <= 0 || C <= 0) return;
+    SC__DISPATCH_A(cu, op_add_rmsnorm, res, out, rstd, a, b, w, N, C, eps);
+}
+
+template <typename T> static void op_add(sc_cuda *cu, void *out, const void *a, const void *b, size_t n)
+{
+    k_add<T><<<sc__grid(n, 256), 256, 0, cu->stream>>>((T *)out, (const T *)a, (const T *)b, n);
+    sc__launched(cu, "add_forward");
+}
+
+SCDEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n)
+{
+    if (!sc__ok(cu) || !n) return;
+    SC__DISPATCH_A(cu, op_add, out, a, b, n);
+}
+
+template <typename T>
+static void op_bias_fill(sc_cuda *cu, void *out, const void *bias, int N, int OC)
+{
+    k_bias_fill<T><<<sc__grid((size_t)N * OC, 256), 256, 0, cu->stream>>>((T *)out, (const T *)bias, N, OC);
+    sc__launched(cu, "bias fill");
+}
+
+SCDEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC)
+{
+    if (!sc__ok(cu) || N <= 0 || OC <= 0) return;
+    if (bias) SC__DISPATCH_A(cu, op_bias_fill, out, bias, N, OC);
+    /* col-major: out'[OC, N] = w'^T[OC, IC] x inp'[IC, N] */
+    sc__gemm(cu, 1, 0, OC, N, IC, w, IC, inp, IC, out, OC, cu->bf16, cu->bf16, bias ? 1.0f : 0.0f);
+}
+
+SCDEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                                   const void *w, int N, int IC, int OC)
+{
+    if (!sc__ok(cu) || N <= 0 || IC <= 0 || OC <= 0) return;
+    int gbf = cu->bf16 && !cu->grads_f32;
+    /* dinp'[IC, N] = w'[IC, OC] x dout'[OC, N] */
+    if (dinp) sc__gemm(cu, 0, 0, IC, N, OC, w, IC, dout, OC, dinp, IC, cu->bf16, cu->bf16, 0.0f);
+    /* dw'[IC, OC] += inp'[IC, N] x dout'^T[N, OC] */
+    if (dw) sc__gemm(cu, 0, 1, IC, OC, N, inp, IC, dout, OC, dw, IC, cu->bf16, gbf, 1.0f);
+    if (dbias) {
+        if (!cu->bf16) sc__colsum<float, float>(cu, (float *)dbias, (const float *)dout, NULL, NULL, N, OC, 0);
+        else if (cu->grads_f32) sc__colsum<bf16, float>(cu, (float *)dbias, (const bf16 *)dout, NULL, NULL, N, OC, 0);
+        else sc__colsum<bf16, bf16>(cu, (bf16 *)dbias, (const bf16 *)dout, NULL, NULL, N, OC, 0);
+    }
+}
+
+template <typename T>
+static void op_qknorm_rope_fwd(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qw, const void *kw,
+                               const float *cosb, const float *sinb, int B, int T_, int H, int KV, int D, float eps)
+{
+    size_t warps = (size_t)B * T_ * (H + KV);
+    k_qknorm_rope_fwd<T><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>((T *)qk, rstd, (const T *)qkv, (const T *)qw,
+                                                                            (const T *)kw, cosb, sinb, B * T_, T_, H, KV, D, eps);
+    sc__launched(cu, "qknorm_rope_forward");
+}
+
+SCDEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
+                                       const void *knorm_w, const float *cosb, const float *sinb,
+                                       int B, int T, int H, int KV, int D, float eps)
+{
+    if (!sc__ok(cu) || B <= 0 || T <= 0) return;
+    if (qnorm_w && (!knorm_w || !rstd)) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "qknorm_rope_forward: q norm without k norm or rstd"); return; }
+    SC__DISPATCH_A(cu, op_qknorm_rope_fwd, qk, rstd, qkv, qnorm_w, knorm_w, cosb, sinb, B, T, H, KV, D, eps);
+}
+
+template <typename T, typename G>
+static void op_qknorm_rope_bwd(sc_cuda *cu, void *dqkv, void *dqw, void *dkw, const void *dqk, const void *qkv,
+                               const void *qw, const void *kw, const float *rstd, const float *cosb, const float *sinb,
+                               int B, int T_, int H, int KV, int D)
+{
+    int N = B * T_;
+    if (qw && (dqw || dkw)) {
+        int R, P;
+        sc__chunking(N, &R, &P);
+        float *part = (float *)sc__scratch(cu, SC__SCR_PART, (size_t)P * 2 * D * sizeof(float));
+        if (!part) return;
+        dim3 blk(32, 8), grd((unsigned)((2 * D + 31) / 32), (unsigned)P);
+        k_qknorm_wpart<T><<<grd, blk, 0, cu->stream>>>(part, (const T *)dqk, (const T *)qkv, rstd, cosb, sinb, N, T_, H, KV, D, R);
+        sc__launched(cu, "qknorm weight partials");
+        if (dqw && dkw) {
+            k_colfinal<G><<<(unsigned)((2 * D + 255) / 256), 256, 0, cu->stream>>>((G *)dqw, (G *)dkw, D, part, P, 2 * D);
+            sc__launched(cu, "qknorm weight sums");
+        } else {
+            sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "qknorm_rope_backward: need both dqnorm_w and dknorm_w");
+            return;
+        }
+    }
+    size_t warps = (size_t)N * (H + KV);
+    k_qknorm_rope_bwd<T><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>((T *)dqkv, (const T *)dqk, (const T *)qkv,
+                                                                            (const T *)qw, (const T *)kw, rstd, cosb, sinb,
+                                                                            N, T_, H, KV, D);
+    sc__launched(cu, "qknorm_rope_backward");
+}
+
+SCDEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
+                                        const void *qkv, const void *qnorm_w, const void *knorm_w, const float *rstd,
+                                        const float *cosb, const float *sinb, int B, int T, int H, int KV, int D)
+{
+    if (!sc__ok(cu) || B <= 0 || T <= 0) return;
+    SC__DISPATCH_AG(cu, op_qknorm_rope_bwd, dqkv, dqnorm_w, dknorm_w, dqk, qkv, qnorm_w, knorm_w, rstd, cosb, sinb, B, T,
+                    H, KV, D);
+}
+
+/* ---- attention launchers ---- */
+static size_t sc__attn_smem_fwd(int D) { return sizeof(float) * (size_t)(SC__AT * D * 2 + SC__AT * attn_pad(D)); }
+static size_t sc__attn_smem_dq(int D) { return sizeof(float) * (size_t)(SC__AT * D * 2 + 2 * SC__AT * attn_pad(D)); }
+static size_t sc__attn_smem_dkv(int D) { return sizeof(float) * (size_t)(SC__AT * D * 2 + 2 * SC__AT * attn_pad(D) + 2 * SC__AT); }
+
+template <typename Kern> static bool sc__set_smem(sc_cuda *cu, Kern k, size_t bytes)
+{
+    if (bytes <= 48 * 1024) return true;
+    if ((int)bytes > cu->smem_optin) {
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "attention: head_dim needs %zu bytes of shared memory (device has %d)", bytes,
+                    cu->smem_optin);
+        return false;
+    }
+    SC__CK(cu, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    return sc__ok(cu);
+}
+
+template <typename T, int DC>
+static void attn_fwd_dc(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV, int D)
+{
+    size_t sm = sc__attn_smem_fwd(D);
+    if (!sc__set_smem(cu, k_attn_fwd<T, DC>, sm)) return;
+    dim3 grd((unsigned)((T_ + SC__AT - 1) / SC__AT), (unsigned)H, (unsigned)B);
+    k_attn_fwd<T, DC><<<grd, SC__AW * 32, sm, cu->stream>>>((T *)out, lse, (const T *)qk, (const T *)qkv, T_, H, KV, D,
+                                                          1.0f / sqrtf((float)D));
+    sc__launched(cu, "attention_forward");
+}
+
+template <typename T, int DC>
+static void attn_bwd_dc(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk, const void *qkv, const void *out,
+                        const float *lse, int B, int T_, int H, int KV, int D)
+{
+    int N = B * T_;
+    float *Di = (float *)sc__scratch(cu, SC__SCR_ROWS, (size_t)N * H * sizeof(float));
+    if (!Di) return;
+    size_t warps = (size_t)N * H;
+    k_attn_di<T><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const T *)dout, (const T *)out, N, T_, H, D);
+    sc__launched(cu, "attention row dots");
+    float scale = 1.0f / sqrtf((float)D);
+    size_t sm = sc__attn_smem_dq(D);
+    if (!sc__set_smem(cu, k_attn_dq<T, DC>, sm)) return;
+    dim3 grd((unsigned)((T_ + SC__AT - 1) / SC__AT), (unsigned)H, (unsigned)B);
+    k_attn_dq<T, DC><<<grd, SC__AW * 32, sm, cu->stream>>>((T *)dqk, (const T *)dout, (const T *)qk, (const T *)qkv, lse, Di,
+                                                         T_, H, KV, D, scale);
+    sc__launched(cu, "attention_backward dq");
+    sm = sc__attn_smem_dkv(D);
+    if (!sc__set_smem(cu, k_attn_dkv<T, DC>, sm)) return;
+    dim3 grd2((unsigned)((T_ + SC__AT - 1) / SC__AT), (unsigned)KV, (unsigned)B);
+    k_attn_dkv<T, DC><<<grd2, SC__AW * 32, sm, cu->stream>>>((T *)dqk, (T *)dqkv, (const T *)dout, (const T *)qk,
+                                                           (const T *)qkv, lse, Di, T_, H, KV, D, scale);
+    sc__launched(cu, "attention_backward dkv");
+}
+
+#define SC__DC_SWITCH(D, CALL)                                 \
+    switch (((D) + 31) / 32) {                                 \
+    case 1: CALL(1); break;                                    \
+    case 2: CALL(2); break;                                    \
+    case 3: CALL(3); break;                                    \
+    case 4: CALL(4); break;                                    \
+    case 5: case 6: CALL(6); break;                            \
+    case 7: case 8: CALL(8); break;                            \
+    default:                                                   \
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "attention: head_dim %d > 256 is not supported", (D)); \
+    }
+
+template <typename T>
+static void op_attn_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV, int D)
+{
+#define SC__CALL(dc) attn_fwd_dc<T, dc>(cu, out, lse, qk, qkv, B, T_, H, KV, D)
+    SC__DC_SWITCH(D, SC__CALL)
+#undef SC__CALL
+}
+
+template <typename T>
+static void op_attn_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk, const void *qkv, const void *out,
+                        const float *lse, int B, int T_, int H, int KV, int D)
+{
+#define SC__CALL(dc) attn_bwd_dc<T, dc>(cu, dqk, dqkv, dout, qk, qkv, out, lse, B, T_, H, KV, D)
+    SC__DC_SWITCH(D, SC__CALL)
+#undef SC__CALL
+}
+
+SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
+                                     int B, int T, int H, int KV, int D)
+{
+    if (!sc__ok(cu) || B <= 0 || T <= 0) return;
+    if (KV <= 0 || H % KV) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "attention: KV must divide H"); return; }
+    SC__DISPATCH_A(cu, op_attn_fwd, out, lse, qk, qkv, B, T, H, KV, D);
+}
+
+SCDEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
+                                      const void *qkv, const void *out, const float *lse, int B, int T, int H, int KV, int D)
+{
+    if (!sc__ok(cu) || B <= 0 || T <= 0) return;
+    if (KV <= 0 || H % KV) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "attention: KV must divide H"); return; }
+    SC__DISPATCH_A(cu, op_attn_bwd, dqk, dqkv, dout, qk, qkv, out, lse, B, T, H, KV, D);
+}
+
+template <typename T> static void op_swiglu_fwd(sc_cuda *cu, void *m, const void *gu, int N, int I)
+{
+    k_swiglu_fwd<T><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)m, (const T *)gu, N, I);
+    sc__launched(cu, "swiglu_forward");
+}
+template <typename T> static void op_swiglu_bwd(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I)
+{
+    k_swiglu_bwd<T><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)dgu, (const T *)dm, (const T *)gu, N, I);
+    sc__launched(cu, "swiglu_backward");
+}
+
+SCDEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I)
+{
+    if (!sc__ok(cu) || N <= 0 || I <= 0) return;
+    SC__DISPATCH_A(cu, op_swiglu_fwd, m, gu, N, I);
+}
+
+SCDEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I)
+{
+    if (!sc__ok(cu) || N <= 0 || I <= 0) return;
+    SC__DISPATCH_A(cu, op_swiglu_bwd, dgu, dm, gu, N, I);
+}
+
+template <typename T>
+static void op_ce(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits, const int32_t *target, int n, int V, float scale)
+{
+    k_ce<T><<<(unsigned)n, SC__CE_THREADS, 0, cu->stream>>>((T *)dlogits, rowloss, (const T *)logits, target, V, scale);
+    sc__launched(cu, "crossentropy_forward_backward");
+}
+
+SCDEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+                                                 const int32_t *target, int n, int V, float scale)
+{
+    if (!sc__ok(cu) || n <= 0 || V <= 0) return;
+    SC__DISPATCH_A(cu, op_ce, dlogits, rowloss, logits, target, n, V, scale);
+}
+
+SCDEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
+                              float weight_decay)
+{
+    if (!sc__ok(cu) || !n) return;
+    unsigned gr = sc__grid(n, 256);
+    if (pt == SC_F32 && gt == SC_F32) k_sgd<float, float><<<gr, 256, 0, cu->stream>>>((float *)p, (const float *)g, n, lr, weight_decay);
+    else if (pt == SC_F32 && gt == SC_BF16) k_sgd<float, bf16><<<gr, 256, 0, cu->stream>>>((float *)p, (const bf16 *)g, n, lr, weight_decay);
+    else if (pt == SC_BF16 && gt == SC_F32) k_sgd<bf16, float><<<gr, 256, 0, cu->stream>>>((bf16 *)p, (const float *)g, n, lr, weight_decay);
+    else if (pt == SC_BF16 && gt == SC_BF16) k_sgd<bf16, bf16><<<gr, 256, 0, cu->stream>>>((bf16 *)p, (const bf16 *)g, n, lr, weight_decay);
+    else { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sgd_update: dtypes %d/%d", (int)pt, (int)gt); return; }
+    sc__launched(cu, "sgd_update");
+}
+
+SCDEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
+                                size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+{
+    if (!sc__ok(cu) || !n) return;
+    /* the host part exactly as sc_cpu_adamw_update */
+    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    float step = lr / bc1, bc2s = sqrtf(bc2);
+    unsigned gr = sc__grid(n, 256);
+#define SC__ADAM(P, GT) k_adamw<P, GT><<<gr, 256, 0, cu->stream>>>((P *)p, (P *)m, (P *)v, (const GT *)g, n, lr, beta1, beta2, eps, weight_decay, step, bc2s)
+    if (pt == SC_F32 && gt == SC_F32) SC__ADAM(float, float);
+    else if (pt == SC_F32 && gt == SC_BF16) SC__ADAM(float, bf16);
+    else if (pt == SC_BF16 && gt == SC_F32) SC__ADAM(bf16, float);
+    else if (pt == SC_BF16 && gt == SC_BF16) SC__ADAM(bf16, bf16);
+    else { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "adamw_update: dtypes %d/%d", (int)pt, (int)gt); return; }
+#undef SC__ADAM
+    sc__launched(cu, "adamw_update");
+}
