@@ -1,13 +1,132 @@
-/* slidecheck.h - v0.1 - public domain-style MIT licence (see end of file)
+/* slidecheck.h - v0.1 - MIT licence (see end of file)
 
-   Train a Qwen2/Qwen3 decoder stack and measure, exactly, what activation
-   checkpointing (recompute) and weight streaming cost in time and save in memory.
+   Train a Qwen2/Qwen3 decoder stack and measure, exactly, what activation checkpointing
+   (recompute) costs in time and saves in memory.
 
    Do this:
       #define SLIDECHECK_IMPLEMENTATION
    before you include this file in *one* C or C++ file to create the implementation.
 
-   DOCUMENTATION: see the sections ABOUT / BUILDING / USAGE below.
+ABOUT
+   A CPU reference forward/backward of the Qwen2 (q/k/v biases) and Qwen3 (per-head q/k
+   RMSNorm) decoder layer, checked against HF transformers; checkpoint policies whose replay
+   runs the very same arithmetic, so loss and gradients are bitwise identical under every
+   policy; an exact budget planner; a caching allocator with PyTorch's semantics through which
+   every byte of model memory goes; a tracer (spans by phase and layer, one memory event per
+   allocation and free, CPU RSS with its true peak); HF checkpoint and safetensors I/O that
+   validates everything it reads. The CUDA backend lives in slidecheck_cuda.cu.
+
+BUILDING
+   SLIDECHECK_IMPLEMENTATION  in one translation unit: compile the implementation there.
+   SLIDECHECK_STATIC          every function static (a private copy per translation unit).
+   SLIDECHECK_CUDA            the GPU backend: link slidecheck_cuda.o (nvcc, sm_90) with
+                              -lcublasLt -lcublas -lcudart. Without it the header is CPU-only
+                              and `SC_DEVICE_CUDA` fails with SC_ERROR_NO_DEVICE.
+   SC_MALLOC, SC_FREE, SC_REALLOC  your own host allocator: define all three or none.
+   SC_ASSERT                  your own assert.
+   -fopenmp                   optional: the CPU ops run on all cores. Work is split by output
+                              element and every sum runs in a fixed order, so the bits do not
+                              depend on the number of threads.
+   Compiles as C11 and as C++ with -Wall -Wextra -Werror.
+
+USAGE
+   Every function that can fail returns sc_result (SC_SUCCESS = 0, errors < 0) and leaves a
+   message naming the file / tensor / value in sc_last_error(). Nothing aborts on bad input.
+
+   Results and tensors
+     sc_result_string(r)                    fixed text for a code
+     sc_last_error()                        this thread's last detailed message
+     sc_set_error(r, fmt, ...)              record a message, return r
+     sc_tensor_view / sc_tensor_numel / sc_tensor_nbytes / sc_dtype_size
+     sc_f32_to_bf16 (round to nearest even) / sc_bf16_to_f32 / sc_f16_to_f32 / sc_round_bf16_inplace
+
+   Configs and parameters (one flat buffer, one named view per HF parameter)
+     sc_config_named(cfg, name)             tiny | qwen3-0.6b | qwen3-1.7b | qwen2.5-0.5b |
+                                            qwen2.5-1.5b | qwen2.5-7b; unknown -> INVALID_ARGS
+     sc_config_validate(cfg)                sizes positive, KV | H, head_dim even, ...
+     sc_config_params(cfg, out, cap)        the parameter table (HF name, shape, offset)
+     sc_config_num_params / sc_config_layer_offsets / sc_config_layer_base /
+     sc_config_norm_offset / sc_config_lm_head_offset
+     sc_rng_seed / sc_rng_u64 / sc_rng_uniform / sc_rng_normal
+
+   Layer ops (CPU reference; sc_cuda_<same name> on the GPU): outputs first, then what backward
+   needs, then inputs, then sizes. Parameter gradients accumulate, activation gradients are
+   overwritten, except rmsnorm_backward's dinp (the residual stream), which accumulates.
+     sc_cpu_embedding_{forward,backward}     sc_cpu_rmsnorm_{forward,backward}
+     sc_cpu_add_rmsnorm_forward              sc_cpu_add_forward
+     sc_cpu_matmul_{forward,backward}        sc_rope_table
+     sc_cpu_qknorm_rope_{forward,backward}   sc_cpu_attention_{forward,backward}
+     sc_cpu_swiglu_{forward,backward}        sc_cpu_crossentropy_forward_backward
+     sc_cpu_sgd_update                       sc_cpu_adamw_update (torch.optim.AdamW semantics)
+
+   Checkpoint policies and planner
+     sc_plan_parse(plan, policy, L)         none | full | every:K | layers:a-b,c | selective |
+                                            selective:mlp | sqrt; bad -> INVALID_ARGS
+     sc_plan_is_budget(policy, &bytes)      1 for budget:SIZE, 0 otherwise, -1 malformed
+     sc_plan_saved_bytes[_layer](...)       closed-form saved bytes (equal to the allocator's)
+     sc_plan_estimate_costs / sc_plan_fixed_bytes / sc_plan_evaluate
+     sc_planner_plan(out, rep, ...)         exact DP: least recompute time with peak <= budget;
+                                            none fits -> INVALID_ARGS naming the smallest budget
+     sc_plan_report_table(rep, plan, buf, cap)
+
+   Model
+     sc_model_config_init()                 zero = defaults (CPU, fp32, AdamW 1e-4, 0.9, 0.999, 1e-8)
+     sc_model_create(&m, cfg, mc, params)   params NULL = seeded HF-style random init
+     sc_model_forward_backward(m, plan, ids, B, T, &loss)
+                                            mean next-token cross-entropy over B*(T-1), grads
+                                            overwritten; ids >= vocab or T > max_position -> RANGE;
+                                            out of memory -> OUT_OF_MEMORY, the model stays usable
+     sc_model_optimizer_step(m)             SGD or AdamW
+     sc_model_get_params / sc_model_get_grads / sc_model_logits / sc_model_last_saved_bytes
+     sc_model_allocator / sc_model_set_tracer / sc_model_cuda / sc_model_destroy
+     sc_parse_size("6GiB", &bytes)          0 or -1
+
+   Caching allocator (PyTorch's CUDACachingAllocator rules; see its section below)
+     sc_allocator_init / uninit / alloc / free / record_stream / empty_cache / reset_peak /
+     reset_accumulated / stats / tag_of / live_bytes_tagged / summary / snapshot_json / validate
+
+   Tracer and statistics
+     sc_tracer_init / uninit / step_begin / step_end / span_begin / span_end /
+     count_launches / mem_record / step_count / step_get / layer_ms / layer_stats /
+     phase_stats / peak_method / write_all / write_{step_metrics,layer_metrics,mem_trace,
+     summary,chrome_trace}
+     sc_stats_compute / sc_student_t_quantile / sc_student_t_cdf / sc_cpu_rss_bytes / sc_cpu_hwm_bytes
+
+   Files
+     sc_config_from_json / sc_config_read / sc_config_write_json / sc_config_write
+     sc_safetensors_open / open_memory / close / find / meta / read_f32 / read_i32 / write
+     sc_hf_read_config / sc_hf_read_params / sc_hf_write
+     sc_tokens_read / sc_tokens_write / sc_tokens_check / sc_tokens_free
+
+   CUDA backend (with SLIDECHECK_CUDA): sc_cuda_available / create / destroy / status /
+     synchronize / device_name / launch_count / raw_alloc / raw_free / event_* /
+     mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert, and
+     the ops above.
+
+   Example: one training step with full recompute (expected output: a loss near ln(vocab)).
+#if 0
+   #define SLIDECHECK_IMPLEMENTATION
+   #include "slidecheck.h"
+   int main(void) {
+       sc_config cfg; sc_config_named(&cfg, "tiny");
+       sc_model_config mc = sc_model_config_init();
+       sc_model *m; sc_plan plan; int32_t ids[2 * 64]; float loss;
+       for (int i = 0; i < 128; i++) ids[i] = (i * 37) % cfg.vocab_size;
+       if (sc_model_create(&m, &cfg, &mc, NULL) || sc_plan_parse(&plan, "full", cfg.num_layers) ||
+           sc_model_forward_backward(m, &plan, ids, 2, 64, &loss)) {
+           fprintf(stderr, "%s\n", sc_last_error());
+           return 1;
+       }
+       sc_model_optimizer_step(m);
+       printf("loss %.4f\n", loss);     // prints "loss 6.2766" (ln 512 = 6.24)
+       sc_model_destroy(m);
+       return 0;
+   }
+#endif
+
+CREDITS
+   Layout after stb (Sean Barrett) and llm.c (Andrej Karpathy); allocator semantics after
+   PyTorch's CUDACachingAllocator. Written for slidecheck; no code copied.
 */
 #ifndef SLIDECHECK_H
 #define SLIDECHECK_H

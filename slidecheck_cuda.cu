@@ -24,10 +24,10 @@
      very code of rmsnorm_forward (same block size, same per-thread order, same tree), so a replay
      of rmsnorm_forward on `res` gives the same bits.
    - Errors: every CUDA / cuBLASLt call is checked. The first failure becomes the context's sticky
-     error: its code is returned by sc_cuda_status()/sc_cuda_synchronize(), its message is
-     printed once to stderr ("slidecheck cuda: ...") and kept in the context; read it with
-     sc_cuda_error_message(cu) (defined here, extern "C"; not yet declared in the header). After
-     a failure every op of that context is a no-op.
+     error: its code is returned by sc_cuda_status()/sc_cuda_synchronize(), which also (re)record
+     its message with sc_set_error() so that sc_last_error() names the failing call; the message
+     is kept in the context too: sc_cuda_error_message(cu) (defined here, extern "C"; not yet
+     declared in the header). After a failure every op of that context is a no-op.
    - Scratch memory outside the caching allocator: the cuBLASLt workspace (32 MiB, allocated in
      sc_cuda_create) and small scratch buffers (reduction partials, attention row statistics,
      embedding buckets) allocated on first use and grown on demand (cudaMalloc; growth
@@ -93,7 +93,7 @@ static void sc__cu_fail(sc_cuda *cu, sc_result r, const char *fmt, ...)
     vsnprintf(cu->msg, sizeof cu->msg, fmt, ap);
     va_end(ap);
     cu->status = r;
-    fprintf(stderr, "slidecheck cuda: %s\n", cu->msg);
+    sc_set_error(r, "%s", cu->msg);
 }
 
 #define SC__CK(cu, call)                                                                             \
@@ -978,7 +978,7 @@ static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const voi
 /* ==========================================================================================
    Entry points
    ========================================================================================== */
-extern "C" const char *sc_cuda_error_message(sc_cuda *cu) { return cu ? cu->msg : ""; }
+SCDEF const char *sc_cuda_error_message(sc_cuda *cu) { return cu ? cu->msg : ""; }
 
 SCDEF sc_result sc_cuda_available(void)
 {
@@ -986,13 +986,9 @@ SCDEF sc_result sc_cuda_available(void)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        fprintf(stderr, "slidecheck cuda: no usable GPU: cudaGetDeviceCount failed: %s\n", cudaGetErrorString(e));
-        return SC_ERROR_NO_DEVICE;
+        return sc_set_error(SC_ERROR_NO_DEVICE, "no usable GPU: cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
     }
-    if (n <= 0) {
-        fprintf(stderr, "slidecheck cuda: no usable GPU: the driver reports no CUDA device\n");
-        return SC_ERROR_NO_DEVICE;
-    }
+    if (n <= 0) return sc_set_error(SC_ERROR_NO_DEVICE, "no usable GPU: the driver reports no CUDA device");
     return SC_SUCCESS;
 }
 
@@ -1068,7 +1064,8 @@ SCDEF sc_result sc_cuda_status(sc_cuda *cu)
         cudaError_t e = cudaStreamQuery(cu->stream); /* surfaces asynchronous faults */
         if (e != cudaSuccess && e != cudaErrorNotReady)
             sc__cu_fail(cu, SC_ERROR_CUDA, "asynchronous CUDA error: %s", cudaGetErrorString(e));
-    }
+    } else
+        sc_set_error(cu->status, "%s", cu->msg);
     return cu->status;
 }
 
@@ -1076,6 +1073,7 @@ SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu)
 {
     if (!cu) return SC_ERROR_INVALID_ARGS;
     SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    if (cu->status != SC_SUCCESS) sc_set_error(cu->status, "%s", cu->msg);
     return cu->status;
 }
 
@@ -1127,6 +1125,12 @@ SCDEF int sc_cuda_event_query(void *event, void *user)
     return 1;
 }
 
+SCDEF void sc_cuda_event_synchronize(void *event, void *user)
+{
+    sc_cuda *cu = (sc_cuda *)user;
+    if (event) SC__CK(cu, cudaEventSynchronize((cudaEvent_t)event));
+}
+
 SCDEF void sc_cuda_event_destroy(void *event, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
@@ -1149,7 +1153,7 @@ SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *to
     cudaError_t e = cudaMemGetInfo(&f, &t);
     if (e != cudaSuccess) {
         if (cu) sc__cu_fail(cu, SC_ERROR_CUDA, "cudaMemGetInfo failed: %s", cudaGetErrorString(e));
-        else fprintf(stderr, "slidecheck cuda: cudaMemGetInfo failed: %s\n", cudaGetErrorString(e));
+        else sc_set_error(SC_ERROR_CUDA, "cudaMemGetInfo failed: %s", cudaGetErrorString(e));
         return SC_ERROR_CUDA;
     }
     if (free_bytes) *free_bytes = f;

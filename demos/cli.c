@@ -52,7 +52,8 @@ static const char *usage_train =
     "                        [--optim sgd|adamw] [--lr X] [--beta1 X] [--beta2 X] [--eps X]\n"
     "                        [--weight-decay X] [--seed N] [--warmup N] [--save DIR] [--out DIR]\n"
     "\n"
-    "Trains on the batch in FILE at every step, or on seeded random tokens of the given shape.\n"
+    "Trains on the batch in FILE at every step, or on seeded random tokens of the given shape\n"
+    "(default --seq 128 --batch 2).\n"
     "Prints one line per step; --save writes the final weights as an HF checkpoint; --out writes\n"
     "step_metrics.csv, layer_metrics.csv, mem_trace.csv, summary.csv, trace.json,\n"
     "memory_summary.txt and memory_snapshot.json.\n"
@@ -418,8 +419,9 @@ static int cmd_train(int argc, char **argv)
         if (o.seq || o.batch) die_usage("%s", "give either --tokens FILE or --seq/--batch, not both");
         if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
     } else {
-        if (!o.seq || !o.batch) die_usage("%s", "train needs --tokens FILE or both --seq N and --batch N");
-        B = o.batch; T = o.seq;
+        /* without --tokens: random tokens, 128 x 2 unless given (capped by the model) */
+        B = o.batch ? o.batch : 2;
+        T = o.seq ? o.seq : (cfg.max_position < 128 ? cfg.max_position : 128);
         if ((size_t)B * T > ((size_t)1 << 28)) die_usage("%s", "--seq x --batch is too large");
         ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * T);
         if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
@@ -456,6 +458,10 @@ static int cmd_train(int argc, char **argv)
            cfg.name[0] ? cfg.name : o.hf, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
            (double)sc_config_num_params(&cfg) / 1e6, B, T, plan.name, sc_model_cuda(m) ? "cuda" : "cpu", o.dtype,
            o.optim, o.lr);
+    double *walls = (double *)malloc(sizeof(double) * (size_t)o.steps);
+    int64_t peak_alloc = 0, peak_resv = 0;
+    float first_loss = 0.0f;
+    if (!walls) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
     for (int s = 0; s < o.steps; s++) {
         float loss;
         sc_allocator_reset_peak(al);
@@ -470,10 +476,30 @@ static int cmd_train(int argc, char **argv)
         mem.peak_reserved = st.reserved_bytes[SC_STAT_ALL].peak;
         if ((r = sc_tracer_step_end(&tr, loss, (double)B * T, &mem)) != SC_SUCCESS) die(r, "tracer");
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
+        walls[s] = sm->wall_ms;
+        if (s == 0) first_loss = loss;
+        if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
+        if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
         printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB\n",
                s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);
         fflush(stdout);
+    }
+    {
+        /* steps after the warm-up: median wall time with n, and the run's peak memory */
+        int w = o.warmup < o.steps ? o.warmup : 0;
+        sc_stats st = sc_stats_compute(walls + w, o.steps - w);
+        printf("summary: first-step loss %.6f  median step %.2f ms (n=%d after %d warm-up; mean %.2f +- %.2f ms, 95%% CI)"
+               "  peak allocated %.3f GiB  peak reserved %.3f GiB  device %s\n",
+               first_loss, st.median, st.n, w, st.mean, st.ci95, (double)peak_alloc / 1073741824.0,
+               (double)peak_resv / 1073741824.0,
+#ifdef SLIDECHECK_CUDA
+               sc_model_cuda(m) ? sc_cuda_device_name(sc_model_cuda(m)) : "cpu"
+#else
+               "cpu"
+#endif
+        );
+        free(walls);
     }
     if (o.out) {
         if ((r = sc_tracer_write_all(&tr, o.out)) != SC_SUCCESS) die(r, o.out);

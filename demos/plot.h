@@ -96,6 +96,20 @@ PL_DEF int pl__load_font(pl_font *f, const char *path)
     return 0;
 }
 
+/* 0 when the regular font can be read; else -1 with a message on stderr. Call it before long
+   work, so that a missing font is found at once. */
+PL_DEF int pl_check_font(void)
+{
+    FILE *fp = fopen(PL_FONT_REGULAR, "rb");
+    if (fp) {
+        fclose(fp);
+        return 0;
+    }
+    fprintf(stderr, "error: cannot read the font %s (install Debian's fonts-dejavu-core, or run demos/run)\n",
+            PL_FONT_REGULAR);
+    return -1;
+}
+
 /* A white canvas of w x h pixels. Returns 0, or -1 with a message on stderr when the font
    (DejaVu Sans) cannot be read: the bold face falls back to the regular one. */
 PL_DEF int pl_init(pl_canvas *c, int w, int h)

@@ -190,6 +190,7 @@ typedef struct run {
     int n;
     double wall, wall_ci, fwd, loss_ms, rec, bwd_proper, opt, other; /* medians, ms */
     int64_t peak;       /* max over the measured steps */
+    size_t saved;       /* saved activations of the last step (the same in every step) */
     int bitwise;        /* every step's loss has the baseline's bits */
 } run;
 
@@ -445,7 +446,7 @@ static int plot_tradeoff(const run *runs, int n, int base, const char *path, con
     double mmax = 0;
     for (int i = 0; i < n; i++) {
         mmax = fmax(mmax, mib((double)runs[i].peak));
-        mmax = fmax(mmax, mib((double)runs[i].st[0].saved));
+        mmax = fmax(mmax, mib((double)runs[i].saved));
     }
     top = pl_axes_y(&c, R0, T0, R1, T1, mmax * 1.1, "MiB");
     slot = (R1 - R0) / n;
@@ -453,7 +454,7 @@ static int plot_tradeoff(const run *runs, int n, int base, const char *path, con
     for (int i = 0; i < n; i++) {
         const run *r = &runs[i];
         double xc = R0 + slot * (i + 0.5);
-        double sv = mib((double)r->st[0].saved), pv = mib((double)r->predicted), pk = mib((double)r->peak);
+        double sv = mib((double)r->saved), pv = mib((double)r->predicted), pk = mib((double)r->peak);
         double hs = (T1 - T0) * sv / top, hp = (T1 - T0) * pk / top, hpred = (T1 - T0) * pv / top;
         pl_rect(&c, xc - bw - 1, T1 - hs, xc - 1, T1, COL_SAVED);
         pl_line(&c, xc - bw - 5, T1 - hpred, xc + 3, T1 - hpred, 2.5, 0x111111);
@@ -561,8 +562,10 @@ static int plot_timeline(const series *s, const char **names, const uint32_t *co
             double x = X0 + (X1 - X0) * (ipk + 0.5) / nmax, y = Y1 - (Y1 - Y0) * s[k].y[ipk] / top;
             pl_line(&c, x - 7, y - 10, x, y - 2, 1.5, cols[k]);
             pl_line(&c, x + 7, y - 10, x, y - 2, 1.5, cols[k]);
-            pl_textf(&c, x, y - 14, 13, cols[k], PL_CENTER | PL_BASELINE | PL_BOLD, "%s peak %.2f MiB", names[k],
-                     s[k].y[ipk]);
+            char lab[160];
+            snprintf(lab, sizeof lab, "%s peak %.2f MiB", names[k], s[k].y[ipk]);
+            double hw = pl_text_width(&c, 13, PL_BOLD, lab) / 2 + 4; /* keep the label inside the plot */
+            pl_text(&c, fmin(fmax(x, X0 + hw), X1 - hw), y - 14, 13, cols[k], PL_CENTER | PL_BASELINE | PL_BOLD, lab);
         }
         char lab[160];
         snprintf(lab, sizeof lab, "%s (%d events)", names[k], s[k].n);
@@ -623,6 +626,7 @@ int main(int argc, char **argv)
     /* 3. Train each policy and measure every step (into a directory made first, so that a bad
           --out fails before any training). */
     if (make_dirs(o.out)) return 1;
+    if (pl_check_font()) return 1; /* the figures need it: fail now rather than after training */
     char device_name[160] = "cpu";
     printf("model %s (%s, %d layers, %.1fM params), B=%d T=%d, %d steps per policy (1 warm-up), AdamW lr %g\n",
            cfg.name, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
@@ -659,6 +663,7 @@ int main(int argc, char **argv)
         r->bwd_proper = median_of(r->st, first, n, f_bwdp, nested, NULL);
         r->opt = median_of(r->st, first, n, f_opt, nested, NULL);
         r->other = median_of(r->st, first, n, f_other, nested, NULL);
+        r->saved = r->st[o.steps - 1].saved;
         r->peak = 0;
         for (int s = first; s < o.steps; s++)
             if (r->st[s].peak_alloc > r->peak) r->peak = r->st[s].peak_alloc;
@@ -680,7 +685,7 @@ int main(int argc, char **argv)
         const run *r = &runs[i];
         char stepms[32], saved[48];
         snprintf(stepms, sizeof stepms, "%.1f (%d)", r->wall, r->n);
-        snprintf(saved, sizeof saved, "%.3f / %.3f", mib((double)r->st[o.steps - 1].saved), mib((double)r->predicted));
+        snprintf(saved, sizeof saved, "%.3f / %.3f", mib((double)r->saved), mib((double)r->predicted));
         printf("%-16s %12.7f %15s %14.1f %8.2fx %22s %10.3f\n", r->policy, (double)r->st[0].loss, stepms, r->rec,
                r->wall / runs[base].wall, saved, mib((double)r->peak));
     }
@@ -702,7 +707,7 @@ int main(int argc, char **argv)
                "peak_allocated_bytes,peak_allocated_mib\n", runs[base].dir);
     for (int i = 0; i < np; i++) {
         const run *r = &runs[i];
-        size_t sv = r->st[o.steps - 1].saved;
+        size_t sv = r->saved;
         fprintf(f, "\"%s\",%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%zu,%zu,%.6f,%.6f,%lld,%.6f\n",
                 r->policy, (double)r->st[0].loss, r->bitwise, r->n, r->wall, r->wall_ci, r->fwd, r->loss_ms, r->rec,
                 r->bwd_proper, r->opt, r->other, r->wall / runs[base].wall, sv, r->predicted, mib((double)sv),

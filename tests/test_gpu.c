@@ -1024,8 +1024,53 @@ static void test_memory(void)
 /* ==========================================================================================
    bench: Qwen3-1.7B shape, bf16
    ========================================================================================== */
+/* per-op times at the Qwen3-1.7B shape (B=4, T=2048), bf16, mean of 5 after a warm-up */
+static void bench_ops(void)
+{
+    sc_cuda *cu = NULL;
+    sc_cuda_config cc;
+    memset(&cc, 0, sizeof cc);
+    cc.bf16 = 1;
+    if (sc_cuda_create(&cu, &cc) != SC_SUCCESS) return;
+    int B = 4, T = 2048, H = 16, KV = 8, D = 128, C = 2048, I = 6144, N = B * T;
+    int Q = (H + 2 * KV) * D, K = (H + KV) * D;
+    size_t big = (size_t)N * 2 * I;
+    void *a = sc_cuda_raw_alloc(big * 2, cu), *b = sc_cuda_raw_alloc(big * 2, cu), *c = sc_cuda_raw_alloc(big * 2, cu);
+    void *d = sc_cuda_raw_alloc(big * 2, cu), *w = sc_cuda_raw_alloc((size_t)2 * I * C * 2, cu);
+    float *lse = (float *)sc_cuda_raw_alloc((size_t)N * H * 4, cu);
+    float *h = hrand(big, 1, 0);
+    sc_cuda_upload_f32(cu, a, SC_BF16, h, big);
+    sc_cuda_upload_f32(cu, b, SC_BF16, h, big);
+    sc_cuda_upload_f32(cu, w, SC_BF16, h, (size_t)2 * I * C);
+    free(h);
+    for (int op = 0; op < 4; op++) {
+        double ms = 0;
+        for (int k = 0; k < 6; k++) {
+            cudaDeviceSynchronize();
+            double t0 = now_s();
+            if (op == 0) sc_cuda_attention_forward(cu, c, lse, a, b, B, T, H, KV, D);
+            if (op == 1) sc_cuda_attention_backward(cu, c, d, a, a, b, b, lse, B, T, H, KV, D);
+            if (op == 2) sc_cuda_matmul_forward(cu, c, a, w, NULL, N, C, 2 * I);
+            if (op == 3) sc_cuda_matmul_backward(cu, d, w, NULL, a, b, w, N, C, 2 * I);
+            cudaDeviceSynchronize();
+            if (k) ms += (now_s() - t0) * 1e3 / 5;
+        }
+        static const char *nm[] = {"attention_forward", "attention_backward", "matmul_forward gate_up", "matmul_backward gate_up"};
+        double fl = op == 0 ? 4.0 * B * H * (double)T * T / 2 * D : op == 1 ? 10.0 * B * H * (double)T * T / 2 * D
+                  : op == 2 ? 2.0 * N * C * 2.0 * I : 4.0 * N * C * 2.0 * I;
+        printf("op %-26s B=4 T=2048: %8.2f ms  (%.1f TFLOP/s)\n", nm[op], ms, fl / ms * 1e-9);
+    }
+    printf("(Q=%d K=%d)\n", Q, K);
+    sc_result r = sc_cuda_synchronize(cu);
+    if (r != SC_SUCCESS) printf("bench_ops: %s\n", sc_cuda_error_message(cu));
+    sc_cuda_raw_free(a, 0, cu); sc_cuda_raw_free(b, 0, cu); sc_cuda_raw_free(c, 0, cu); sc_cuda_raw_free(d, 0, cu);
+    sc_cuda_raw_free(w, 0, cu); sc_cuda_raw_free(lse, 0, cu);
+    sc_cuda_destroy(cu);
+}
+
 static void bench(void)
 {
+    bench_ops();
     sc_config c;
     sc_config_named(&c, "qwen3-1.7b");
     size_t np = sc_config_num_params(&c);
@@ -1090,7 +1135,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bench")) do_bench = 1;
     }
     if (sc_cuda_available() != SC_SUCCESS) {
-        printf("SKIP: no usable CUDA device; GPU tests not run\n0 passed, 0 failed\n");
+        printf("SKIP: %s; GPU tests not run\n0 passed, 0 failed\n", sc_last_error());
         return 0;
     }
     g_rng = sc_rng_seed(20261121);

@@ -359,6 +359,9 @@ static void test_table_and_real_config(int print)
               !strstr(sc_last_error(), "below the fixed") && rep.min_budget > (14ull << 30),
           "14 GiB: %s", sc_last_error());
     size_t mb = rep.min_budget;
+    cost[3].rsel_s = -1;
+    r = sc_planner_plan(&plan, &rep, &cfg, 4, 2048, 2, sc_plan_fixed_bytes(&cfg, 1, 2, 2), cost, 24ull << 30);
+    CHECK(r == SC_ERROR_INVALID_ARGS, "a negative cost is rejected: %s", sc_last_error());
     sc_config_named(&cfg, "qwen3-1.7b");
     sc_plan_estimate_costs(&cfg, 4, 2048, 2, cost);
     r = sc_planner_plan(&plan, &rep, &cfg, 4, 2048, 2, sc_plan_fixed_bytes(&cfg, 1, 2, 2), cost, mb);

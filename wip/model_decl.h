@@ -145,7 +145,8 @@ typedef struct sc_cuda_config {
 SCDEF sc_result sc_cuda_available(void);  /* SC_SUCCESS if a usable GPU and driver exist */
 SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
 SCDEF void sc_cuda_destroy(sc_cuda *cu);
-SCDEF sc_result sc_cuda_status(sc_cuda *cu);
+SCDEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
+SCDEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
 SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu);
 SCDEF const char *sc_cuda_device_name(sc_cuda *cu);
 SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
@@ -155,6 +156,7 @@ SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
 SCDEF void *sc_cuda_event_record(int stream, void *user);
 SCDEF int sc_cuda_event_query(void *event, void *user);
 SCDEF void sc_cuda_event_destroy(void *event, void *user);
+SCDEF void sc_cuda_event_synchronize(void *event, void *user);
 SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user);
 SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */

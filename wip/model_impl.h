@@ -727,7 +727,8 @@ SCDEF void sc_model_destroy(sc_model *m)
 }
 
 /* HF init: normal(0, initializer_range) for linear and embedding weights, 1 for norms, 0 for
-   biases; each parameter has its own stream of the seed, so the layout does not matter. */
+   biases. Element k of parameter i comes from its own counter-based stream (seed, i, k), so the
+   values do not depend on the layout or the thread count, and init runs on all cores. */
 static sc_result sc__init_params(float *dst, const sc_config *cfg, uint64_t seed)
 {
     int np = sc_config_params(cfg, NULL, 0);
@@ -735,11 +736,15 @@ static sc_result sc__init_params(float *dst, const sc_config *cfg, uint64_t seed
     if (!pi) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the parameter table failed");
     sc_config_params(cfg, pi, np);
     for (int i = 0; i < np; i++) {
-        sc_rng rng = sc_rng_seed(seed * 1000003ull + (uint64_t)i);
         float *p = dst + pi[i].offset;
         int is_norm = strstr(pi[i].name, "norm") != NULL, is_bias = strstr(pi[i].name, ".bias") != NULL;
-        for (size_t k = 0; k < pi[i].numel; k++)
-            p[k] = is_norm ? 1.0f : is_bias ? 0.0f : (float)cfg->init_std * sc_rng_normal(&rng);
+        float std = (float)cfg->init_std;
+        uint64_t base = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xD1B54A32D192ED03ull;
+        SC__OMP(omp parallel for)
+        for (long long k = 0; k < (long long)pi[i].numel; k++) {
+            sc_rng r = sc_rng_seed(base + (uint64_t)k);
+            p[k] = is_norm ? 1.0f : is_bias ? 0.0f : std * sc_rng_normal(&r);
+        }
     }
     SC_FREE(pi);
     return SC_SUCCESS;
@@ -789,6 +794,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         ac.event_record = sc_cuda_event_record;
         ac.event_query = sc_cuda_event_query;
         ac.event_destroy = sc_cuda_event_destroy;
+        ac.event_synchronize = sc_cuda_event_synchronize;
         ac.event_user = m->cu;
 #else
         SC_FREE(m);

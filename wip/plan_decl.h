@@ -55,8 +55,8 @@ SCDEF size_t sc_plan_fixed_bytes(const sc_config *cfg, int optim_adamw, int para
 SCDEF sc_result sc_plan_evaluate(sc_plan_report *rep, const sc_plan *plan, const sc_config *cfg, int B, int T,
                                  int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs);
 /* Exact optimum: the plan of least predicted recompute time with Peak <= budget (ties: lower
-   peak). rep may be NULL. When nothing fits: SC_ERROR_INVALID_ARGS with the smallest feasible
-   budget in the message and in rep->min_budget. */
+   peak). costs[l] >= 0 (NULL: sc_plan_estimate_costs); rep may be NULL. When nothing fits:
+   SC_ERROR_INVALID_ARGS with the smallest feasible budget in the message and rep->min_budget. */
 SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_config *cfg, int B, int T,
                                 int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs, size_t budget);
 /* A text table of the plan (one row per layer) and summary lines; snprintf semantics. */

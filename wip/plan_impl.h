@@ -212,14 +212,16 @@ static int sc__pl_prune(sc__pl_vec *cand, size_t from)
     return 1;
 }
 
-/* Run the DP; on success *best is the index in st of the chosen final state, or -1 if no plan
-   fits. With costs == NULL every time is 0 and the choice is the plan of least peak. */
+/* Run the DP; *best is the index in st of the chosen final state (least t, then least peak),
+   or -1 if no plan fits. With track_m == 0 the states ignore M (a 2-D (P, t) front: exact for
+   the least time, not for the tie-break); with costs == NULL every t is 0. */
 static sc_result sc__pl_dp(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int L, size_t F,
-                           const sc_layer_cost *costs, size_t budget)
+                           const sc_layer_cost *costs, int track_m, size_t budget, double tmax)
 {
     int beg[SC_MAX_LAYERS + 2];
     sc__pl_state s0 = {0, 0, 0.0, -1, 0, 0, 0};
     *best = -1;
+    st->n = 0;
     if (!sc__pl_push(st, s0)) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "planner: host malloc failed");
     beg[0] = 0;
     beg[1] = 1;
@@ -234,8 +236,9 @@ static sc_result sc__pl_dp(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int
                     size_t need = p.P + (size_t)(j - i) * z->S[0] + z->W + z->X;
                     q.P = p.P + (kind == 3 ? z->X : z->S[kind]);
                     if (F + need > budget || F + q.P + z->X + z->Hd > budget) continue;
-                    q.M = need > p.M ? need : p.M;
+                    q.M = !track_m ? 0 : need > p.M ? need : p.M;
                     q.t = p.t + (kind == 3 ? seg_t : sc__pl_unit_time(costs, kind, i, j));
+                    if (q.t > tmax) continue; /* times only grow */
                     q.prev = si;
                     q.start = (short)i;
                     q.end = (short)j;
@@ -259,22 +262,39 @@ static sc_result sc__pl_dp(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int
     return SC_SUCCESS;
 }
 
+/* The plan of least time under `budget`, ties to the least peak: the least time t* from a 2-D
+   (P, t) DP, then the exact 3-D (P, t, M) DP over the states whose time stays within t*. */
+static sc_result sc__pl_solve(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int L, size_t F,
+                              const sc_layer_cost *costs, size_t budget)
+{
+    SC__TRY(sc__pl_dp(st, best, z, L, F, costs, 0, budget, HUGE_VAL));
+    if (*best < 0) return SC_SUCCESS;
+    double tstar = st->v[*best].t;
+    return sc__pl_dp(st, best, z, L, F, costs, 1, budget, tstar + fabs(tstar) * 1e-12);
+}
+
 SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_config *cfg, int B, int T,
                                 int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs, size_t budget)
 {
     SC__TRY(sc__pl_check(cfg, B, T, act_bytes));
     if (!out) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_planner_plan: NULL plan");
     int L = cfg->num_layers;
+    sc_layer_cost est[SC_MAX_LAYERS];
+    if (!costs) sc_plan_estimate_costs(cfg, B, T, act_bytes, est), costs = est;
+    for (int l = 0; l < L; l++)
+        if (!(costs[l].fwd_s >= 0 && costs[l].rsel_s >= 0 && costs[l].rmlp_s >= 0) ||
+            costs[l].fwd_s + costs[l].rsel_s + costs[l].rmlp_s > 1e30)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "planner: layer %d has a negative or non-finite cost", l);
     sc__pl_sizes z = sc__pl_sizes_of(cfg, B, T, act_bytes);
     sc__pl_vec st = {NULL, 0, 0};
-    int best, minb;
+    int best = -1, minb;
     size_t min_budget = 0;
-    sc_result r = sc__pl_dp(&st, &minb, &z, L, fixed_bytes, NULL, (size_t)-1);
+    /* the smallest feasible budget: all times 0, so the DP keeps the least peak */
+    sc_result r = sc__pl_dp(&st, &minb, &z, L, fixed_bytes, NULL, 1, (size_t)-1, HUGE_VAL);
     if (r == SC_SUCCESS) {
         const sc__pl_state *s = &st.v[minb];
         min_budget = fixed_bytes + (s->P + z.X + z.Hd > s->M ? s->P + z.X + z.Hd : s->M);
-        st.n = 0;
-        r = sc__pl_dp(&st, &best, &z, L, fixed_bytes, costs, budget);
+        if (budget >= min_budget) r = sc__pl_solve(&st, &best, &z, L, fixed_bytes, costs, budget);
     }
     if (rep) {
         memset(rep, 0, sizeof *rep);
@@ -300,7 +320,7 @@ SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_conf
         for (int si = best; st.v[si].prev >= 0; si = st.v[si].prev) {
             const sc__pl_state *s = &st.v[si];
             for (int l = s->start; l < s->end; l++) {
-                out->keep[l] = s->kind == 3 ? SC_KEEP_ALL : s->kind;
+                out->keep[l] = (unsigned char)(s->kind == 3 ? (int)SC_KEEP_ALL : s->kind);
                 out->seg[l] = (short)(s->kind == 3 ? s->start : -1);
             }
         }
