@@ -16,9 +16,9 @@ NVFLAGS  = -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=co
            -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
-TESTS = model alloc trace io
+TESTS = model alloc trace io plan
 
-.PHONY: all test test-gpu clean demo
+.PHONY: all test test-gpu test-gpu-memcheck clean demo
 ifeq ($(NVCC),)
 all: build/slidecheck
 	@echo "note: nvcc not found: built the CPU-only tool (no CUDA backend)"
@@ -62,8 +62,15 @@ test-gpu: build/slidecheck build/test_gpu
 build/test_gpu: tests/test_gpu.c $(HDRS) build/slidecheck_cuda.o
 	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -I. tests/test_gpu.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
 
-demo: build/slidecheck
-	./build/slidecheck train --model tiny --seq 128 --batch 2 --steps 5 --ckpt selective --out runs/demo
+build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_DEPS)
+	@mkdir -p build
+	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. demos/recompute_tradeoff.c -o $@ $(CLI_LIBS)
+
+demo:
+	sh demos/run
+
+test-gpu-memcheck: build/test_gpu
+	$(CUDA_HOME)/bin/compute-sanitizer --tool memcheck --error-exitcode 1 build/test_gpu --quick
 
 -include wip/fuzz.mk
 

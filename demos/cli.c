@@ -244,6 +244,16 @@ static void print_plan(const sc_plan_report *rep, const sc_plan *plan)
     free(buf);
 }
 
+/* The planner counts tensor bytes; the allocator's "allocated" also counts 512-byte rounding and
+   large-pool blocks left unsplit (remainder <= 1 MiB), plus small buffers (RoPE tables, ids,
+   targets, row losses). Plan for the budget less that margin: 2% + 4 MiB + the small buffers. */
+static size_t planner_budget(size_t budget, const sc_config *cfg, int B, int T)
+{
+    size_t small = (size_t)T * (size_t)cfg->head_dim * 4 + (size_t)B * T * 12;
+    size_t margin = budget / 50 + ((size_t)4 << 20) + small;
+    return budget > margin ? budget - margin : 1;
+}
+
 /* budget:SIZE: time one step under full, selective and selective:mlp (the recompute spans give
    each layer's replay cost), then let the planner choose. */
 static sc_plan plan_budget(sc_model *m, const sc_config *cfg, const sc_model_config *mc, const int32_t *ids, int B,
@@ -269,7 +279,11 @@ static sc_plan plan_budget(sc_model *m, const sc_config *cfg, const sc_model_con
         sc_tracer_step_end(&tr, loss, (double)B * T, NULL);
         for (int l = 0; l < cfg->num_layers; l++) {
             double s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_RECOMPUTE) / 1000.0;
-            if (k == 0) costs[l].fwd_s = s; else if (k == 1) costs[l].rsel_s = s; else costs[l].rmlp_s = s;
+            /* a segment replays whole layers: take the forward span of the layer (it includes the
+               down_proj and residual add that a one-layer replay skips) */
+            if (k == 0) costs[l].fwd_s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_FWD) / 1000.0;
+            else if (k == 1) costs[l].rsel_s = s;
+            else costs[l].rmlp_s = s;
         }
     }
     sc_model_set_tracer(m, NULL);
@@ -278,8 +292,11 @@ static sc_plan plan_budget(sc_model *m, const sc_config *cfg, const sc_model_con
     storage_bytes(mc, &pb, &gb, &ab);
     sc_plan plan;
     sc_plan_report rep;
-    if ((r = sc_planner_plan(&plan, &rep, cfg, B, T, ab, fixed_bytes(cfg, mc), costs, budget)) != SC_SUCCESS) {
-        fprintf(stderr, "slidecheck: --ckpt budget: %s\n", sc_last_error());
+    if ((r = sc_planner_plan(&plan, &rep, cfg, B, T, ab, fixed_bytes(cfg, mc), costs,
+                             planner_budget(budget, cfg, B, T))) != SC_SUCCESS) {
+        fprintf(stderr, "slidecheck: --ckpt budget:%.3fGiB (%.3f GiB after the allocator margin): %s\n",
+                (double)budget / 1073741824.0, (double)planner_budget(budget, cfg, B, T) / 1073741824.0,
+                sc_last_error());
         exit(1);
     }
     printf("planner (costs measured in 3 profiling steps):\n");
@@ -330,14 +347,18 @@ static int cmd_plan(int argc, char **argv)
     sc_plan_estimate_costs(&cfg, o.batch, o.seq, ab, costs);
     sc_plan plan;
     sc_plan_report rep;
-    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, fixed_bytes(&cfg, &mc), costs, o.budget);
+    size_t pb_budget = planner_budget(o.budget, &cfg, o.batch, o.seq);
+    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, fixed_bytes(&cfg, &mc), costs, pb_budget);
     free(costs);
     if (r != SC_SUCCESS) {
-        fprintf(stderr, "slidecheck: plan: %s\n", sc_last_error());
+        fprintf(stderr, "slidecheck: plan: budget %.3f GiB (%.3f GiB after the allocator margin): %s\n",
+                (double)o.budget / 1073741824.0, (double)pb_budget / 1073741824.0, sc_last_error());
         return 1;
     }
     printf("model %s  B=%d T=%d  %s storage  optim %s  (times: roofline estimate)\n", cfg.name[0] ? cfg.name : o.hf,
            o.batch, o.seq, o.dtype, o.optim);
+    printf("budget %.3f GiB, planned for %.3f GiB (allocator margin: 2%% + 4 MiB + small buffers)\n",
+           (double)o.budget / 1073741824.0, (double)pb_budget / 1073741824.0);
     print_plan(&rep, &plan);
     return 0;
 }
@@ -480,6 +501,7 @@ static int cmd_train(int argc, char **argv)
         if (s == 0) first_loss = loss;
         if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
         if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
+        if (getenv("SC_DEBUG_PEAK")) printf("peak allocated bytes %lld\n", (long long)mem.peak_allocated);
         printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB\n",
                s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);

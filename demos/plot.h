@@ -56,11 +56,13 @@
 /* Text anchors: how (x, y) is placed relative to the text. Horizontal: left / centre / right
    edge; vertical: baseline, middle of the capital letters, or top of the capitals. PL_BOLD
    picks the bold face; PL_ROT90 turns the text 90 degrees anticlockwise (for y-axis labels),
-   the anchor then applying to the turned text as it reads. */
+   the anchor then applying to the turned text as it reads; PL_HALO (not turned text only)
+   clears a two-pixel rim around the letters first. */
 enum {
     PL_LEFT = 0, PL_CENTER = 1, PL_RIGHT = 2,
     PL_BASELINE = 0, PL_MIDDLE = 4, PL_TOP = 8,
-    PL_BOLD = 16, PL_ROT90 = 32
+    PL_BOLD = 16, PL_ROT90 = 32,
+    PL_HALO = 64 /* a white rim around the letters, so that text stays legible over lines */
 };
 
 typedef struct pl_font {
@@ -271,6 +273,17 @@ PL_DEF void pl_text(pl_canvas *c, double x, double y, double size, uint32_t rgb,
     double cap = scale * f->cap_height;
     double ay = base - ((flags & PL_TOP) ? cap : (flags & PL_MIDDLE) ? cap / 2 : 0);
     int ix = (int)lround(x - ax), iy = (int)lround(y - ay);
+    if ((flags & PL_HALO) && !(flags & PL_ROT90))
+        for (int j = -2; j < mh + 2; j++)
+            for (int i = -2; i < mw + 2; i++) {
+                int m = 0; /* the most coverage within two pixels */
+                for (int dj = -2; dj <= 2; dj++)
+                    for (int di = -2; di <= 2; di++) {
+                        int u = i + di, v = j + dj;
+                        if (u >= 0 && v >= 0 && u < mw && v < mh && mask[v * mw + u] > m) m = mask[v * mw + u];
+                    }
+                pl_blend(c, ix + i, iy + j, 0xFFFFFF, m / 255.0);
+            }
     for (int j = 0; j < mh; j++)
         for (int i = 0; i < mw; i++) {
             if (!mask[j * mw + i]) continue;
@@ -281,6 +294,15 @@ PL_DEF void pl_text(pl_canvas *c, double x, double y, double size, uint32_t rgb,
                 pl_blend(c, ix + i, iy + j, rgb, a);
         }
     free(mask);
+}
+
+/* pl_text, shrinking `size` (down to 60%) until the text is at most max_width wide. */
+PL_DEF void pl_text_fit(pl_canvas *c, double x, double y, double size, double max_width, uint32_t rgb, int flags,
+                        const char *s)
+{
+    double sz = size;
+    while (sz > size * 0.6 && pl_text_width(c, sz, flags, s) > max_width) sz -= 0.5;
+    pl_text(c, x, y, sz, rgb, flags, s);
 }
 
 /* printf-style pl_text. */
@@ -306,13 +328,12 @@ PL_DEF double pl_nice_step(double vmax, int n)
 }
 
 /* Plot area [x0, x1] x [y0, y1] (y0 the top) for values 0 .. vmax on the y axis: light grid
-   lines with tick labels on the left, the y-axis title turned along the left edge, and the
-   axes themselves. Returns the top of the scale (a multiple of the tick step >= vmax). */
+   lines at nice values with tick labels on the left, the y-axis title turned along the left
+   edge, and the axes themselves. Returns the top of the scale (vmax, or 1 if vmax <= 0). */
 PL_DEF double pl_axes_y(pl_canvas *c, double x0, double y0, double x1, double y1, double vmax,
                         const char *ytitle)
 {
-    double step = pl_nice_step(vmax, 5), top = step * ceil(vmax / step - 1e-9);
-    if (top <= 0) top = step;
+    double top = vmax > 0 ? vmax : 1, step = pl_nice_step(top, 5);
     int digits = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
     for (int k = 0; k * step <= top * (1 + 1e-9); k++) {
         double y = y1 - (y1 - y0) * (k * step) / top;
@@ -321,7 +342,9 @@ PL_DEF double pl_axes_y(pl_canvas *c, double x0, double y0, double x1, double y1
     }
     pl_line(c, x0, y0, x0, y1, 1.2, 0x555555);
     pl_line(c, x0, y1, x1, y1, 1.2, 0x555555);
-    double lw = pl_text_width(c, 13, 0, "0000");
+    char widest[64];
+    snprintf(widest, sizeof widest, "%.*f", digits, step * floor(top / step));
+    double lw = fmax(pl_text_width(c, 13, 0, widest), pl_text_width(c, 13, 0, "000"));
     pl_text(c, x0 - lw - 22, (y0 + y1) / 2, 14, 0x222222, PL_CENTER | PL_BASELINE | PL_ROT90, ytitle);
     return top;
 }

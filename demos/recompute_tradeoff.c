@@ -392,8 +392,8 @@ static int plot_tradeoff(const run *runs, int n, int base, const char *path, con
     pl_canvas c;
     if (pl_init(&c, 1200, 500)) return -1;
     char buf[64];
-    pl_text(&c, 600, 26, 19, 0x111111, PL_CENTER | PL_MIDDLE | PL_BOLD, title);
-    pl_text(&c, 600, 50, 13, 0x555555, PL_CENTER | PL_MIDDLE, subtitle);
+    pl_text_fit(&c, 600, 26, 19, 1170, 0x111111, PL_CENTER | PL_MIDDLE | PL_BOLD, title);
+    pl_text_fit(&c, 600, 50, 13, 1170, 0x555555, PL_CENTER | PL_MIDDLE, subtitle);
 
     /* Left panel: where a step's time goes, as stacked bars of median milliseconds. */
     double L0 = 90, L1 = 560, T0 = 118, T1 = 420;
@@ -405,7 +405,7 @@ static int plot_tradeoff(const run *runs, int n, int base, const char *path, con
         double tot = runs[i].fwd + runs[i].loss_ms + runs[i].rec + runs[i].bwd_proper + runs[i].opt + runs[i].other;
         tmax = fmax(tmax, fmax(tot, runs[i].wall));
     }
-    double top = pl_axes_y(&c, L0, T0, L1, T1, tmax * 1.12, "milliseconds per step");
+    double top = pl_axes_y(&c, L0, T0, L1, T1, tmax * 1.08, "milliseconds per step");
     double slot = (L1 - L0) / n, bw = slot * 0.6;
     for (int i = 0; i < n; i++) {
         const run *r = &runs[i];
@@ -448,7 +448,7 @@ static int plot_tradeoff(const run *runs, int n, int base, const char *path, con
         mmax = fmax(mmax, mib((double)runs[i].peak));
         mmax = fmax(mmax, mib((double)runs[i].saved));
     }
-    top = pl_axes_y(&c, R0, T0, R1, T1, mmax * 1.1, "MiB");
+    top = pl_axes_y(&c, R0, T0, R1, T1, mmax * 1.08, "MiB");
     slot = (R1 - R0) / n;
     bw = slot * 0.36;
     for (int i = 0; i < n; i++) {
@@ -528,16 +528,16 @@ static int plot_timeline(const series *s, const char **names, const uint32_t *co
 {
     pl_canvas c;
     if (pl_init(&c, 1200, 500)) return -1;
-    pl_text(&c, 600, 26, 19, 0x111111, PL_CENTER | PL_MIDDLE | PL_BOLD, title);
-    pl_text(&c, 600, 50, 13, 0x555555, PL_CENTER | PL_MIDDLE, subtitle);
-    double X0 = 100, X1 = 1160, Y0 = 90, Y1 = 420;
+    pl_text_fit(&c, 600, 26, 19, 1170, 0x111111, PL_CENTER | PL_MIDDLE | PL_BOLD, title);
+    pl_text_fit(&c, 600, 50, 13, 1170, 0x555555, PL_CENTER | PL_MIDDLE, subtitle);
+    double X0 = 100, X1 = 1160, Y0 = 100, Y1 = 420;
     double ymax = 0;
     int nmax = 1;
     for (int k = 0; k < ns; k++) {
         if (s[k].n > nmax) nmax = s[k].n;
         for (int i = 0; i < s[k].n; i++) ymax = fmax(ymax, s[k].y[i]);
     }
-    double top = pl_axes_y(&c, X0, Y0, X1, Y1, ymax * 1.12, "allocated (MiB)");
+    double top = pl_axes_y(&c, X0, Y0, X1, Y1, ymax * 1.15, "allocated (MiB)");
     /* x axis: memory events of the step, in order */
     double xstep = pl_nice_step(nmax, 10);
     for (int k = 0; k * xstep <= nmax; k++) {
@@ -547,29 +547,34 @@ static int plot_timeline(const series *s, const char **names, const uint32_t *co
     }
     pl_text(&c, (X0 + X1) / 2, Y1 + 48, 14, 0x222222, PL_CENTER | PL_MIDDLE,
             "memory event of the last step (each allocation or free)");
-    double lx = X0 + 10;
-    for (int k = 0; k < ns; k++) {
-        /* a step line: after event i, allocated holds s.y[i] until event i + 1 */
-        int ipk = 0;
+    /* the lines first, then the labels, so that no line crosses a label */
+    for (int k = 0; k < ns; k++)
         for (int i = 0; i < s[k].n; i++) {
+            /* a step line: after event i, allocated holds s.y[i] until event i + 1 */
             double xa = X0 + (X1 - X0) * i / nmax, xb = X0 + (X1 - X0) * (i + 1.0) / nmax;
             double y = Y1 - (Y1 - Y0) * s[k].y[i] / top;
             pl_line(&c, xa, y, xb, y, 1.8, cols[k]);
             if (i + 1 < s[k].n) pl_line(&c, xb, y, xb, Y1 - (Y1 - Y0) * s[k].y[i + 1] / top, 1.8, cols[k]);
-            if (s[k].y[i] > s[k].y[ipk]) ipk = i;
         }
+    double lx = X0 + 10;
+    for (int k = 0; k < ns; k++) {
+        int ipk = 0;
+        for (int i = 1; i < s[k].n; i++)
+            if (s[k].y[i] > s[k].y[ipk]) ipk = i;
         if (s[k].n) { /* mark the peak */
             double x = X0 + (X1 - X0) * (ipk + 0.5) / nmax, y = Y1 - (Y1 - Y0) * s[k].y[ipk] / top;
             pl_line(&c, x - 7, y - 10, x, y - 2, 1.5, cols[k]);
             pl_line(&c, x + 7, y - 10, x, y - 2, 1.5, cols[k]);
-            char lab[160];
-            snprintf(lab, sizeof lab, "%s peak %.2f MiB", names[k], s[k].y[ipk]);
+            char num[32], lab[160];
+            fmt_num(num, sizeof num, s[k].y[ipk]);
+            snprintf(lab, sizeof lab, "%s peak %s MiB", names[k], num);
             double hw = pl_text_width(&c, 13, PL_BOLD, lab) / 2 + 4; /* keep the label inside the plot */
-            pl_text(&c, fmin(fmax(x, X0 + hw), X1 - hw), y - 14, 13, cols[k], PL_CENTER | PL_BASELINE | PL_BOLD, lab);
+            pl_text(&c, fmin(fmax(x, X0 + hw), X1 - hw), y - 14, 13, cols[k],
+                    PL_CENTER | PL_BASELINE | PL_BOLD | PL_HALO, lab);
         }
         char lab[160];
         snprintf(lab, sizeof lab, "%s (%d events)", names[k], s[k].n);
-        lx = pl_legend_item(&c, lx, Y0 + 10, cols[k], lab);
+        lx = pl_legend_item(&c, lx, Y0 - 20, cols[k], lab); /* the legend above the plot */
     }
     int rc = pl_write_png(&c, path);
     pl_free(&c);

@@ -442,6 +442,9 @@ SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
         }
         return SC_SUCCESS;
     }
+    if (!strncmp(policy, "budget:", 7))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s' needs per-layer costs: use sc_plan_is_budget() "
+                        "and sc_planner_plan()", policy);
     return sc__fail(SC_ERROR_INVALID_ARGS,
                     "unknown checkpoint policy '%s' (known: none, full, every:K, layers:LIST, selective, "
                     "selective:mlp, sqrt, budget:SIZE)", policy);
