@@ -274,15 +274,751 @@ SCDEF uint64_t sc_rng_u64(sc_rng *r);
 SCDEF float sc_rng_uniform(sc_rng *r);          /* [0,1) */
 SCDEF float sc_rng_normal(sc_rng *r);           /* N(0,1), Box-Muller */
 
-#ifndef SC_DEV_NO_PARTS
-#include "wip/alloc_decl.h"
-#include "wip/trace_decl.h"
-#include "wip/io_decl.h"
-#endif
-#ifndef SC_DEV_NO_MODEL
-#include "wip/model_decl.h"
-#include "wip/plan_decl.h"
-#endif
+/* ------------------------------------------------------------------------------------------
+   Caching allocator: a device-independent copy of PyTorch's CUDACachingAllocator
+   ------------------------------------------------------------------------------------------
+   Raw memory comes from callbacks (cudaMalloc/cudaFree, an aligned host malloc, a pinned-host
+   allocator), so the same code and the same numbers serve every device. The rules are
+   PyTorch's defaults (no max_split_size, no expandable segments, no garbage collection):
+
+   - sizes round up to 512 bytes (kMinBlockSize); a request of 0 bytes gets its own 512-byte
+     block and a unique non-NULL pointer that must be freed (PyTorch's tensor allocate() hands
+     out nullptr there instead; DeviceCachingAllocator::malloc itself rounds 0 to 512, as here);
+   - rounded sizes <= 1 MiB come from the small pool, whose segments are 2 MiB; larger ones
+     from the large pool, whose segments are 20 MiB for sizes under 10 MiB and the size rounded
+     up to 2 MiB otherwise;
+   - a request takes the best fit among the free blocks of its pool on its own stream: the
+     smallest block that is large enough, the lowest address among equals;
+   - a block is split when the remainder is >= 512 bytes (small pool) or > 1 MiB (large pool);
+     a freed block merges with free neighbours of its segment;
+   - blocks belong to the stream they were allocated on for ever. sc_allocator_record_stream()
+     notes that another stream also used a block; at free time an event is recorded on each such
+     stream and the block stays out of the pool ("pending free": still counted in active_bytes
+     and requested_bytes) until every one of those events has completed. Events are polled at
+     the start of every allocation and on empty_cache. With no event callbacks everything is
+     synchronous and record_stream does nothing;
+   - when a new segment cannot be had (the raw allocator fails, or reserved + segment would
+     exceed mem_cap) every fully free cached segment is released and the segment is tried once
+     more (alloc_retries += 1); if that fails too: num_ooms += 1, an SC_MEM_OOM event, and
+     SC_ERROR_OUT_OF_MEMORY with a message that names the request, allocated / reserved / cap
+     and the ten largest live allocations with their tags.
+
+   Not thread-safe: use one allocator per thread or lock around it. */
+
+#define SC_ALLOCATOR_TAG_MAX 64      /* bytes of tag kept per block, including the NUL */
+
+typedef enum sc_mem_event_kind {
+    SC_MEM_ALLOC = 0,          /* a block was handed out */
+    SC_MEM_FREE = 1,           /* a block was given back (it may still wait on stream events) */
+    SC_MEM_SEGMENT_ALLOC = 2,  /* raw memory was taken from the device */
+    SC_MEM_SEGMENT_FREE = 3,   /* raw memory was given back to the device */
+    SC_MEM_OOM = 4             /* a request failed */
+} sc_mem_event_kind;
+
+typedef struct sc_mem_event {
+    sc_mem_event_kind kind;
+    void *ptr;                 /* the block or segment (NULL for OOM) */
+    size_t size;               /* rounded block size, or segment size */
+    size_t requested;          /* the caller's byte count (segments: the request that caused it) */
+    int64_t allocated_bytes;   /* totals after the event */
+    int64_t reserved_bytes;
+    int stream;
+    const char *tag;           /* what the memory is; "" when unknown; valid during the call */
+    const char *device;        /* the allocator's name */
+} sc_mem_event;
+
+typedef struct sc_allocator_config {
+    void *(*raw_alloc)(size_t bytes, void *user);   /* NULL = aligned host malloc (256-byte aligned) */
+    void (*raw_free)(void *ptr, size_t bytes, void *user);
+    void *raw_user;
+    size_t mem_cap;              /* 0 = no cap; else behave as a card of this many bytes
+                                    (reserved never exceeds it) */
+    /* stream events (NULL = everything is synchronous, e.g. CPU): */
+    void *(*event_record)(int stream, void *user);  /* record an event on `stream`, return a handle
+                                                       (NULL = nothing to wait for) */
+    int (*event_query)(void *event, void *user);     /* 1 when complete */
+    void (*event_destroy)(void *event, void *user);
+    void (*event_synchronize)(void *event, void *user); /* optional: wait for the event. Used where
+                                    PyTorch synchronizes (empty_cache, the retry before an OOM);
+                                    NULL = only query, so blocks whose events are still running
+                                    stay cached */
+    void *event_user;
+    /* memory-event hook for the tracer (NULL = off, costs nothing): */
+    void (*on_event)(const struct sc_mem_event *ev, void *user);
+    void *on_event_user;
+    const char *name;            /* "cuda:0", "cpu", "pinned" - used in summaries (copied) */
+} sc_allocator_config;
+
+/* One counter in PyTorch's manner. peak is resettable; the totals only grow. */
+typedef struct sc_stat {
+    int64_t current, peak, allocated_total, freed_total;
+} sc_stat;
+
+/* Every stat array is indexed by these, as torch.cuda.memory_stats()'s all/small_pool/large_pool. */
+enum { SC_STAT_ALL = 0, SC_STAT_SMALL_POOL = 1, SC_STAT_LARGE_POOL = 2, SC_STAT_TYPES = 3 };
+
+typedef struct sc_memory_stats {
+    sc_stat allocation[SC_STAT_TYPES];        /* number of live blocks */
+    sc_stat segment[SC_STAT_TYPES];           /* number of raw segments held */
+    sc_stat active[SC_STAT_TYPES];            /* live + pending-free blocks */
+    sc_stat inactive_split[SC_STAT_TYPES];    /* free blocks inside partly used segments */
+    sc_stat allocated_bytes[SC_STAT_TYPES];   /* rounded sizes of live blocks */
+    sc_stat reserved_bytes[SC_STAT_TYPES];    /* sizes of raw segments held */
+    sc_stat active_bytes[SC_STAT_TYPES];      /* rounded sizes of live + pending-free blocks */
+    sc_stat inactive_split_bytes[SC_STAT_TYPES]; /* "non-releasable memory" */
+    sc_stat requested_bytes[SC_STAT_TYPES];   /* unrounded request sizes of live + pending-free
+                                                 blocks (PyTorch drops them at the real free) */
+    int64_t alloc_retries;                    /* raw allocations retried after emptying the cache */
+    int64_t num_ooms;                         /* requests that failed */
+} sc_memory_stats;
+
+struct sc__allocator_block;
+struct sc__allocator_segment;
+
+/* Caller-owned; treat the fields as private. Zero it or not: sc_allocator_init sets them all. */
+typedef struct sc_allocator {
+    sc_allocator_config cfg;
+    char name[32];
+    sc_memory_stats stats;
+    struct sc__allocator_block **pool[2];    /* free blocks, small / large, sorted by (stream, size, ptr) */
+    size_t pool_n[2], pool_cap[2];
+    size_t pool_blocks[2];               /* all blocks of each pool: bounds pool_n, so a free never grows */
+    struct sc__allocator_block **active;     /* live + pending-free blocks, sorted by ptr */
+    size_t active_n, active_cap;
+    size_t pending_n;                    /* how many of those wait on events */
+    struct sc__allocator_segment **segs;     /* sorted by base address */
+    size_t seg_n, seg_cap;
+    struct sc__allocator_block *spare_blocks; /* recycled structs, so the bookkeeping cannot fail mid-way */
+    struct sc__allocator_segment *spare_segs;
+} sc_allocator;
+
+/* cfg may be NULL (host memory, no cap, no events). */
+SCDEF sc_result sc_allocator_init(sc_allocator *a, const sc_allocator_config *cfg);
+/* Gives every segment back. Live blocks at this point are a caller bug: listed on stderr. */
+SCDEF void sc_allocator_uninit(sc_allocator *a);
+/* tag (may be NULL) says what the memory is, e.g. "layer 12 mlp.up (saved activation)";
+   it is copied, truncated to SC_ALLOCATOR_TAG_MAX-1 bytes. */
+SCDEF sc_result sc_allocator_alloc(sc_allocator *a, void **out, size_t bytes, int stream,
+                                   const char *tag);
+/* NULL is ignored; a pointer this allocator did not hand out is reported on stderr. */
+SCDEF void sc_allocator_free(sc_allocator *a, void *ptr);
+/* ptr (live) is also used on `stream`: when freed it is reused only after that stream's work
+   queued up to the free has completed. */
+SCDEF void sc_allocator_record_stream(sc_allocator *a, void *ptr, int stream);
+/* Give every fully free segment back to the raw allocator. */
+SCDEF void sc_allocator_empty_cache(sc_allocator *a);
+/* peak = current for every stat. */
+SCDEF void sc_allocator_reset_peak(sc_allocator *a);
+/* allocated_total = freed_total = 0 for every stat, alloc_retries = num_ooms = 0. */
+SCDEF void sc_allocator_reset_accumulated(sc_allocator *a);
+SCDEF sc_memory_stats sc_allocator_stats(const sc_allocator *a);
+/* The tag of a live block, NULL if ptr is not one. */
+SCDEF const char *sc_allocator_tag_of(const sc_allocator *a, const void *ptr);
+/* Sum of requested bytes of live blocks whose tag starts with tag_prefix (NULL or "" = all). */
+SCDEF size_t sc_allocator_live_bytes_tagged(const sc_allocator *a, const char *tag_prefix);
+/* A table in the manner of torch.cuda.memory_summary(). snprintf semantics: returns the full
+   length, writes at most cap bytes including the NUL (buf may be NULL when cap is 0). */
+SCDEF int sc_allocator_summary(const sc_allocator *a, char *buf, size_t cap);
+/* Segments and their blocks as JSON, in the manner of torch.cuda.memory_snapshot():
+   {"device":..., "segments":[{"address", "total_size", "allocated_size", "active_size",
+   "requested_size", "stream", "segment_type", "blocks":[{"offset", "address", "size",
+   "requested_size", "state", "tag"}]}]}; state is "active_allocated", "active_pending_free" or
+   "inactive". snprintf semantics as above. */
+SCDEF int sc_allocator_snapshot_json(const sc_allocator *a, char *buf, size_t cap);
+/* Check every internal invariant (blocks tile their segments, pools sorted and complete, no two
+   free neighbours, stats equal the sums over blocks, reserved <= cap). SC_ERROR_FORMAT with the
+   first broken one. Costs O(blocks); for tests and debugging. */
+SCDEF sc_result sc_allocator_validate(const sc_allocator *a);
+/* ------------------------------------------------------------------------------------------
+   Tracing: spans, per-step metrics, memory events, statistics, CSV / Chrome-trace writers
+
+   Usage from a training loop (one thread drives the tracer; it is not thread-safe):
+
+       sc_tracer tr; sc_tracer_config tc = {0};          // zero = defaults
+       sc_tracer_init(&tr, &tc);
+       for each step:
+           sc_tracer_step_begin(&tr, epoch, step);
+           int s = sc_tracer_span_begin(&tr, "layer", SC_PHASE_FWD, l, stream);
+           ...                                            // also sc_tracer_count_launches()
+           sc_tracer_span_end(&tr, s);
+           sc_tracer_step_end(&tr, loss, tokens, &mem);  // mem: GPU allocator counters or NULL
+       sc_tracer_write_all(&tr, "runs/x");
+       sc_tracer_uninit(&tr);
+
+   Every function accepts a NULL tracer and returns at once, so tracing off costs one branch.
+
+   Timing. Without event callbacks spans are timed with the monotonic CPU clock. With
+   event_record + event_elapsed_ms set (GPU mode) each span records one event at begin and
+   one at end on its stream; nothing is synchronised per span: all events of a step are
+   resolved in sc_tracer_step_end (event_elapsed_ms may block there until they complete)
+   and then destroyed. The step's wall_ms is always the CPU monotonic clock from step_begin
+   to step_end; set device_sync so that it includes the GPU work still queued.
+
+   Nesting rule (phase totals). A span's parent is the innermost span still open on the
+   same stream when it begins. A span is added to its phase total only if no ancestor has
+   the same phase; it is added to its (layer, phase) cell only if layer >= 0 and no ancestor
+   has the same phase and the same layer. So FWD "model" > FWD "layer 3" > FWD "attn"
+   counts the outer span once in fwd_ms and "layer 3" once in layer 3's fwd cell. Phases
+   are inclusive: a RECOMPUTE span inside a BWD span counts in both recompute_ms and
+   bwd_ms (bwd_ms - recompute_ms is then the backward time proper).
+
+   Spans begun outside a step are ignored (id -1). Span names are copied (truncated to
+   SC_TRACER_NAME_LEN-1 bytes), so any temporary string will do. Span ids are valid until
+   the step ends; spans still open at step_end are closed there.
+   ------------------------------------------------------------------------------------------ */
+typedef enum sc_phase {
+    SC_PHASE_FWD = 0,
+    SC_PHASE_BWD,
+    SC_PHASE_RECOMPUTE,
+    SC_PHASE_OPT,
+    SC_PHASE_H2D,
+    SC_PHASE_D2H,
+    SC_PHASE_LOSS,
+    SC_PHASE_OTHER,
+    SC_PHASE_COUNT
+} sc_phase;
+
+/* "fwd", "bwd", "recompute", "opt", "h2d", "d2h", "loss", "other"; "?" when out of range. */
+SCDEF const char *sc_phase_name(sc_phase p);
+
+#define SC_TRACER_NAME_LEN 32
+
+typedef struct sc_tracer_config {
+    int warmup_steps;      /* first steps left out of summary.csv; 0 = 1, negative = none */
+    int64_t max_spans;     /* spans kept for trace.json over the run; 0 = 1<<20 (the current
+                              step's spans are always kept for its totals) */
+    int64_t max_mem_rows;  /* memory-event rows kept; 0 = 1<<20; the rest are counted */
+    int no_clear_refs;     /* 1: never write /proc/self/clear_refs (it resets the process's
+                              VmHWM); per-step CPU peaks then come from samples */
+    /* GPU timing (all NULL = CPU clock). event_destroy and device_sync are optional. */
+    void *(*event_record)(int stream, void *user);
+    float (*event_elapsed_ms)(void *ev_start, void *ev_end, void *user);
+    void (*event_destroy)(void *ev, void *user);
+    void (*device_sync)(void *user);   /* called at step_end before the wall clock stops */
+    void *user;
+} sc_tracer_config;
+
+/* GPU memory counters at step end (the allocator's view), in bytes. */
+typedef struct sc_tracer_mem {
+    int64_t allocated, reserved;            /* current */
+    int64_t peak_allocated, peak_reserved;  /* peak during the step */
+} sc_tracer_mem;
+
+/* One step's metrics (one row of step_metrics.csv). Phase times in ms follow the nesting
+   rule above; phase_ms[SC_PHASE_FWD] == fwd_ms etc. */
+typedef struct sc_step_metrics {
+    int epoch, step;          /* as given to step_begin */
+    int64_t global_step;      /* 0, 1, 2, ... over the tracer's life */
+    double wall_ms, cum_wall_ms;
+    double phase_ms[SC_PHASE_COUNT];
+    int64_t launches[SC_PHASE_COUNT];
+    double loss, tokens, tps;
+    int64_t cpu_rss, cpu_peak_rss;          /* bytes: at step end, and true peak in the step */
+    int cpu_peak_method;                    /* 0 none, 1 clear_refs+VmHWM, 2 samples */
+    sc_tracer_mem gpu;
+    /* private: where this step's spans and layer cells live */
+    int64_t span_first, span_count;
+    int64_t layer_first;
+    int num_layers;
+    int64_t t0_ns;
+} sc_step_metrics;
+
+typedef struct sc__trace_span {
+    char name[SC_TRACER_NAME_LEN];
+    int phase, layer, stream, parent;   /* parent: span index, -1 none */
+    int counts_phase, counts_layer;     /* passes the nesting rule (see above) */
+    int open;
+    int64_t launches;
+    int64_t t0_ns, t1_ns;               /* CPU clock, ns since tracer init */
+    void *ev0, *ev1;
+    double ts_ms, dur_ms;               /* resolved: start since tracer init, duration */
+} sc__trace_span;
+
+typedef struct sc__trace_mem_row {
+    int64_t step, event, t_ns, t_step_ns, allocated, reserved, delta, rss;
+    int tag;                            /* index into the tag table */
+} sc__trace_mem_row;
+
+/* Caller-owned; treat the fields as private. */
+typedef struct sc_tracer {
+    sc_tracer_config cfg;
+    int gpu;                            /* event callbacks present */
+    int64_t t_init_ns;
+    /* spans: history [0, step_span_first) + current step [step_span_first, nspans) */
+    sc__trace_span *spans; int64_t nspans, cap_spans, spans_dropped;
+    int *open; int64_t nopen, cap_open;
+    /* steps */
+    sc_step_metrics *steps; int64_t nsteps, cap_steps;
+    sc_step_metrics cur; int in_step; void *step_ev;
+    double *layer_ms; int64_t nlayer_ms, cap_layer_ms;     /* per step: num_layers x phases */
+    int max_layers; unsigned char *layer_seen; int64_t cap_seen; /* (layer, phase) counted */
+    int streams[64]; int nstreams;                         /* ids seen, for trace.json */
+    /* memory events */
+    sc__trace_mem_row *rows; int64_t nrows, cap_rows, rows_dropped, step_events;
+    char **tags; int64_t ntags, cap_tags; int *tag_hash; int64_t cap_hash;
+    /* CPU RSS */
+    int statm_fd; int64_t page_size;
+    int clear_refs_ok;                  /* 1 works, 0 untried, -1 failed */
+    int64_t step_rss_max, step_hwm_begin;
+    int any_clear_refs, any_samples;
+} sc_tracer;
+
+SCDEF sc_result sc_tracer_init(sc_tracer *tr, const sc_tracer_config *cfg);
+SCDEF void sc_tracer_uninit(sc_tracer *tr);
+
+/* Returns SC_ERROR_INVALID_ARGS when a step is already open. */
+SCDEF sc_result sc_tracer_step_begin(sc_tracer *tr, int epoch, int step);
+/* Closes the step: resolves GPU events, computes the step's metrics. mem may be NULL.
+   tokens: tokens processed in the step (tps = tokens / wall seconds). */
+SCDEF sc_result sc_tracer_step_end(sc_tracer *tr, double loss, double tokens,
+                                   const sc_tracer_mem *mem);
+
+/* Returns a span id (>= 0), or -1 when tr is NULL, no step is open or memory ran out. */
+SCDEF int sc_tracer_span_begin(sc_tracer *tr, const char *name, sc_phase phase, int layer,
+                               int stream);
+SCDEF void sc_tracer_span_end(sc_tracer *tr, int id);
+/* Adds n kernel launches to the phase of the innermost open span (any stream), or to
+   SC_PHASE_OTHER when none is open. */
+SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n);
+
+/* One memory event (call it from the allocator's hook): the allocator's counters after the
+   event, the change (+alloc / -free), and a tag (copied; may be NULL). Also samples RSS.
+   Events outside a step are kept with step -1 and t_ms counted from sc_tracer_init. */
+SCDEF void sc_tracer_mem_record(sc_tracer *tr, int64_t allocated, int64_t reserved,
+                                int64_t delta, const char *tag);
+
+/* Statistics over a sample. std is the sample std (n-1); ci95 is the half-width
+   t_{0.975,n-1} * std / sqrt(n). std and ci95 are NaN for n < 2; everything is NaN for
+   n == 0. */
+typedef struct sc_stats {
+    int n;
+    double mean, median, std, ci95, min, max;
+} sc_stats;
+SCDEF sc_stats sc_stats_compute(const double *x, int n);
+
+/* Results. sc_tracer_step_get returns NULL when i is out of range; i counts finished
+   steps from 0. sc_tracer_layer_ms returns 0 for a cell the step did not have. */
+SCDEF int64_t sc_tracer_step_count(const sc_tracer *tr);
+SCDEF const sc_step_metrics *sc_tracer_step_get(const sc_tracer *tr, int64_t i);
+SCDEF double sc_tracer_layer_ms(const sc_tracer *tr, int64_t i, int layer, sc_phase phase);
+/* Statistics of a (layer, phase) cell, or of a step-level phase total, over the steps
+   after the warm-up. */
+SCDEF sc_stats sc_tracer_layer_stats(const sc_tracer *tr, int layer, sc_phase phase);
+SCDEF sc_stats sc_tracer_phase_stats(const sc_tracer *tr, sc_phase phase);
+/* "none", "clear_refs" or "samples" (how cpu_peak_rss was measured), "mixed" if it changed */
+SCDEF const char *sc_tracer_peak_method(const sc_tracer *tr);
+
+/* CPU resident set size of this process in bytes (0 where unknown), and its VmHWM. */
+SCDEF int64_t sc_cpu_rss_bytes(void);
+SCDEF int64_t sc_cpu_hwm_bytes(void);
+
+/* Quantile of Student's t with df > 0 degrees of freedom (need not be an integer):
+   the t with P(T <= t) = p. NaN for df <= 0 or p outside [0,1]; +-inf at p = 1 / 0. */
+SCDEF double sc_student_t_quantile(double p, double df);
+/* P(T <= t) for Student's t with df degrees of freedom. */
+SCDEF double sc_student_t_cdf(double t, double df);
+
+/* Writers. write_all creates dir (like mkdir -p) and writes step_metrics.csv,
+   layer_metrics.csv, mem_trace.csv, summary.csv and trace.json into it. In trace.json
+   each stream id is one track (tid = stream), steps have a track of their own, memory is
+   two counter tracks; GPU span times are placed relative to the step's first event, so
+   GPU tracks line up with the CPU clock at each step start. */
+SCDEF sc_result sc_tracer_write_all(const sc_tracer *tr, const char *dir);
+SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *path);
+SCDEF sc_result sc_tracer_write_layer_metrics(const sc_tracer *tr, const char *path);
+SCDEF sc_result sc_tracer_write_mem_trace(const sc_tracer *tr, const char *path);
+SCDEF sc_result sc_tracer_write_summary(const sc_tracer *tr, const char *path);
+SCDEF sc_result sc_tracer_write_chrome_trace(const sc_tracer *tr, const char *path);
+/* ------------------------------------------------------------------------------------------
+   Files: config.json, safetensors, HF checkpoint directories, token files
+   ------------------------------------------------------------------------------------------
+   Every reader checks every offset, length and size it reads from a file, and reports a
+   malformed file with SC_ERROR_FORMAT and a message naming the file, the tensor or key, and
+   what is wrong. Writers write `path.tmp` and rename it over `path`, so a failed write leaves
+   no half-written file behind. */
+
+/* Parse config.json text (need not be NUL-terminated) into *cfg and validate it.
+   model_type "qwen2" | "qwen3" (or, without model_type, architectures ["Qwen2ForCausalLM"] /
+   ["Qwen3ForCausalLM"]). Required: vocab_size, hidden_size, intermediate_size,
+   num_hidden_layers, num_attention_heads. Optional, with Hugging Face defaults:
+   num_key_value_heads (= heads), head_dim (missing/null: hidden/heads), max_position_embeddings
+   (32768), rms_norm_eps (1e-6), rope_theta or rope_parameters.rope_theta (10000),
+   tie_word_embeddings (false), attention_bias (qwen3 only, false; qwen2 always has q/k/v
+   biases), initializer_range (0.02), torch_dtype/dtype (float32/bfloat16/float16, checked
+   only). RoPE scaling, sliding windows and activations other than silu: SC_ERROR_UNSUPPORTED.
+   filename is used in messages only (may be NULL). */
+SCDEF sc_result sc_config_from_json(sc_config *cfg, const char *text, size_t len,
+                                    const char *filename);
+/* Read and parse a config.json file. */
+SCDEF sc_result sc_config_read(sc_config *cfg, const char *path);
+/* Write a config.json that transformers (4.x and 5.x) loads. dtype: "float32", "bfloat16"
+   or "float16" (NULL: "float32"). */
+SCDEF sc_result sc_config_write_json(const sc_config *cfg, FILE *f, const char *dtype);
+/* The same, to `path` (atomically: path.tmp, then rename). */
+SCDEF sc_result sc_config_write(const sc_config *cfg, const char *path, const char *dtype);
+
+/* ---- safetensors ---- */
+#define SC_ST_MAX_DIMS 8
+#define SC_ST_MAX_HEADER (100u * 1024u * 1024u)  /* the largest JSON header accepted */
+
+typedef struct sc_st_tensor {
+    const char *name;
+    const char *dtype;         /* as in the file: "F32", "BF16", "F16", "I32", "I64", "U8", ... */
+    int dtype_size;            /* bytes per element */
+    int ndim;                  /* 0..SC_ST_MAX_DIMS */
+    int64_t shape[SC_ST_MAX_DIMS];
+    int64_t numel;
+    uint64_t begin, end;       /* data_offsets, relative to the data section */
+} sc_st_tensor;
+
+/* An open safetensors file (or memory buffer) whose header has been read and validated.
+   Tensor data is read on demand. Treat the fields as read-only. */
+typedef struct sc_safetensors {
+    char *path;                /* file name for messages ("<memory>" for buffers) */
+    FILE *f;                   /* file mode */
+    const unsigned char *mem;  /* memory mode: the caller's buffer, kept alive by the caller */
+    uint64_t data_start;       /* 8 + header length */
+    uint64_t data_size;        /* bytes after the header */
+    int n_tensors;
+    sc_st_tensor *tensors;     /* in header order */
+    int n_meta;
+    const char **meta_keys, **meta_values;
+    char *strings_;            /* private: storage of every name and string */
+} sc_safetensors;
+
+/* Open `path`: read the 8-byte header length and the JSON header (not the data) and validate
+   them: header length <= SC_ST_MAX_HEADER and within the file; every tensor has a known dtype,
+   a shape of <= 8 non-negative dims, data_offsets [begin, end] whose length is
+   numel * dtype size; tensors, sorted by offset, tile the data section exactly (no gaps,
+   overlaps or trailing bytes); names are unique; __metadata__ is a string -> string map.
+   SC_ERROR_IO if the file cannot be opened/read, SC_ERROR_FORMAT if it is malformed.
+   On failure *st is left closed (nothing to free). */
+SCDEF sc_result sc_safetensors_open(sc_safetensors *st, const char *path);
+/* The same for a whole file held in memory (the buffer must outlive *st). */
+SCDEF sc_result sc_safetensors_open_memory(sc_safetensors *st, const void *buf, size_t len);
+SCDEF void sc_safetensors_close(sc_safetensors *st);
+/* The tensor called name, or NULL. */
+SCDEF const sc_st_tensor *sc_safetensors_find(const sc_safetensors *st, const char *name);
+/* The __metadata__ value for key, or NULL. */
+SCDEF const char *sc_safetensors_meta(const sc_safetensors *st, const char *key);
+/* Read tensor `name` (F32, BF16 or F16) converted to float into dst (numel floats).
+   If expect_shape is not NULL the tensor must have exactly ndim dims of that shape.
+   Missing tensor: SC_ERROR_FORMAT; wrong shape or an integer dtype: SC_ERROR_SHAPE; another
+   valid safetensors dtype (F64, U8, ...): SC_ERROR_UNSUPPORTED; short read: SC_ERROR_IO. */
+SCDEF sc_result sc_safetensors_read_f32(sc_safetensors *st, const char *name, float *dst,
+                                        int ndim, const int64_t *expect_shape);
+/* Read tensor `name` (I32 or I64) into dst as int32; I64 values outside int32: SC_ERROR_RANGE. */
+SCDEF sc_result sc_safetensors_read_i32(sc_safetensors *st, const char *name, int32_t *dst,
+                                        int ndim, const int64_t *expect_shape);
+
+/* One tensor to write. data holds numel little-endian values of `dtype` ("F32", "BF16",
+   "F16", "I32" or "I64"), or, with data_is_f32, numel floats converted while writing to dtype
+   "F32" or "BF16" (round to nearest even). numel may be 0 (data may then be NULL). */
+typedef struct sc_st_entry {
+    const char *name;
+    const char *dtype;
+    int ndim;                  /* 0..SC_ST_MAX_DIMS */
+    int64_t shape[SC_ST_MAX_DIMS];
+    const void *data;
+    int data_is_f32;
+} sc_st_entry;
+
+/* Write a safetensors file: header (with __metadata__ from meta_kv = {key0, value0, key1, ...},
+   n_meta pairs; NULL/0 for none) padded with spaces to a multiple of 8 bytes, then the data
+   in entry order. Written to path.tmp, then renamed. */
+SCDEF sc_result sc_safetensors_write(const char *path, const sc_st_entry *entries, int n,
+                                     const char *const *meta_kv, int n_meta);
+
+/* ---- Hugging Face checkpoint directories ---- */
+/* Read dir/config.json. */
+SCDEF sc_result sc_hf_read_config(const char *dir, sc_config *cfg);
+/* Fill params (sc_config_num_params(cfg) floats) from dir/model.safetensors or, if that does
+   not exist, from the shards listed in dir/model.safetensors.index.json. Every tensor of
+   sc_config_params(cfg) must be present (F32, BF16 or F16) with exactly its shape. A tied
+   config ignores a stored lm_head.weight. Tensors the model does not use are reported in one
+   warning line on stderr, and otherwise ignored. */
+SCDEF sc_result sc_hf_read_params(const char *dir, const sc_config *cfg, float *params);
+/* Create dir (one level) if needed and write dir/config.json and dir/model.safetensors
+   (F32, or BF16 if bf16 != 0) with HF names and shapes, each atomically. */
+SCDEF sc_result sc_hf_write(const char *dir, const sc_config *cfg, const float *params, int bf16);
+
+/* ---- token files ---- */
+/* Read a safetensors file holding `input_ids` (I32 or I64) of shape [B, T] or [T] (B = 1).
+   T < 2 or B == 0: SC_ERROR_FORMAT; negative ids or I64 beyond int32: SC_ERROR_RANGE.
+   *ids is allocated with SC_MALLOC; free it with sc_tokens_free. */
+SCDEF sc_result sc_tokens_read(const char *path, int32_t **ids, int *B, int *T);
+/* Write ids [B, T] as `input_ids` I32. */
+SCDEF sc_result sc_tokens_write(const char *path, const int32_t *ids, int B, int T);
+/* Check every id is in [0, vocab_size) and T <= max_position (SC_ERROR_RANGE otherwise). */
+SCDEF sc_result sc_tokens_check(const int32_t *ids, int B, int T, const sc_config *cfg);
+SCDEF void sc_tokens_free(int32_t *ids);
+/* ------------------------------------------------------------------------------------------
+   Layer ops (CPU reference). Size letters, as in llm.c:
+     B batch, T sequence, N = B*T rows, C hidden, I intermediate, H query heads, KV kv heads,
+     D head_dim, Q = (H+2KV)*D the fused q|k|v width, K = (H+KV)*D the rotated q|k width, V vocab.
+   Every op: outputs first, then what is saved for backward, then inputs, then sizes.
+   Gradients of parameters accumulate (+=); gradients of activations overwrite (=), except
+   rmsnorm_backward's dinp, whose input is the residual stream: it adds (+=) to it.
+   Work is split by output element and every sum runs in a fixed order, so results do not
+   depend on the number of threads, and a replay (recompute) gives the same bits.
+   ------------------------------------------------------------------------------------------ */
+SCDEF void sc_cpu_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C);
+SCDEF void sc_cpu_embedding_backward(float *dwte, const float *dout, const int32_t *ids, int N, int C);
+SCDEF void sc_cpu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps);
+SCDEF void sc_cpu_rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                                   const float *rstd, int N, int C);
+/* res = a + b, then out = rmsnorm(res): the residual add fused with the next norm. */
+SCDEF void sc_cpu_add_rmsnorm_forward(float *res, float *out, float *rstd, const float *a, const float *b,
+                                      const float *w, int N, int C, float eps);
+SCDEF void sc_cpu_add_forward(float *out, const float *a, const float *b, size_t n);
+/* out[N,OC] = inp[N,IC] @ w[OC,IC]^T (+ bias[OC]) */
+SCDEF void sc_cpu_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC);
+/* dinp = dout @ w (if dinp); dw += dout^T @ inp (if dw); dbias += sum_n dout (if dbias) */
+SCDEF void sc_cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                                  const float *w, int N, int IC, int OC);
+/* RoPE tables, HF convention: inv_freq in float32, cos/sin of (pos * inv_freq) in float32; [maxT, D/2]. */
+SCDEF void sc_rope_table(float *cosb, float *sinb, int maxT, int D, double theta);
+/* qk[N,K] = rope(qknorm(qkv[:, :K])) per head (norm only if qnorm_w != NULL); rstd[N, H+KV]. */
+SCDEF void sc_cpu_qknorm_rope_forward(float *qk, float *rstd, const float *qkv, const float *qnorm_w,
+                                      const float *knorm_w, const float *cosb, const float *sinb,
+                                      int B, int T, int H, int KV, int D, float eps);
+/* dqkv[:, :K] = backward of the above (overwrites q|k columns only); dqnorm_w/dknorm_w +=. */
+SCDEF void sc_cpu_qknorm_rope_backward(float *dqkv, float *dqnorm_w, float *dknorm_w, const float *dqk,
+                                       const float *qkv, const float *qnorm_w, const float *knorm_w,
+                                       const float *rstd, const float *cosb, const float *sinb,
+                                       int B, int T, int H, int KV, int D);
+/* Causal GQA attention. q|k from qk[N,K], v from qkv[N,Q] (columns K..Q). out[N,H*D], lse[B,H,T]. */
+SCDEF void sc_cpu_attention_forward(float *out, float *lse, const float *qk, const float *qkv,
+                                    int B, int T, int H, int KV, int D);
+/* dqk[N,K] =, dqkv[:, K:Q] (the v columns) = */
+SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout, const float *qk,
+                                     const float *qkv, const float *out, const float *lse,
+                                     int B, int T, int H, int KV, int D);
+/* m[N,I] = silu(gu[:, :I]) * gu[:, I:] */
+SCDEF void sc_cpu_swiglu_forward(float *m, const float *gu, int N, int I);
+SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, int N, int I);
+/* Cross-entropy over rows of logits[n, V] with target[n] (< 0: row ignored). Writes
+   dlogits = (softmax - onehot) * scale for kept rows, 0 for ignored rows (may alias logits),
+   and rowloss[n] (0 for ignored rows); the caller sums row losses in a fixed order. */
+SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, const float *logits,
+                                                const int32_t *target, int n, int V, float scale);
+SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay);
+SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1,
+                               float beta2, float eps, float weight_decay, int t);
+
+/* ------------------------------------------------------------------------------------------
+   Checkpoint policies. A policy is a per-layer plan:
+     keep[l]: what layer l saves when it is not inside a recomputed segment;
+     seg[l]:  the first layer of the recomputed segment that holds l, or -1 (not recomputed).
+   A recomputed segment [s, e) saves only its input x_s; in backward its forward is replayed
+   once (phase "recompute") and then back-propagated layer by layer.
+   ------------------------------------------------------------------------------------------ */
+typedef enum sc_keep {
+    SC_KEEP_ALL = 0,        /* every activation the backward needs */
+    SC_KEEP_SELECTIVE = 1,  /* outputs of GEMMs and attention; norms, RoPE, SwiGLU recomputed */
+    SC_KEEP_SELECTIVE_MLP = 2 /* attention block kept; the whole MLP block recomputed */
+} sc_keep;
+
+#define SC_MAX_LAYERS 256
+typedef struct sc_plan {
+    int num_layers;
+    unsigned char keep[SC_MAX_LAYERS];
+    short seg[SC_MAX_LAYERS];
+    char name[128];
+} sc_plan;
+
+/* Parse a policy: none | full | every:K | layers:a-b,c,... | selective | selective:mlp | sqrt.
+   ("budget:SIZE" needs costs: use sc_planner_plan.) */
+SCDEF sc_result sc_plan_parse(sc_plan *plan, const char *policy, int num_layers);
+/* Bytes that layer l keeps after forward under `plan` (closed form), in the model's storage. */
+SCDEF size_t sc_plan_saved_bytes_layer(const sc_config *cfg, const sc_plan *plan, int l, int B, int T,
+                                       int act_bytes);
+SCDEF size_t sc_plan_saved_bytes(const sc_config *cfg, const sc_plan *plan, int B, int T, int act_bytes);
+
+/* ------------------------------------------------------------------------------------------
+   Model and training
+   ------------------------------------------------------------------------------------------ */
+typedef enum sc_optim { SC_OPTIM_SGD = 0, SC_OPTIM_ADAMW = 1 } sc_optim;
+
+typedef struct sc_model_config {
+    sc_device device;          /* SC_DEVICE_CPU (default) or SC_DEVICE_CUDA */
+    int bf16;                  /* bf16 storage (CUDA); the CPU rounds stored values to bf16 */
+    size_t mem_cap;            /* bytes; 0 = none */
+    uint64_t seed;             /* random init (0 -> 1234) */
+    sc_optim optim;
+    float lr;                  /* 0 -> 1e-4 */
+    float beta1, beta2, eps;   /* 0 -> 0.9, 0.999, 1e-8 */
+    float weight_decay;        /* plain value (0 means 0) */
+    int keep_logits;           /* copy logits of the last forward to host (for `grad`) */
+    int master_weights;        /* CUDA bf16: f32 master weights, f32 gradients and optimizer state */
+} sc_model_config;
+
+typedef struct sc_model sc_model; /* opaque */
+typedef struct sc_cuda sc_cuda;
+
+SCDEF sc_model_config sc_model_config_init(void);
+/* Create a model with random init (params == NULL) or from a flat host float buffer. */
+SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_model_config *mc,
+                                const float *params);
+SCDEF void sc_model_destroy(sc_model *m);
+SCDEF const sc_config *sc_model_cfg(const sc_model *m);
+SCDEF sc_allocator *sc_model_allocator(sc_model *m);
+SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr);
+/* Forward + backward on ids[B*T]: loss = mean next-token cross-entropy over B*(T-1).
+   Gradients are overwritten (zeroed first). Checks ids < vocab and T <= max_position. */
+SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
+                                          float *loss);
+SCDEF sc_result sc_model_optimizer_step(sc_model *m);
+/* Copy parameters / gradients / last logits ([B,T,V]) to host floats. */
+SCDEF sc_result sc_model_get_params(sc_model *m, float *dst);
+SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst);
+SCDEF const float *sc_model_logits(const sc_model *m);
+/* Bytes currently kept as saved activations (sum of requested sizes of tensors tagged
+   "(saved activation)"), as measured by the allocator, after the last forward. */
+SCDEF size_t sc_model_last_saved_bytes(const sc_model *m);
+/* The model's CUDA context (NULL on the CPU backend): for tracer event callbacks. */
+SCDEF sc_cuda *sc_model_cuda(sc_model *m);
+/* Sizes like "6GiB", "512MiB", "1.5GB", "4096" (bytes). 0 on success, -1 on a malformed size. */
+SCDEF int sc_parse_size(const char *s, size_t *out);
+
+/* ------------------------------------------------------------------------------------------
+   CUDA backend entry points (slidecheck_cuda.cu). Define SLIDECHECK_CUDA where you include
+   this header and link slidecheck_cuda.o to run on the GPU. Every op mirrors the CPU op of
+   the same name, with the context first. Buffers typed void* hold the context's storage
+   dtype: activations and weights in `act` (f32, or bf16 with bf16=1), parameter gradients
+   in `grad` (f32, or bf16 in pure-bf16 mode); float* buffers are always f32 (rstd, lse,
+   rope tables, row losses). Ops are asynchronous on the context's compute stream; any
+   failure is sticky and reported by sc_cuda_status(). All kernels are deterministic.
+   ------------------------------------------------------------------------------------------ */
+typedef struct sc_cuda_config {
+    int bf16;          /* activations and weights in bf16 */
+    int grads_f32;     /* with bf16: parameter gradients in f32 (master-weights mode) */
+    int device;        /* CUDA device ordinal */
+} sc_cuda_config;
+
+SCDEF sc_result sc_cuda_available(void);  /* SC_SUCCESS if a usable GPU and driver exist */
+SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
+SCDEF void sc_cuda_destroy(sc_cuda *cu);
+SCDEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
+SCDEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
+SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu);
+SCDEF const char *sc_cuda_device_name(sc_cuda *cu);
+SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
+/* allocator and tracer callbacks (user = the sc_cuda*) */
+SCDEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
+SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
+SCDEF void *sc_cuda_event_record(int stream, void *user);
+SCDEF int sc_cuda_event_query(void *event, void *user);
+SCDEF void sc_cuda_event_destroy(void *event, void *user);
+SCDEF void sc_cuda_event_synchronize(void *event, void *user);
+SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user);
+SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes);
+/* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
+SCDEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
+SCDEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
+SCDEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes); /* waits */
+SCDEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n);
+SCDEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n); /* waits */
+SCDEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n);
+
+SCDEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C);
+/* ids on the device; ids_host (the same ids) lets the kernel sum each token's rows in order */
+SCDEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
+                                      const int32_t *ids_host, int N, int C);
+SCDEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps);
+SCDEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                                    const float *rstd, int N, int C);
+SCDEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
+                                       const void *w, int N, int C, float eps);
+SCDEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n);
+SCDEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC);
+SCDEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                                   const void *w, int N, int IC, int OC);
+SCDEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
+                                       const void *knorm_w, const float *cosb, const float *sinb,
+                                       int B, int T, int H, int KV, int D, float eps);
+SCDEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
+                                        const void *qkv, const void *qnorm_w, const void *knorm_w, const float *rstd,
+                                        const float *cosb, const float *sinb, int B, int T, int H, int KV, int D);
+SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
+                                     int B, int T, int H, int KV, int D);
+SCDEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
+                                      const void *qkv, const void *out, const float *lse, int B, int T, int H, int KV, int D);
+SCDEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I);
+SCDEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
+SCDEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+                                                 const int32_t *target, int n, int V, float scale);
+/* p, m, v in dtype pt; g in dtype gt */
+SCDEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
+                              float weight_decay);
+SCDEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
+                                size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+/* ------------------------------------------------------------------------------------------
+   Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp or
+   a recomputed segment so that the predicted peak fits the budget and the recompute time is
+   least. The chain is cut into units: a single kept layer, or a recomputed segment [s, e) that
+   saves only x_s. Bytes are exact and closed form, in the model's storage (act_bytes per
+   activation element, 4 per statistic), using the same slot sizes as the model:
+     S_k(l)  saved bytes of layer l kept with mode k, A(l) = S_ALL(l), X = N*C*act_bytes;
+     W       backward scratch of one layer = (N*max(2I, Q+K) + N*max(I, H*D) + N*C)*act_bytes;
+     Hd      head transient = 3X (final norm out, its grad, the residual grad) + 4N + chunk*V*act_bytes;
+     saved(l) = S_k(l) (kept), X (first layer of a segment), 0 (other layers of a segment);
+     Peak = F + max( sum_l saved(l) + X + Hd,  max_units u [ P(u) + sum_{j in u} A(j) + W + X ] )
+   with P(u) the saved bytes of all layers before u. Recompute time of a unit: 0 (keep all),
+   rsel (selective), rmlp (selective:mlp), sum of fwd over a segment.
+   ------------------------------------------------------------------------------------------ */
+typedef struct sc_layer_cost {
+    double fwd_s;   /* forward of the whole layer (= replay cost inside a segment) */
+    double rsel_s;  /* recompute of a SC_KEEP_SELECTIVE layer */
+    double rmlp_s;  /* recompute of a SC_KEEP_SELECTIVE_MLP layer */
+} sc_layer_cost;
+
+typedef struct sc_plan_row {
+    int unit_start, unit_end; /* the unit holding this layer: layers [unit_start, unit_end) */
+    int segment;              /* 1: inside a recomputed segment, 0: kept with keep[l] */
+    size_t saved_bytes;       /* saved(l) */
+    double recompute_s;       /* this layer's share of its unit's recompute time */
+} sc_plan_row;
+
+typedef struct sc_plan_report {
+    size_t budget;            /* 0 when the report comes from sc_plan_evaluate */
+    size_t fixed_bytes;       /* F */
+    size_t peak_bytes;        /* predicted Peak (includes F) */
+    size_t fwd_end_bytes;     /* F + sum saved + X + Hd: live at the end of forward */
+    size_t bwd_peak_bytes;    /* F + the worst backward unit */
+    int bwd_peak_unit;        /* first layer of that unit */
+    size_t saved_bytes;       /* sum_l saved(l) + X (the stack's output), as sc_plan_saved_bytes */
+    size_t min_budget;        /* smallest feasible budget (set by sc_planner_plan, also on failure) */
+    double recompute_s;       /* predicted recompute time per step */
+    double step_estimate_s;   /* 3 * sum fwd: a no-recompute step (forward + 2x backward) */
+    double recompute_frac;    /* recompute_s / step_estimate_s */
+    int num_layers;
+    sc_plan_row rows[SC_MAX_LAYERS];
+} sc_plan_report;
+
+/* Roofline ESTIMATE of per-layer times (t = flops / 700e12 + bytes / 3.0e12, an H100-class
+   guess, not a measurement): fwd = all GEMMs + causal attention + elementwise ops; rsel = the
+   elementwise ops only (two RMSNorms, q/k-norm + RoPE, SwiGLU); rmlp = ln2 + gate_up GEMM +
+   SwiGLU. Fills costs[0 .. num_layers-1]. Weights are counted at act_bytes per element. */
+SCDEF void sc_plan_estimate_costs(const sc_config *cfg, int B, int T, int act_bytes, sc_layer_cost *costs);
+/* Weights + grads (+ AdamW m and v, stored like the parameters): nparams * (param_bytes +
+   grad_bytes [+ 2 * param_bytes]). Not included: f32 master weights (add nparams * 4 and pass
+   param_bytes = 4 for the states yourself), RoPE tables, ids/targets/row losses. */
+SCDEF size_t sc_plan_fixed_bytes(const sc_config *cfg, int optim_adamw, int param_bytes, int grad_bytes);
+/* Predicted peak, saved bytes and recompute time of any plan under the cost model above
+   (costs may be NULL: times 0). rep->budget and rep->min_budget are left 0. */
+SCDEF sc_result sc_plan_evaluate(sc_plan_report *rep, const sc_plan *plan, const sc_config *cfg, int B, int T,
+                                 int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs);
+/* Exact optimum: the plan of least predicted recompute time with Peak <= budget (ties: lower
+   peak). costs[l] >= 0 (NULL: sc_plan_estimate_costs); rep may be NULL. When nothing fits:
+   SC_ERROR_INVALID_ARGS with the smallest feasible budget in the message and rep->min_budget. */
+SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_config *cfg, int B, int T,
+                                int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs, size_t budget);
+/* A text table of the plan (one row per layer) and summary lines; snprintf semantics. */
+SCDEF int sc_plan_report_table(const sc_plan_report *rep, const sc_plan *plan, char *buf, size_t cap);
+/* 1 and *budget set for "budget:SIZE" (SIZE as sc_parse_size, > 0); 0 for any other policy;
+   -1 for a malformed or zero budget (message in sc_last_error()). */
+SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
 
 #endif /* SLIDECHECK_H */
 
@@ -602,15 +1338,4996 @@ SCDEF float sc_rng_normal(sc_rng *r)
     return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
 }
 
-#ifndef SC_DEV_NO_PARTS
-#include "wip/alloc_impl.h"
-#include "wip/trace_impl.h"
-#include "wip/io_impl.h"
+/* ---- caching allocator (PyTorch CUDACachingAllocator rules, see the declarations) ---- */
+
+#define SC__ALLOCATOR_MIN_BLOCK ((size_t)512)            /* kMinBlockSize */
+#define SC__ALLOCATOR_SMALL_SIZE ((size_t)1 << 20)       /* kSmallSize: largest small-pool request */
+#define SC__ALLOCATOR_SMALL_BUFFER ((size_t)2 << 20)     /* kSmallBuffer: small-pool segment */
+#define SC__ALLOCATOR_LARGE_BUFFER ((size_t)20 << 20)    /* kLargeBuffer: segment for 1..10 MiB */
+#define SC__ALLOCATOR_MIN_LARGE ((size_t)10 << 20)       /* kMinLargeAlloc */
+#define SC__ALLOCATOR_ROUND_LARGE ((size_t)2 << 20)      /* kRoundLarge */
+#define SC__ALLOCATOR_MAX_REQUEST ((size_t)1 << 56)      /* beyond any device; keeps rounding exact */
+
+typedef struct sc__allocator_use {
+    int stream;
+    void *event;                 /* recorded at free time; NULL once complete */
+} sc__allocator_use;
+
+typedef struct sc__allocator_block {
+    char *ptr;
+    size_t size;                 /* rounded */
+    size_t requested;            /* the caller's bytes (live and pending blocks) */
+    int stream;                  /* the stream it was allocated on; never changes */
+    int pool;                    /* 0 small, 1 large */
+    int allocated;
+    int event_count;             /* events still running (pending free when > 0) */
+    sc__allocator_use *uses;     /* other streams that used the block (record_stream) */
+    int n_uses, cap_uses;
+    struct sc__allocator_block *prev, *next; /* neighbours inside the segment */
+    struct sc__allocator_segment *seg;
+    char tag[SC_ALLOCATOR_TAG_MAX];
+} sc__allocator_block;
+
+typedef struct sc__allocator_segment {
+    char *base;
+    size_t size;
+    int stream, pool;
+    sc__allocator_block *first;  /* lowest-address block */
+    struct sc__allocator_segment *next_spare;
+} sc__allocator_segment;
+
+/* ---- small helpers ---- */
+
+static size_t sc__allocator_round(size_t n)
+{
+    const size_t m = SC__ALLOCATOR_MIN_BLOCK;
+    return n < m ? m : (n + m - 1) / m * m;
+}
+
+static size_t sc__allocator_segment_size(size_t rounded)
+{
+    if (rounded <= SC__ALLOCATOR_SMALL_SIZE) return SC__ALLOCATOR_SMALL_BUFFER;
+    if (rounded < SC__ALLOCATOR_MIN_LARGE) return SC__ALLOCATOR_LARGE_BUFFER;
+    return (rounded + SC__ALLOCATOR_ROUND_LARGE - 1) / SC__ALLOCATOR_ROUND_LARGE * SC__ALLOCATOR_ROUND_LARGE;
+}
+
+static void sc__allocator_stat_inc(sc_stat *s, int pool, int64_t amount)
+{
+    int idx[2];
+    idx[0] = SC_STAT_ALL;
+    idx[1] = pool ? SC_STAT_LARGE_POOL : SC_STAT_SMALL_POOL;
+    for (int i = 0; i < 2; i++) {
+        s[idx[i]].current += amount;
+        if (s[idx[i]].current > s[idx[i]].peak) s[idx[i]].peak = s[idx[i]].current;
+        s[idx[i]].allocated_total += amount;
+    }
+}
+
+static void sc__allocator_stat_dec(sc_stat *s, int pool, int64_t amount)
+{
+    int idx[2];
+    idx[0] = SC_STAT_ALL;
+    idx[1] = pool ? SC_STAT_LARGE_POOL : SC_STAT_SMALL_POOL;
+    for (int i = 0; i < 2; i++) {
+        s[idx[i]].current -= amount;
+        s[idx[i]].freed_total += amount;
+    }
+}
+
+static int sc__allocator_is_split(const sc__allocator_block *b) { return b->prev || b->next; }
+
+static void sc__allocator_emit(sc_allocator *a, sc_mem_event_kind kind, void *ptr, size_t size,
+                           size_t requested, int stream, const char *tag)
+{
+    sc_mem_event ev;
+    if (!a->cfg.on_event) return;
+    ev.kind = kind;
+    ev.ptr = ptr;
+    ev.size = size;
+    ev.requested = requested;
+    ev.allocated_bytes = a->stats.allocated_bytes[SC_STAT_ALL].current;
+    ev.reserved_bytes = a->stats.reserved_bytes[SC_STAT_ALL].current;
+    ev.stream = stream;
+    ev.tag = tag ? tag : "";
+    ev.device = a->name;
+    a->cfg.on_event(&ev, a->cfg.on_event_user);
+}
+
+/* Copy a tag, truncating on a UTF-8 character boundary so the JSON stays valid. */
+static void sc__allocator_copy_tag(char *dst, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n > SC_ALLOCATOR_TAG_MAX - 1) {
+        n = SC_ALLOCATOR_TAG_MAX - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--;
+    }
+    if (n) memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* PyTorch's format_size(), for the OOM message. */
+static void sc__allocator_human(char *buf, size_t cap, uint64_t n)
+{
+    if (n <= 1024) snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+    else if (n <= 1048576) snprintf(buf, cap, "%.2f KiB", (double)n / 1024.0);
+    else if (n <= 1073741824ull) snprintf(buf, cap, "%.2f MiB", (double)n / 1048576.0);
+    else snprintf(buf, cap, "%.2f GiB", (double)n / 1073741824.0);
+}
+
+/* Default raw allocator: host memory aligned to 256 bytes, like cudaMalloc. The original
+   pointer sits just before the aligned one. */
+static void *sc__allocator_host_raw(size_t bytes, void *user)
+{
+    unsigned char *raw;
+    uintptr_t p;
+    (void)user;
+    raw = (unsigned char *)SC_MALLOC(bytes + 256 + sizeof(void *));
+    if (!raw) return NULL;
+    p = ((uintptr_t)(raw + sizeof(void *)) + 255) & ~(uintptr_t)255;
+    memcpy((void *)(p - sizeof(void *)), &raw, sizeof raw);
+    return (void *)p;
+}
+
+static void sc__allocator_host_raw_free(void *ptr, size_t bytes, void *user)
+{
+    void *raw;
+    (void)bytes; (void)user;
+    memcpy(&raw, (unsigned char *)ptr - sizeof(void *), sizeof raw);
+    SC_FREE(raw);
+}
+
+/* ---- sorted pointer arrays ---- */
+
+/* Order of a pool: (stream, size, address), as PyTorch's BlockComparatorSize. */
+static int sc__allocator_pool_less(const sc__allocator_block *x, int stream, size_t size, const char *ptr)
+{
+    if (x->stream != stream) return x->stream < stream;
+    if (x->size != size) return x->size < size;
+    return (uintptr_t)x->ptr < (uintptr_t)ptr;
+}
+
+/* First index whose block is not less than the key. */
+static size_t sc__allocator_pool_lower(const sc_allocator *a, int pool, int stream, size_t size,
+                                   const char *ptr)
+{
+    size_t lo = 0, hi = a->pool_n[pool];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc__allocator_pool_less(a->pool[pool][mid], stream, size, ptr)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Capacity was reserved by sc__allocator_reserve (pool_cap >= pool_blocks), so this cannot fail. */
+static void sc__allocator_pool_insert(sc_allocator *a, sc__allocator_block *b)
+{
+    int p = b->pool;
+    size_t i = sc__allocator_pool_lower(a, p, b->stream, b->size, b->ptr);
+    SC_ASSERT(a->pool_n[p] < a->pool_cap[p]);
+    memmove(a->pool[p] + i + 1, a->pool[p] + i, (a->pool_n[p] - i) * sizeof *a->pool[p]);
+    a->pool[p][i] = b;
+    a->pool_n[p]++;
+}
+
+static void sc__allocator_pool_erase(sc_allocator *a, sc__allocator_block *b)
+{
+    int p = b->pool;
+    size_t i = sc__allocator_pool_lower(a, p, b->stream, b->size, b->ptr);
+    SC_ASSERT(i < a->pool_n[p] && a->pool[p][i] == b);
+    memmove(a->pool[p] + i, a->pool[p] + i + 1, (a->pool_n[p] - i - 1) * sizeof *a->pool[p]);
+    a->pool_n[p]--;
+}
+
+/* First index of the active array whose ptr is >= ptr. */
+static size_t sc__allocator_active_lower(const sc_allocator *a, const void *ptr)
+{
+    size_t lo = 0, hi = a->active_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)a->active[mid]->ptr < (uintptr_t)ptr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static sc__allocator_block *sc__allocator_active_find(const sc_allocator *a, const void *ptr)
+{
+    size_t i = sc__allocator_active_lower(a, ptr);
+    return i < a->active_n && a->active[i]->ptr == (const char *)ptr ? a->active[i] : NULL;
+}
+
+static void sc__allocator_active_erase(sc_allocator *a, sc__allocator_block *b)
+{
+    size_t i = sc__allocator_active_lower(a, b->ptr);
+    SC_ASSERT(i < a->active_n && a->active[i] == b);
+    memmove(a->active + i, a->active + i + 1, (a->active_n - i - 1) * sizeof *a->active);
+    a->active_n--;
+}
+
+/* A pointer array with room for at least `need` elements (realloc'd, *cap updated), or NULL
+   on host out-of-memory with the old array untouched. */
+static void *sc__allocator_grow(void *arr, size_t *cap, size_t need)
+{
+    size_t n = *cap ? *cap : 16;
+    void *p;
+    if (need <= *cap) return arr;
+    while (n < need) n *= 2;
+    p = SC_REALLOC(arr, n * sizeof(void *));
+    if (p) *cap = n;
+    return p;
+}
+
+/* Everything an allocation may need from the host heap, taken before anything changes: then an
+   allocation either happens completely or leaves no trace, and a free never allocates. */
+static int sc__allocator_reserve(sc_allocator *a)
+{
+    int nspare = 0;
+    void *g;
+    for (sc__allocator_block *b = a->spare_blocks; b && nspare < 2; b = b->next) nspare++;
+    for (; nspare < 2; nspare++) {
+        sc__allocator_block *b = (sc__allocator_block *)SC_MALLOC(sizeof *b);
+        if (!b) return 0;
+        memset(b, 0, sizeof *b);
+        b->next = a->spare_blocks;
+        a->spare_blocks = b;
+    }
+    if (!a->spare_segs) {
+        sc__allocator_segment *s = (sc__allocator_segment *)SC_MALLOC(sizeof *s);
+        if (!s) return 0;
+        memset(s, 0, sizeof *s);
+        a->spare_segs = s;
+    }
+    for (int p = 0; p < 2; p++) {
+        g = sc__allocator_grow(a->pool[p], &a->pool_cap[p], a->pool_blocks[p] + 2);
+        if (!g) return 0;
+        a->pool[p] = (sc__allocator_block **)g;
+    }
+    g = sc__allocator_grow(a->active, &a->active_cap, a->active_n + 1);
+    if (!g) return 0;
+    a->active = (sc__allocator_block **)g;
+    g = sc__allocator_grow(a->segs, &a->seg_cap, a->seg_n + 1);
+    if (!g) return 0;
+    a->segs = (sc__allocator_segment **)g;
+    return 1;
+}
+
+static sc__allocator_block *sc__allocator_new_block(sc_allocator *a, int pool)
+{
+    sc__allocator_block *b = a->spare_blocks;
+    SC_ASSERT(b);
+    a->spare_blocks = b->next;
+    memset(b, 0, sizeof *b);
+    b->pool = pool;
+    a->pool_blocks[pool]++;
+    return b;
+}
+
+static void sc__allocator_recycle_block(sc_allocator *a, sc__allocator_block *b)
+{
+    a->pool_blocks[b->pool]--;
+    SC_FREE(b->uses);
+    b->uses = NULL;
+    b->next = a->spare_blocks;
+    a->spare_blocks = b;
+}
+
+/* ---- the PyTorch algorithm ---- */
+
+/* get_free_block: best fit on the same stream, or NULL. */
+static sc__allocator_block *sc__allocator_get_free_block(sc_allocator *a, int pool, int stream, size_t size)
+{
+    size_t i = sc__allocator_pool_lower(a, pool, stream, size, NULL);
+    sc__allocator_block *b;
+    if (i == a->pool_n[pool] || a->pool[pool][i]->stream != stream) return NULL;
+    b = a->pool[pool][i];
+    memmove(a->pool[pool] + i, a->pool[pool] + i + 1, (a->pool_n[pool] - i - 1) * sizeof *a->pool[pool]);
+    a->pool_n[pool]--;
+    return b;
+}
+
+/* alloc_block: a new segment as one free block (not in the pool), or NULL. */
+static sc__allocator_block *sc__allocator_new_segment(sc_allocator *a, int pool, int stream, size_t seg_size,
+                                              size_t requested, const char *tag, int is_retry)
+{
+    sc__allocator_segment *s;
+    sc__allocator_block *b;
+    char *ptr;
+    size_t i;
+    if (is_retry) a->stats.alloc_retries++;
+    if (a->cfg.mem_cap &&
+        (uint64_t)a->stats.reserved_bytes[SC_STAT_ALL].current + seg_size > a->cfg.mem_cap)
+        return NULL;
+    ptr = (char *)a->cfg.raw_alloc(seg_size, a->cfg.raw_user);
+    if (!ptr) return NULL;
+    s = a->spare_segs;
+    a->spare_segs = s->next_spare;
+    memset(s, 0, sizeof *s);
+    s->base = ptr;
+    s->size = seg_size;
+    s->stream = stream;
+    s->pool = pool;
+    b = sc__allocator_new_block(a, pool);
+    b->ptr = ptr;
+    b->size = seg_size;
+    b->stream = stream;
+    b->seg = s;
+    s->first = b;
+    for (i = a->seg_n; i > 0 && (uintptr_t)a->segs[i - 1]->base > (uintptr_t)ptr; i--)
+        a->segs[i] = a->segs[i - 1];
+    a->segs[i] = s;
+    a->seg_n++;
+    sc__allocator_stat_inc(a->stats.segment, pool, 1);
+    sc__allocator_stat_inc(a->stats.reserved_bytes, pool, (int64_t)seg_size);
+    sc__allocator_emit(a, SC_MEM_SEGMENT_ALLOC, ptr, seg_size, requested, stream, tag);
+    return b;
+}
+
+/* release_block: give a whole free segment (one block, in its pool) back. */
+static void sc__allocator_release_segment(sc_allocator *a, sc__allocator_block *b)
+{
+    sc__allocator_segment *s = b->seg;
+    size_t i;
+    int pool = b->pool;
+    sc__allocator_pool_erase(a, b);
+    for (i = 0; i < a->seg_n && a->segs[i] != s; i++) {}
+    SC_ASSERT(i < a->seg_n);
+    memmove(a->segs + i, a->segs + i + 1, (a->seg_n - i - 1) * sizeof *a->segs);
+    a->seg_n--;
+    a->cfg.raw_free(s->base, s->size, a->cfg.raw_user);
+    sc__allocator_stat_dec(a->stats.segment, pool, 1);
+    sc__allocator_stat_dec(a->stats.reserved_bytes, pool, (int64_t)s->size);
+    sc__allocator_emit(a, SC_MEM_SEGMENT_FREE, s->base, s->size, 0, s->stream, "");
+    sc__allocator_recycle_block(a, b);
+    s->next_spare = a->spare_segs;
+    a->spare_segs = s;
+}
+
+/* try_merge_blocks: fold src (a free neighbour in the pool) into dst; returns src's size or 0. */
+static size_t sc__allocator_try_merge(sc_allocator *a, sc__allocator_block *dst, sc__allocator_block *src)
+{
+    size_t subsumed;
+    if (!src || src->allocated || src->event_count > 0) return 0;
+    sc__allocator_pool_erase(a, src);
+    if (dst->prev == src) { /* [src dst] */
+        dst->ptr = src->ptr;
+        dst->prev = src->prev;
+        if (dst->prev) dst->prev->next = dst;
+        else dst->seg->first = dst;
+    } else { /* [dst src] */
+        dst->next = src->next;
+        if (dst->next) dst->next->prev = dst;
+    }
+    subsumed = src->size;
+    dst->size += subsumed;
+    sc__allocator_recycle_block(a, src);
+    return subsumed;
+}
+
+/* free_block: a block nobody uses any more goes back to its pool, merged with free neighbours. */
+static void sc__allocator_free_block(sc_allocator *a, sc__allocator_block *b)
+{
+    size_t orig_size = b->size, requested = b->requested;
+    int64_t d_blocks = 0, d_bytes = 0;
+    sc__allocator_block *cand[2];
+    SC_ASSERT(!b->allocated && b->event_count == 0);
+    b->n_uses = 0;
+    sc__allocator_active_erase(a, b); /* before merging: merging may move b->ptr */
+    cand[0] = b->prev;
+    cand[1] = b->next;
+    for (int i = 0; i < 2; i++) {
+        size_t sub = sc__allocator_try_merge(a, b, cand[i]);
+        if (sub) { d_blocks -= 1; d_bytes -= (int64_t)sub; }
+    }
+    sc__allocator_pool_insert(a, b);
+    if (sc__allocator_is_split(b)) { d_blocks += 1; d_bytes += (int64_t)b->size; }
+    if (d_blocks > 0) sc__allocator_stat_inc(a->stats.inactive_split, b->pool, d_blocks);
+    if (d_blocks < 0) sc__allocator_stat_dec(a->stats.inactive_split, b->pool, -d_blocks);
+    if (d_bytes > 0) sc__allocator_stat_inc(a->stats.inactive_split_bytes, b->pool, d_bytes);
+    if (d_bytes < 0) sc__allocator_stat_dec(a->stats.inactive_split_bytes, b->pool, -d_bytes);
+    sc__allocator_stat_dec(a->stats.active, b->pool, 1);
+    sc__allocator_stat_dec(a->stats.active_bytes, b->pool, (int64_t)orig_size);
+    sc__allocator_stat_dec(a->stats.requested_bytes, b->pool, (int64_t)requested);
+    b->requested = 0;
+    b->tag[0] = 0;
+}
+
+/* process_events: pending blocks whose events have all completed are really freed. With
+   `wait`, synchronize on each event first (synchronize_and_free_events). */
+static void sc__allocator_process_events(sc_allocator *a, int wait)
+{
+    size_t i = 0;
+    if (!a->pending_n) return;
+    while (i < a->active_n) {
+        sc__allocator_block *b = a->active[i];
+        if (b->event_count > 0) {
+            for (int u = 0; u < b->n_uses; u++) {
+                void *ev = b->uses[u].event;
+                if (!ev) continue;
+                if (wait && a->cfg.event_synchronize) a->cfg.event_synchronize(ev, a->cfg.event_user);
+                if (!a->cfg.event_query(ev, a->cfg.event_user)) continue;
+                if (a->cfg.event_destroy) a->cfg.event_destroy(ev, a->cfg.event_user);
+                b->uses[u].event = NULL;
+                b->event_count--;
+            }
+            if (b->event_count == 0) {
+                a->pending_n--;
+                sc__allocator_free_block(a, b); /* removes b from active: index i is the next one */
+                continue;
+            }
+        }
+        i++;
+    }
+}
+
+/* release_cached_blocks: wait for pending frees, then give back every whole free segment. */
+static void sc__allocator_release_cached(sc_allocator *a)
+{
+    sc__allocator_process_events(a, 1);
+    for (int p = 1; p >= 0; p--) { /* large pool first, as PyTorch */
+        size_t i = 0;
+        while (i < a->pool_n[p]) {
+            sc__allocator_block *b = a->pool[p][i];
+            if (!b->prev && !b->next) sc__allocator_release_segment(a, b);
+            else i++;
+        }
+    }
+}
+
+static int sc__allocator_should_split(const sc__allocator_block *b, size_t size)
+{
+    size_t remaining = b->size - size;
+    return b->pool == 0 ? remaining >= SC__ALLOCATOR_MIN_BLOCK : remaining > SC__ALLOCATOR_SMALL_SIZE;
+}
+
+/* alloc_found_block: carve `size` off the front of free block b and make it live. */
+static sc__allocator_block *sc__allocator_take_block(sc_allocator *a, sc__allocator_block *b, size_t size,
+                                             size_t requested, int stream, const char *tag)
+{
+    int already_split = sc__allocator_is_split(b), pool = b->pool;
+    size_t i;
+    if (sc__allocator_should_split(b, size)) {
+        sc__allocator_block *rest = b;
+        b = sc__allocator_new_block(a, pool);
+        b->ptr = rest->ptr;
+        b->size = size;
+        b->stream = stream;
+        b->seg = rest->seg;
+        b->prev = rest->prev;
+        if (b->prev) b->prev->next = b;
+        else b->seg->first = b;
+        b->next = rest;
+        rest->prev = b;
+        rest->ptr += size;
+        rest->size -= size;
+        sc__allocator_pool_insert(a, rest);
+        if (already_split) {
+            sc__allocator_stat_dec(a->stats.inactive_split_bytes, pool, (int64_t)size);
+        } else {
+            sc__allocator_stat_inc(a->stats.inactive_split_bytes, pool, (int64_t)rest->size);
+            sc__allocator_stat_inc(a->stats.inactive_split, pool, 1);
+        }
+    } else if (already_split) {
+        sc__allocator_stat_dec(a->stats.inactive_split_bytes, pool, (int64_t)b->size);
+        sc__allocator_stat_dec(a->stats.inactive_split, pool, 1);
+    }
+    b->allocated = 1;
+    b->requested = requested;
+    sc__allocator_copy_tag(b->tag, tag);
+    i = sc__allocator_active_lower(a, b->ptr);
+    memmove(a->active + i + 1, a->active + i, (a->active_n - i) * sizeof *a->active);
+    a->active[i] = b;
+    a->active_n++;
+    sc__allocator_stat_inc(a->stats.allocation, pool, 1);
+    sc__allocator_stat_inc(a->stats.allocated_bytes, pool, (int64_t)b->size);
+    sc__allocator_stat_inc(a->stats.active, pool, 1);
+    sc__allocator_stat_inc(a->stats.active_bytes, pool, (int64_t)b->size);
+    sc__allocator_stat_inc(a->stats.requested_bytes, pool, (int64_t)requested);
+    return b;
+}
+
+static sc_result sc__allocator_oom(sc_allocator *a, size_t bytes, size_t size, size_t seg_size,
+                               int stream, const char *tag, int cap_hit)
+{
+    const sc__allocator_block *top[10];
+    int ntop = 0, len;
+    char msg[1024], h1[32], h2[32], h3[32], h4[32], h5[32];
+    int64_t alloc = a->stats.allocated_bytes[SC_STAT_ALL].current;
+    int64_t resv = a->stats.reserved_bytes[SC_STAT_ALL].current;
+    a->stats.num_ooms++;
+    sc__allocator_emit(a, SC_MEM_OOM, NULL, size, bytes, stream, tag);
+    /* the ten largest live blocks, by insertion into a sorted top list */
+    for (size_t i = 0; i < a->active_n; i++) {
+        const sc__allocator_block *b = a->active[i];
+        int j;
+        if (!b->allocated) continue;
+        if (ntop == 10 && b->requested <= top[9]->requested) continue;
+        j = ntop < 10 ? ntop++ : 9;
+        for (; j > 0 && top[j - 1]->requested < b->requested; j--) top[j] = top[j - 1];
+        top[j] = b;
+    }
+    sc__allocator_human(h1, sizeof h1, seg_size ? seg_size : size);
+    sc__allocator_human(h2, sizeof h2, (uint64_t)alloc);
+    sc__allocator_human(h3, sizeof h3, (uint64_t)resv);
+    sc__allocator_human(h4, sizeof h4, (uint64_t)(resv - alloc));
+    if (a->cfg.mem_cap) sc__allocator_human(h5, sizeof h5, a->cfg.mem_cap);
+    else snprintf(h5, sizeof h5, "none");
+    len = snprintf(msg, sizeof msg,
+                   "%s out of memory: tried to allocate %s for %llu bytes \"%.48s\" on stream %d "
+                   "(%s); %s allocated, %s reserved (%s reserved but unallocated), cap %s. "
+                   "Largest live:",
+                   a->name, h1, (unsigned long long)bytes, tag ? tag : "", stream,
+                   cap_hit ? "the cap would be exceeded" : "the raw allocator failed",
+                   h2, h3, h4, h5);
+    for (int i = 0; i < ntop && len > 0 && (size_t)len < sizeof msg; i++) {
+        sc__allocator_human(h1, sizeof h1, top[i]->requested);
+        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s %s \"%.48s\"", i ? ";" : "", h1,
+                        top[i]->tag);
+    }
+    if (!ntop) snprintf(msg + len, sizeof msg - (size_t)len, " none");
+    return sc__fail(SC_ERROR_OUT_OF_MEMORY, "%s", msg);
+}
+
+/* ---- public API ---- */
+
+SCDEF sc_result sc_allocator_init(sc_allocator *a, const sc_allocator_config *cfg)
+{
+    if (!a) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_allocator_init: NULL allocator");
+    memset(a, 0, sizeof *a);
+    if (cfg) a->cfg = *cfg;
+    if (!a->cfg.raw_alloc != !a->cfg.raw_free)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_allocator_init: set both raw_alloc and raw_free, or neither");
+    if (a->cfg.event_record && !a->cfg.event_query)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_allocator_init: event_record needs event_query");
+    snprintf(a->name, sizeof a->name, "%s",
+             a->cfg.name ? a->cfg.name : (a->cfg.raw_alloc ? "device" : "cpu"));
+    a->cfg.name = a->name;
+    if (!a->cfg.raw_alloc) {
+        a->cfg.raw_alloc = sc__allocator_host_raw;
+        a->cfg.raw_free = sc__allocator_host_raw_free;
+    }
+    return SC_SUCCESS;
+}
+
+SCDEF void sc_allocator_uninit(sc_allocator *a)
+{
+    size_t live = 0, live_bytes = 0;
+    if (!a) return;
+    for (size_t i = 0; i < a->active_n; i++) {
+        sc__allocator_block *b = a->active[i];
+        if (b->allocated) {
+            if (live < 10)
+                fprintf(stderr, "slidecheck: allocator %s: uninit with a live block %p of %zu bytes \"%s\"\n",
+                        a->name, (void *)b->ptr, b->requested, b->tag);
+            live++;
+            live_bytes += b->requested;
+        }
+        for (int u = 0; u < b->n_uses; u++)
+            if (b->uses[u].event && a->cfg.event_destroy)
+                a->cfg.event_destroy(b->uses[u].event, a->cfg.event_user);
+    }
+    if (live)
+        fprintf(stderr, "slidecheck: allocator %s: %zu block(s), %zu bytes, never freed (a caller bug)\n",
+                a->name, live, live_bytes);
+    /* every block belongs to a segment: walk them and free it all */
+    for (size_t i = 0; i < a->seg_n; i++) {
+        sc__allocator_segment *s = a->segs[i];
+        sc__allocator_block *b = s->first;
+        a->cfg.raw_free(s->base, s->size, a->cfg.raw_user);
+        while (b) {
+            sc__allocator_block *n = b->next;
+            SC_FREE(b->uses);
+            SC_FREE(b);
+            b = n;
+        }
+        SC_FREE(s);
+    }
+    while (a->spare_blocks) {
+        sc__allocator_block *n = a->spare_blocks->next;
+        SC_FREE(a->spare_blocks);
+        a->spare_blocks = n;
+    }
+    while (a->spare_segs) {
+        sc__allocator_segment *n = a->spare_segs->next_spare;
+        SC_FREE(a->spare_segs);
+        a->spare_segs = n;
+    }
+    SC_FREE(a->pool[0]);
+    SC_FREE(a->pool[1]);
+    SC_FREE(a->active);
+    SC_FREE(a->segs);
+    memset(a, 0, sizeof *a);
+}
+
+SCDEF sc_result sc_allocator_alloc(sc_allocator *a, void **out, size_t bytes, int stream,
+                                   const char *tag)
+{
+    size_t size, seg_size;
+    int pool;
+    sc__allocator_block *b;
+    if (!a || !out) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_allocator_alloc: NULL argument");
+    *out = NULL;
+    if (bytes > SC__ALLOCATOR_MAX_REQUEST) return sc__allocator_oom(a, bytes, bytes, 0, stream, tag, 0);
+    if (!sc__allocator_reserve(a))
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "%s: out of host memory for allocator bookkeeping", a->name);
+    sc__allocator_process_events(a, 0);
+    size = sc__allocator_round(bytes);
+    pool = size <= SC__ALLOCATOR_SMALL_SIZE ? 0 : 1;
+    seg_size = sc__allocator_segment_size(size);
+    b = sc__allocator_get_free_block(a, pool, stream, size);
+    if (!b) b = sc__allocator_new_segment(a, pool, stream, seg_size, bytes, tag, 0);
+    if (!b) {
+        /* free every cached segment, then one more try (release_cached_blocks) */
+        sc__allocator_release_cached(a);
+        b = sc__allocator_new_segment(a, pool, stream, seg_size, bytes, tag, 1);
+    }
+    if (!b) {
+        int cap_hit = a->cfg.mem_cap &&
+                      (uint64_t)a->stats.reserved_bytes[SC_STAT_ALL].current + seg_size > a->cfg.mem_cap;
+        return sc__allocator_oom(a, bytes, size, seg_size, stream, tag, cap_hit);
+    }
+    b = sc__allocator_take_block(a, b, size, bytes, stream, tag);
+    *out = b->ptr;
+    sc__allocator_emit(a, SC_MEM_ALLOC, b->ptr, b->size, bytes, stream, b->tag);
+    return SC_SUCCESS;
+}
+
+SCDEF void sc_allocator_free(sc_allocator *a, void *ptr)
+{
+    sc__allocator_block *b;
+    if (!a || !ptr) return;
+    b = sc__allocator_active_find(a, ptr);
+    if (!b || !b->allocated) {
+        fprintf(stderr, "slidecheck: allocator %s: free of %p, which is not a live block here%s\n",
+                a->name, ptr, b ? " (freed twice)" : "");
+        return;
+    }
+    b->allocated = 0;
+    sc__allocator_stat_dec(a->stats.allocation, b->pool, 1);
+    sc__allocator_stat_dec(a->stats.allocated_bytes, b->pool, (int64_t)b->size);
+    sc__allocator_emit(a, SC_MEM_FREE, b->ptr, b->size, b->requested, b->stream, b->tag);
+    /* insert_events: the block waits for the work queued so far on every other stream using it */
+    for (int u = 0; u < b->n_uses; u++) {
+        b->uses[u].event = a->cfg.event_record(b->uses[u].stream, a->cfg.event_user);
+        if (b->uses[u].event) b->event_count++;
+    }
+    if (b->event_count) a->pending_n++;
+    else sc__allocator_free_block(a, b);
+}
+
+SCDEF void sc_allocator_record_stream(sc_allocator *a, void *ptr, int stream)
+{
+    sc__allocator_block *b;
+    if (!a || !ptr) return;
+    b = sc__allocator_active_find(a, ptr);
+    if (!b || !b->allocated) {
+        fprintf(stderr, "slidecheck: allocator %s: record_stream of %p, which is not a live block here\n",
+                a->name, ptr);
+        return;
+    }
+    /* uses on the allocation stream need no synchronisation; without events nothing does */
+    if (stream == b->stream || !a->cfg.event_record) return;
+    for (int u = 0; u < b->n_uses; u++)
+        if (b->uses[u].stream == stream) return;
+    if (b->n_uses == b->cap_uses) {
+        int n = b->cap_uses ? 2 * b->cap_uses : 4;
+        sc__allocator_use *p = (sc__allocator_use *)SC_REALLOC(b->uses, (size_t)n * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "slidecheck: allocator %s: out of host memory in record_stream\n", a->name);
+            return;
+        }
+        b->uses = p;
+        b->cap_uses = n;
+    }
+    b->uses[b->n_uses].stream = stream;
+    b->uses[b->n_uses].event = NULL;
+    b->n_uses++;
+}
+
+SCDEF void sc_allocator_empty_cache(sc_allocator *a)
+{
+    if (a) sc__allocator_release_cached(a);
+}
+
+SCDEF void sc_allocator_reset_peak(sc_allocator *a)
+{
+    sc_stat *all[9];
+    if (!a) return;
+    all[0] = a->stats.allocation; all[1] = a->stats.segment; all[2] = a->stats.active;
+    all[3] = a->stats.inactive_split; all[4] = a->stats.allocated_bytes;
+    all[5] = a->stats.reserved_bytes; all[6] = a->stats.active_bytes;
+    all[7] = a->stats.inactive_split_bytes; all[8] = a->stats.requested_bytes;
+    for (int i = 0; i < 9; i++)
+        for (int t = 0; t < SC_STAT_TYPES; t++) all[i][t].peak = all[i][t].current;
+}
+
+SCDEF void sc_allocator_reset_accumulated(sc_allocator *a)
+{
+    sc_stat *all[9];
+    if (!a) return;
+    all[0] = a->stats.allocation; all[1] = a->stats.segment; all[2] = a->stats.active;
+    all[3] = a->stats.inactive_split; all[4] = a->stats.allocated_bytes;
+    all[5] = a->stats.reserved_bytes; all[6] = a->stats.active_bytes;
+    all[7] = a->stats.inactive_split_bytes; all[8] = a->stats.requested_bytes;
+    for (int i = 0; i < 9; i++)
+        for (int t = 0; t < SC_STAT_TYPES; t++) all[i][t].allocated_total = all[i][t].freed_total = 0;
+    a->stats.alloc_retries = 0;
+    a->stats.num_ooms = 0;
+}
+
+SCDEF sc_memory_stats sc_allocator_stats(const sc_allocator *a)
+{
+    sc_memory_stats s;
+    if (a) return a->stats;
+    memset(&s, 0, sizeof s);
+    return s;
+}
+
+SCDEF const char *sc_allocator_tag_of(const sc_allocator *a, const void *ptr)
+{
+    const sc__allocator_block *b = a && ptr ? sc__allocator_active_find(a, ptr) : NULL;
+    return b && b->allocated ? b->tag : NULL;
+}
+
+SCDEF size_t sc_allocator_live_bytes_tagged(const sc_allocator *a, const char *tag_prefix)
+{
+    size_t sum = 0, n = tag_prefix ? strlen(tag_prefix) : 0;
+    if (!a) return 0;
+    for (size_t i = 0; i < a->active_n; i++) {
+        const sc__allocator_block *b = a->active[i];
+        if (b->allocated && !strncmp(b->tag, tag_prefix ? tag_prefix : "", n)) sum += b->requested;
+    }
+    return sum;
+}
+
+/* snprintf into buf at *len, keeping snprintf's "length it would have had" semantics. */
+static void sc__allocator_appendf(char *buf, size_t cap, int *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    size_t at = (size_t)*len;
+    va_start(ap, fmt);
+    n = vsnprintf(at < cap ? buf + at : NULL, at < cap ? cap - at : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) *len += n;
+}
+
+/* torch.cuda.memory._format_size / _format_count: the unit follows the "all" row's value. */
+static void sc__allocator_fmt_size(char *out, size_t cap, int64_t sz, int64_t pref)
+{
+    static const char *prefixes[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int p = 0;
+    double pf = (double)pref;
+    while (p < 5 && !(pf < 768.0 * 1024.0)) { p++; sz /= 1024; pf /= 1024.0; }
+    snprintf(out, cap, "%6lld %s", (long long)sz, prefixes[p]);
+}
+
+static void sc__allocator_fmt_count(char *out, size_t cap, int64_t cnt, int64_t pref)
+{
+    static const char *prefixes[] = {" ", "K", "M"};
+    int p = 0;
+    double pf = (double)pref;
+    while (p < 2 && !(pf < 750.0 * 1000.0)) { p++; cnt /= 1000; pf /= 1000.0; }
+    snprintf(out, cap, "%7lld %s ", (long long)cnt, prefixes[p]);
+}
+
+SCDEF int sc_allocator_summary(const sc_allocator *a, char *buf, size_t cap)
+{
+    static const char *sub[3] = {NULL, "      from large pool", "      from small pool"};
+    static const int subidx[3] = {SC_STAT_ALL, SC_STAT_LARGE_POOL, SC_STAT_SMALL_POOL};
+    const char *rule = "===================================================================================";
+    const char *thin = "-----------------------------------------------------------------------------------";
+    char label[40], reserved_mem[40], reserved_seg[40], title[80];
+    const sc_stat *rows[11];
+    const char *names[11];
+    int is_bytes[11];
+    int len = 0, nrows = 0;
+    if (cap && buf) buf[0] = 0;
+    if (!a) return 0;
+    snprintf(reserved_mem, sizeof reserved_mem, "%.8s reserved memory", a->name);
+    snprintf(reserved_seg, sizeof reserved_seg, "%.8s reserved segments", a->name);
+#define SC__ROW(st, nm, b) (rows[nrows] = (st), names[nrows] = (nm), is_bytes[nrows++] = (b))
+    SC__ROW(a->stats.allocated_bytes, "Allocated memory", 1);
+    SC__ROW(a->stats.active_bytes, "Active memory", 1);
+    SC__ROW(a->stats.requested_bytes, "Requested memory", 1);
+    SC__ROW(a->stats.reserved_bytes, reserved_mem, 1);
+    SC__ROW(a->stats.inactive_split_bytes, "Non-releasable memory", 1);
+    SC__ROW(a->stats.allocation, "Allocations", 0);
+    SC__ROW(a->stats.active, "Active allocs", 0);
+    SC__ROW(a->stats.segment, reserved_seg, 0);
+    SC__ROW(a->stats.inactive_split, "Non-releasable allocs", 0);
+#undef SC__ROW
+    snprintf(title, sizeof title, "slidecheck memory summary, %s", a->name);
+    sc__allocator_appendf(buf, cap, &len, "|%s|\n| %-81s |\n|%s|\n", rule, title, thin);
+    {
+        char c1[64], c2[64];
+        snprintf(c1, sizeof c1, "OOMs: %lld", (long long)a->stats.num_ooms);
+        snprintf(c2, sizeof c2, "raw allocation retries: %lld", (long long)a->stats.alloc_retries);
+        sc__allocator_appendf(buf, cap, &len, "| %-33s | %-45s |\n|%s|\n", c1, c2, rule);
+    }
+    sc__allocator_appendf(buf, cap, &len, "| %-29s | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n",
+                      "Metric");
+    for (int r = 0; r < nrows; r++) {
+        const sc_stat *all = &rows[r][SC_STAT_ALL];
+        sc__allocator_appendf(buf, cap, &len, "|%s|\n", thin);
+        for (int s = 0; s < 3; s++) {
+            const sc_stat *st = &rows[r][subidx[s]];
+            int64_t v[4], pref[4];
+            char cell[4][32];
+            v[0] = st->current; v[1] = st->peak; v[2] = st->allocated_total; v[3] = st->freed_total;
+            pref[0] = all->current; pref[1] = all->peak; pref[2] = all->allocated_total;
+            pref[3] = all->freed_total;
+            for (int c = 0; c < 4; c++) {
+                if (is_bytes[r]) sc__allocator_fmt_size(cell[c], sizeof cell[c], v[c], pref[c]);
+                else sc__allocator_fmt_count(cell[c], sizeof cell[c], v[c], pref[c]);
+            }
+            snprintf(label, sizeof label, "%s", s ? sub[s] : names[r]);
+            sc__allocator_appendf(buf, cap, &len, "| %-29s | %s | %s | %s | %s |\n", label, cell[0],
+                              cell[1], cell[2], cell[3]);
+        }
+    }
+    sc__allocator_appendf(buf, cap, &len, "|%s|\n", rule);
+    return len;
+}
+
+static void sc__allocator_json_string(char *buf, size_t cap, int *len, const char *s)
+{
+    sc__allocator_appendf(buf, cap, len, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') sc__allocator_appendf(buf, cap, len, "\\%c", c);
+        else if (c == '\n') sc__allocator_appendf(buf, cap, len, "\\n");
+        else if (c == '\t') sc__allocator_appendf(buf, cap, len, "\\t");
+        else if (c == '\r') sc__allocator_appendf(buf, cap, len, "\\r");
+        else if (c < 0x20) sc__allocator_appendf(buf, cap, len, "\\u%04x", c);
+        else sc__allocator_appendf(buf, cap, len, "%c", c);
+    }
+    sc__allocator_appendf(buf, cap, len, "\"");
+}
+
+SCDEF int sc_allocator_snapshot_json(const sc_allocator *a, char *buf, size_t cap)
+{
+    int len = 0;
+    if (cap && buf) buf[0] = 0;
+    if (!a) return 0;
+    sc__allocator_appendf(buf, cap, &len, "{\"device\": ");
+    sc__allocator_json_string(buf, cap, &len, a->name);
+    sc__allocator_appendf(buf, cap, &len, ", \"mem_cap\": %llu, \"segments\": [",
+                      (unsigned long long)a->cfg.mem_cap);
+    for (size_t i = 0; i < a->seg_n; i++) {
+        const sc__allocator_segment *s = a->segs[i];
+        size_t alloc = 0, active = 0, req = 0;
+        for (const sc__allocator_block *b = s->first; b; b = b->next) {
+            if (b->allocated) alloc += b->size;
+            if (b->allocated || b->event_count) { active += b->size; req += b->requested; }
+        }
+        sc__allocator_appendf(buf, cap, &len,
+                          "%s\n {\"address\": %llu, \"total_size\": %zu, \"allocated_size\": %zu, "
+                          "\"active_size\": %zu, \"requested_size\": %zu, \"stream\": %d, "
+                          "\"segment_type\": \"%s\", \"blocks\": [",
+                          i ? "," : "", (unsigned long long)(uintptr_t)s->base, s->size, alloc, active,
+                          req, s->stream, s->pool ? "large" : "small");
+        for (const sc__allocator_block *b = s->first; b; b = b->next) {
+            const char *state = b->allocated ? "active_allocated"
+                                : b->event_count ? "active_pending_free" : "inactive";
+            sc__allocator_appendf(buf, cap, &len,
+                              "%s\n  {\"offset\": %zu, \"address\": %llu, \"size\": %zu, "
+                              "\"requested_size\": %zu, \"state\": \"%s\", \"tag\": ",
+                              b == s->first ? "" : ",", (size_t)(b->ptr - s->base),
+                              (unsigned long long)(uintptr_t)b->ptr, b->size, b->requested, state);
+            sc__allocator_json_string(buf, cap, &len, b->tag);
+            sc__allocator_appendf(buf, cap, &len, "}");
+        }
+        sc__allocator_appendf(buf, cap, &len, "]}");
+    }
+    sc__allocator_appendf(buf, cap, &len, "]}\n");
+    return len;
+}
+
+SCDEF sc_result sc_allocator_validate(const sc_allocator *a)
+{
+    int64_t sum[2][6]; /* per pool: allocated bytes, count, active bytes, count, requested, reserved */
+    int64_t split[2][2]; /* per pool: inactive split count, bytes */
+    size_t nfree[2] = {0, 0}, nblocks[2] = {0, 0}, nactive = 0, npending = 0;
+    const sc_memory_stats *st = &a->stats;
+    memset(sum, 0, sizeof sum);
+    memset(split, 0, sizeof split);
+    for (size_t i = 0; i < a->seg_n; i++) {
+        const sc__allocator_segment *s = a->segs[i];
+        const sc__allocator_block *prev = NULL;
+        char *at = s->base;
+        int p = s->pool;
+        if (i && (uintptr_t)a->segs[i - 1]->base + a->segs[i - 1]->size > (uintptr_t)s->base)
+            return sc__fail(SC_ERROR_FORMAT, "allocator: segments %zu and %zu overlap", i - 1, i);
+        sum[p][5] += (int64_t)s->size;
+        for (const sc__allocator_block *b = s->first; b; prev = b, b = b->next) {
+            int is_free = !b->allocated && !b->event_count;
+            nblocks[p]++;
+            if (b->ptr != at || b->prev != prev || b->seg != s || b->pool != p || b->stream != s->stream)
+                return sc__fail(SC_ERROR_FORMAT, "allocator: block %p breaks the tiling of segment %p",
+                                (void *)b->ptr, (void *)s->base);
+            if (!b->size || b->size % SC__ALLOCATOR_MIN_BLOCK)
+                return sc__fail(SC_ERROR_FORMAT, "allocator: block size %zu is not a multiple of 512", b->size);
+            if (is_free && prev && !prev->allocated && !prev->event_count)
+                return sc__fail(SC_ERROR_FORMAT, "allocator: two free neighbours at %p", (void *)b->ptr);
+            if (is_free) {
+                size_t k = sc__allocator_pool_lower(a, p, b->stream, b->size, b->ptr);
+                if (k >= a->pool_n[p] || a->pool[p][k] != b)
+                    return sc__fail(SC_ERROR_FORMAT, "allocator: free block %p missing from its pool",
+                                    (void *)b->ptr);
+                nfree[p]++;
+                if (b->prev || b->next) { split[p][0]++; split[p][1] += (int64_t)b->size; }
+            } else {
+                if (sc__allocator_active_find(a, b->ptr) != b)
+                    return sc__fail(SC_ERROR_FORMAT, "allocator: block %p missing from the active list",
+                                    (void *)b->ptr);
+                nactive++;
+                if (b->allocated) { sum[p][0] += (int64_t)b->size; sum[p][1]++; }
+                else npending++;
+                sum[p][2] += (int64_t)b->size;
+                sum[p][3]++;
+                sum[p][4] += (int64_t)b->requested;
+            }
+            at += b->size;
+        }
+        if (at != s->base + s->size)
+            return sc__fail(SC_ERROR_FORMAT, "allocator: blocks do not cover segment %p", (void *)s->base);
+    }
+    for (int p = 0; p < 2; p++) {
+        int t = p ? SC_STAT_LARGE_POOL : SC_STAT_SMALL_POOL;
+        if (nfree[p] != a->pool_n[p] || nblocks[p] != a->pool_blocks[p])
+            return sc__fail(SC_ERROR_FORMAT, "allocator: pool %d holds %zu blocks, %zu free ones exist",
+                            p, a->pool_n[p], nfree[p]);
+        for (size_t k = 1; k < a->pool_n[p]; k++) {
+            const sc__allocator_block *x = a->pool[p][k - 1], *y = a->pool[p][k];
+            if (!sc__allocator_pool_less(x, y->stream, y->size, y->ptr))
+                return sc__fail(SC_ERROR_FORMAT, "allocator: pool %d is not sorted", p);
+        }
+        if (st->allocated_bytes[t].current != sum[p][0] || st->allocation[t].current != sum[p][1] ||
+            st->active_bytes[t].current != sum[p][2] || st->active[t].current != sum[p][3] ||
+            st->requested_bytes[t].current != sum[p][4] || st->reserved_bytes[t].current != sum[p][5] ||
+            st->inactive_split[t].current != split[p][0] ||
+            st->inactive_split_bytes[t].current != split[p][1])
+            return sc__fail(SC_ERROR_FORMAT, "allocator: pool %d stats differ from its blocks", p);
+    }
+    if (nactive != a->active_n || npending != a->pending_n)
+        return sc__fail(SC_ERROR_FORMAT, "allocator: active list holds %zu blocks, %zu exist",
+                        a->active_n, nactive);
+    if (a->cfg.mem_cap && (uint64_t)st->reserved_bytes[SC_STAT_ALL].current > a->cfg.mem_cap)
+        return sc__fail(SC_ERROR_FORMAT, "allocator: reserved exceeds the cap");
+    for (int k = 0; k < 9; k++) {
+        const sc_stat *arr = k == 0 ? st->allocation : k == 1 ? st->segment : k == 2 ? st->active
+                           : k == 3 ? st->inactive_split : k == 4 ? st->allocated_bytes
+                           : k == 5 ? st->reserved_bytes : k == 6 ? st->active_bytes
+                           : k == 7 ? st->inactive_split_bytes : st->requested_bytes;
+        if (arr[SC_STAT_ALL].current != arr[1].current + arr[2].current ||
+            arr[SC_STAT_ALL].peak < arr[SC_STAT_ALL].current)
+            return sc__fail(SC_ERROR_FORMAT, "allocator: stat %d is inconsistent", k);
+    }
+    return SC_SUCCESS;
+}
+/* ---- tracing: spans, steps, memory events, statistics, writers ---- */
+#include <time.h>
+#ifdef __linux__
+#include <fcntl.h>
+#include <unistd.h>
 #endif
-#ifndef SC_DEV_NO_MODEL
-#include "wip/model_impl.h"
-#include "wip/plan_impl.h"
+#ifdef _WIN32
+#include <direct.h>
+#else
+#include <sys/stat.h>
+#include <sys/types.h>
 #endif
+
+/* Strict -std=c11 hides the POSIX clocks in <time.h>, but glibc still exports
+   clock_gettime and CLOCK_MONOTONIC is 1 in the Linux ABI, so declare what we use. */
+#if defined(__linux__) && !defined(CLOCK_MONOTONIC)
+#ifdef __cplusplus
+extern "C"
+#endif
+int clock_gettime(int clk, struct timespec *ts);
+#define SC__TRACE_CLOCK 1
+#elif defined(CLOCK_MONOTONIC)
+#define SC__TRACE_CLOCK CLOCK_MONOTONIC
+#endif
+
+static int64_t sc__trace_now_ns(void)
+{
+    struct timespec ts;
+#ifdef SC__TRACE_CLOCK
+    clock_gettime(SC__TRACE_CLOCK, &ts);
+#else
+    timespec_get(&ts, TIME_UTC); /* no monotonic clock known here: the best C11 offers */
+#endif
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Grow an array to hold `need` elements (doubling). Returns the (possibly moved) array, or
+   NULL with *cap untouched when memory ran out; the old array then stays valid. */
+static void *sc__trace_grow(void *p, int64_t *cap, int64_t need, size_t elem)
+{
+    if (need <= *cap) return p;
+    int64_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    void *q = SC_REALLOC(p, (size_t)c * elem);
+    if (q) *cap = c;
+    return q;
+}
+
+/* ---- CPU resident set size ---- */
+#ifdef __linux__
+/* Resident pages from /proc/<self>/statm: the second number. Kept open, so one sample costs
+   an lseek and a read. */
+static int64_t sc__trace_statm(int fd, int64_t page)
+{
+    char buf[128];
+    if (fd < 0 || lseek(fd, 0, SEEK_SET) != 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    char *e;
+    strtoll(buf, &e, 10);
+    return strtoll(e, NULL, 10) * page;
+}
+
+static int64_t sc__trace_page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? p : 4096;
+}
+
+/* A "Key:   123 kB" line of /proc/self/status, in bytes (0 when absent). */
+static int64_t sc__trace_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kl = strlen(key);
+    int64_t v = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == ':') { v = strtoll(line + kl + 1, NULL, 10) * 1024; break; }
+    fclose(f);
+    return v;
+}
+
+/* Writing "5" to clear_refs resets VmHWM to the current RSS, so VmHWM read later is the
+   peak since this call (Linux >= 4.0). Returns 1 on success. */
+static int sc__trace_clear_refs(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY);
+    if (fd < 0) return 0;
+    int ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+#endif
+
+SCDEF int64_t sc_cpu_rss_bytes(void)
+{
+#ifdef __linux__
+    int fd = open("/proc/self/statm", O_RDONLY);
+    int64_t r = sc__trace_statm(fd, sc__trace_page_size());
+    if (fd >= 0) close(fd);
+    return r;
+#else
+    return 0;
+#endif
+}
+
+SCDEF int64_t sc_cpu_hwm_bytes(void)
+{
+#ifdef __linux__
+    return sc__trace_status_bytes("VmHWM");
+#else
+    return 0;
+#endif
+}
+
+/* One RSS sample through the tracer's open statm; also feeds the step's sampled maximum. */
+static int64_t sc__trace_rss_sample(sc_tracer *tr)
+{
+#ifdef __linux__
+    int64_t r = sc__trace_statm(tr->statm_fd, tr->page_size);
+#else
+    int64_t r = 0;
+#endif
+    if (tr->in_step && r > tr->step_rss_max) tr->step_rss_max = r;
+    return r;
+}
+
+/* ---- phases ---- */
+SCDEF const char *sc_phase_name(sc_phase p)
+{
+    static const char *names[SC_PHASE_COUNT] = {"fwd", "bwd", "recompute", "opt",
+                                                "h2d", "d2h", "loss", "other"};
+    return (int)p >= 0 && (int)p < SC_PHASE_COUNT ? names[p] : "?";
+}
+
+/* ---- init / uninit ---- */
+SCDEF sc_result sc_tracer_init(sc_tracer *tr, const sc_tracer_config *cfg)
+{
+    if (!tr) return SC_SUCCESS;
+    memset(tr, 0, sizeof *tr);
+    tr->statm_fd = -1; /* so that uninit after a failed init closes nothing */
+    if (cfg) tr->cfg = *cfg;
+    if (tr->cfg.warmup_steps == 0) tr->cfg.warmup_steps = 1;
+    if (tr->cfg.warmup_steps < 0) tr->cfg.warmup_steps = 0;
+    if (tr->cfg.max_spans <= 0) tr->cfg.max_spans = (int64_t)1 << 20;
+    if (tr->cfg.max_mem_rows <= 0) tr->cfg.max_mem_rows = (int64_t)1 << 20;
+    if ((tr->cfg.event_record == NULL) != (tr->cfg.event_elapsed_ms == NULL))
+        return sc__fail(SC_ERROR_INVALID_ARGS,
+                        "sc_tracer_init: set both event_record and event_elapsed_ms, or neither");
+    tr->gpu = tr->cfg.event_record != NULL;
+    tr->t_init_ns = sc__trace_now_ns();
+#ifdef __linux__
+    tr->statm_fd = open("/proc/self/statm", O_RDONLY);
+    tr->page_size = sc__trace_page_size();
+#endif
+    if (tr->cfg.no_clear_refs) tr->clear_refs_ok = -1;
+    return SC_SUCCESS;
+}
+
+SCDEF void sc_tracer_uninit(sc_tracer *tr)
+{
+    if (!tr) return;
+    /* a step left open still owns events */
+    if (tr->gpu && tr->in_step && tr->cfg.event_destroy) {
+        for (int64_t i = tr->cur.span_first; i < tr->nspans; i++) {
+            if (tr->spans[i].ev0) tr->cfg.event_destroy(tr->spans[i].ev0, tr->cfg.user);
+            if (tr->spans[i].ev1) tr->cfg.event_destroy(tr->spans[i].ev1, tr->cfg.user);
+        }
+        if (tr->step_ev) tr->cfg.event_destroy(tr->step_ev, tr->cfg.user);
+    }
+#ifdef __linux__
+    if (tr->statm_fd >= 0) close(tr->statm_fd);
+#endif
+    for (int64_t i = 0; i < tr->ntags; i++) SC_FREE(tr->tags[i]);
+    SC_FREE(tr->tags);
+    SC_FREE(tr->tag_hash);
+    SC_FREE(tr->spans);
+    SC_FREE(tr->open);
+    SC_FREE(tr->steps);
+    SC_FREE(tr->layer_ms);
+    SC_FREE(tr->layer_seen);
+    SC_FREE(tr->rows);
+    memset(tr, 0, sizeof *tr);
+    tr->statm_fd = -1;
+}
+
+/* ---- steps ---- */
+SCDEF sc_result sc_tracer_step_begin(sc_tracer *tr, int epoch, int step)
+{
+    if (!tr) return SC_SUCCESS;
+    if (tr->in_step) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_tracer_step_begin: step already open");
+    /* reserve the step's row now so that step_end cannot run out of memory */
+    void *p = sc__trace_grow(tr->steps, &tr->cap_steps, tr->nsteps + 1, sizeof *tr->steps);
+    if (!p) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_tracer_step_begin: out of memory");
+    tr->steps = (sc_step_metrics *)p;
+    memset(&tr->cur, 0, sizeof tr->cur);
+    tr->cur.epoch = epoch;
+    tr->cur.step = step;
+    tr->cur.global_step = tr->nsteps;
+    tr->cur.span_first = tr->nspans;
+    tr->cur.layer_first = tr->nlayer_ms;
+    tr->nopen = 0;
+    tr->step_events = 0;
+#ifdef __linux__
+    if (tr->clear_refs_ok >= 0) tr->clear_refs_ok = sc__trace_clear_refs() ? 1 : -1;
+    tr->step_hwm_begin = tr->clear_refs_ok == 1 ? 0 : sc__trace_status_bytes("VmHWM");
+#endif
+    tr->in_step = 1;
+    tr->step_rss_max = 0;
+    sc__trace_rss_sample(tr);
+    /* the clock starts after the tracer's own housekeeping */
+    tr->cur.t0_ns = sc__trace_now_ns();
+    tr->step_ev = tr->gpu ? tr->cfg.event_record(0, tr->cfg.user) : NULL;
+    return SC_SUCCESS;
+}
+
+/* Event time in ms, or -1 when the callback gave nothing usable. */
+static double sc__trace_elapsed(sc_tracer *tr, void *a, void *b)
+{
+    if (!a || !b) return -1;
+    double ms = tr->cfg.event_elapsed_ms(a, b, tr->cfg.user);
+    return ms >= 0 && ms < 1e12 ? ms : -1; /* also rejects NaN */
+}
+
+SCDEF sc_result sc_tracer_step_end(sc_tracer *tr, double loss, double tokens,
+                                   const sc_tracer_mem *mem)
+{
+    if (!tr) return SC_SUCCESS;
+    if (!tr->in_step) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_tracer_step_end: no step open");
+    if (tr->cfg.device_sync) tr->cfg.device_sync(tr->cfg.user);
+    int64_t t_end = sc__trace_now_ns();
+    sc_step_metrics *m = &tr->cur;
+
+    /* close what is still open */
+    for (int64_t k = 0; k < tr->nopen; k++) {
+        sc__trace_span *s = &tr->spans[tr->open[k]];
+        s->t1_ns = t_end;
+        if (tr->gpu) s->ev1 = tr->cfg.event_record(s->stream, tr->cfg.user);
+        s->open = 0;
+    }
+    tr->nopen = 0;
+
+    /* CPU memory: current and the step's true peak */
+    m->cpu_rss = sc__trace_rss_sample(tr);
+    m->cpu_peak_rss = tr->step_rss_max;
+#ifdef __linux__
+    {
+        int64_t hwm = sc__trace_status_bytes("VmHWM");
+        if (tr->clear_refs_ok == 1) {
+            m->cpu_peak_method = 1;
+            tr->any_clear_refs = 1;
+            if (hwm > m->cpu_peak_rss) m->cpu_peak_rss = hwm;
+        } else {
+            /* a lifetime peak raised during this step was reached in this step */
+            m->cpu_peak_method = 2;
+            tr->any_samples = 1;
+            if (hwm > tr->step_hwm_begin && hwm > m->cpu_peak_rss) m->cpu_peak_rss = hwm;
+        }
+    }
+#endif
+
+    /* resolve times: GPU events once per step, here; CPU clock otherwise */
+    int64_t nl = m->num_layers;
+    double *cells = nl ? tr->layer_ms + m->layer_first : NULL;
+    if (nl) memset(cells, 0, sizeof *cells * (size_t)(nl * SC_PHASE_COUNT));
+    for (int64_t i = m->span_first; i < tr->nspans; i++) {
+        sc__trace_span *s = &tr->spans[i];
+        s->ts_ms = (double)(s->t0_ns - tr->t_init_ns) / 1e6;
+        s->dur_ms = (double)(s->t1_ns - s->t0_ns) / 1e6;
+        if (tr->gpu) {
+            double dur = sc__trace_elapsed(tr, s->ev0, s->ev1);
+            double off = sc__trace_elapsed(tr, tr->step_ev, s->ev0);
+            if (dur >= 0) s->dur_ms = dur;
+            if (off >= 0) s->ts_ms = (double)(m->t0_ns - tr->t_init_ns) / 1e6 + off;
+            if (tr->cfg.event_destroy) {
+                if (s->ev0) tr->cfg.event_destroy(s->ev0, tr->cfg.user);
+                if (s->ev1) tr->cfg.event_destroy(s->ev1, tr->cfg.user);
+            }
+            s->ev0 = s->ev1 = NULL;
+        }
+        if (s->counts_phase) m->phase_ms[s->phase] += s->dur_ms;
+        if (s->counts_layer) {
+            cells[(int64_t)s->layer * SC_PHASE_COUNT + s->phase] += s->dur_ms;
+            tr->layer_seen[(int64_t)s->layer * SC_PHASE_COUNT + s->phase] = 1;
+        }
+    }
+    if (tr->step_ev && tr->cfg.event_destroy) tr->cfg.event_destroy(tr->step_ev, tr->cfg.user);
+    tr->step_ev = NULL;
+
+    m->wall_ms = (double)(t_end - m->t0_ns) / 1e6;
+    m->cum_wall_ms = (tr->nsteps ? tr->steps[tr->nsteps - 1].cum_wall_ms : 0) + m->wall_ms;
+    m->loss = loss;
+    m->tokens = tokens;
+    m->tps = m->wall_ms > 0 ? tokens / (m->wall_ms / 1000.0) : 0;
+    if (mem) m->gpu = *mem;
+    tr->nlayer_ms = m->layer_first + nl * SC_PHASE_COUNT;
+
+    /* keep at most max_spans for the trace, dropping from the newest step's tail */
+    int64_t keep = tr->cfg.max_spans > m->span_first ? tr->cfg.max_spans : m->span_first;
+    if (tr->nspans > keep) {
+        tr->spans_dropped += tr->nspans - keep;
+        tr->nspans = keep;
+    }
+    m->span_count = tr->nspans - m->span_first;
+    tr->steps[tr->nsteps++] = *m;
+    tr->in_step = 0;
+    tr->step_events = 0;
+    return SC_SUCCESS;
+}
+
+/* ---- spans ---- */
+#define SC__TRACE_MAX_LAYER 65536
+
+SCDEF int sc_tracer_span_begin(sc_tracer *tr, const char *name, sc_phase phase, int layer,
+                               int stream)
+{
+    if (!tr || !tr->in_step) return -1;
+    if ((int)phase < 0 || (int)phase >= SC_PHASE_COUNT) phase = SC_PHASE_OTHER;
+    if (layer < -1 || layer >= SC__TRACE_MAX_LAYER) layer = -1;
+    int64_t id = tr->nspans - tr->cur.span_first;
+    if (id >= INT32_MAX) return -1;
+    /* reserve everything first so a failure leaves the tracer unchanged */
+    void *p = sc__trace_grow(tr->spans, &tr->cap_spans, tr->nspans + 1, sizeof *tr->spans);
+    if (!p) { tr->spans_dropped++; return -1; }
+    tr->spans = (sc__trace_span *)p;
+    p = sc__trace_grow(tr->open, &tr->cap_open, tr->nopen + 1, sizeof *tr->open);
+    if (!p) { tr->spans_dropped++; return -1; }
+    tr->open = (int *)p;
+    if (layer >= tr->cur.num_layers) {
+        int64_t need = tr->cur.layer_first + (int64_t)(layer + 1) * SC_PHASE_COUNT;
+        p = sc__trace_grow(tr->layer_ms, &tr->cap_layer_ms, need, sizeof *tr->layer_ms);
+        if (!p) { tr->spans_dropped++; return -1; }
+        tr->layer_ms = (double *)p;
+        if (layer >= tr->max_layers) {
+            int64_t old = tr->cap_seen;
+            p = sc__trace_grow(tr->layer_seen, &tr->cap_seen, (int64_t)(layer + 1) * SC_PHASE_COUNT, 1);
+            if (!p) { tr->spans_dropped++; return -1; }
+            tr->layer_seen = (unsigned char *)p;
+            memset(tr->layer_seen + old, 0, (size_t)(tr->cap_seen - old));
+            tr->max_layers = layer + 1;
+        }
+        tr->cur.num_layers = layer + 1;
+    }
+
+    int64_t idx = tr->nspans++;
+    sc__trace_span *s = &tr->spans[idx];
+    memset(s, 0, sizeof *s);
+    if (name) {
+        size_t n = strlen(name);
+        if (n >= SC_TRACER_NAME_LEN) { /* truncate, but never inside a UTF-8 sequence */
+            n = SC_TRACER_NAME_LEN - 1;
+            while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
+        }
+        memcpy(s->name, name, n);
+        s->name[n] = 0;
+    }
+    s->phase = (int)phase;
+    s->layer = layer;
+    s->stream = stream;
+    s->open = 1;
+    s->parent = -1;
+    for (int64_t k = tr->nopen - 1; k >= 0; k--)
+        if (tr->spans[tr->open[k]].stream == stream) { s->parent = tr->open[k]; break; }
+    /* the nesting rule (see trace_decl.h), decided once here */
+    s->counts_phase = 1;
+    s->counts_layer = layer >= 0;
+    for (int a = s->parent; a >= 0; a = tr->spans[a].parent) {
+        if (tr->spans[a].phase != s->phase) continue;
+        s->counts_phase = 0;
+        if (tr->spans[a].layer == layer) s->counts_layer = 0;
+    }
+    tr->open[tr->nopen++] = (int)idx;
+    int known = 0;
+    for (int k = 0; k < tr->nstreams; k++) known |= tr->streams[k] == stream;
+    if (!known && tr->nstreams < (int)(sizeof tr->streams / sizeof tr->streams[0]))
+        tr->streams[tr->nstreams++] = stream;
+    if (tr->clear_refs_ok != 1) sc__trace_rss_sample(tr); /* only the fallback needs samples */
+    s->t0_ns = sc__trace_now_ns();
+    if (tr->gpu) s->ev0 = tr->cfg.event_record(stream, tr->cfg.user);
+    return (int)id;
+}
+
+SCDEF void sc_tracer_span_end(sc_tracer *tr, int id)
+{
+    if (!tr || !tr->in_step || id < 0) return;
+    int64_t idx = tr->cur.span_first + id;
+    if (idx >= tr->nspans || !tr->spans[idx].open) return;
+    sc__trace_span *s = &tr->spans[idx];
+    if (tr->gpu) s->ev1 = tr->cfg.event_record(s->stream, tr->cfg.user);
+    s->t1_ns = sc__trace_now_ns();
+    s->open = 0;
+    /* usually the top of the stack, but spans on different streams may end out of order */
+    for (int64_t k = tr->nopen - 1; k >= 0; k--)
+        if (tr->open[k] == (int)idx) {
+            memmove(tr->open + k, tr->open + k + 1, sizeof *tr->open * (size_t)(tr->nopen - k - 1));
+            tr->nopen--;
+            break;
+        }
+    if (tr->clear_refs_ok != 1) sc__trace_rss_sample(tr);
+}
+
+SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n)
+{
+    if (!tr || !tr->in_step) return;
+    if (tr->nopen) {
+        sc__trace_span *s = &tr->spans[tr->open[tr->nopen - 1]];
+        s->launches += n;
+        tr->cur.launches[s->phase] += n;
+    } else {
+        tr->cur.launches[SC_PHASE_OTHER] += n;
+    }
+}
+
+/* ---- memory events ---- */
+static uint64_t sc__trace_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+/* Index of tag in the tag table, adding it if new; -1 for no tag or out of memory. Tags are
+   interned so rows stay small and callers may pass temporary strings. */
+static int sc__trace_intern(sc_tracer *tr, const char *tag)
+{
+    if (!tag) return -1;
+    uint64_t h = sc__trace_hash(tag);
+    if (tr->cap_hash) {
+        for (int64_t i = (int64_t)(h & (uint64_t)(tr->cap_hash - 1));; i = (i + 1) & (tr->cap_hash - 1)) {
+            int t = tr->tag_hash[i];
+            if (t < 0) break;
+            if (!strcmp(tr->tags[t], tag)) return t;
+        }
+    }
+    if (tr->ntags >= INT32_MAX / 2) return -1;
+    void *p = sc__trace_grow(tr->tags, &tr->cap_tags, tr->ntags + 1, sizeof *tr->tags);
+    if (!p) return -1;
+    tr->tags = (char **)p;
+    if (2 * (tr->ntags + 1) > tr->cap_hash) { /* rebuild at half load */
+        int64_t cap = tr->cap_hash ? 2 * tr->cap_hash : 64;
+        int *nh = (int *)SC_MALLOC(sizeof(int) * (size_t)cap);
+        if (!nh) return -1;
+        for (int64_t i = 0; i < cap; i++) nh[i] = -1;
+        for (int64_t t = 0; t < tr->ntags; t++) {
+            int64_t i = (int64_t)(sc__trace_hash(tr->tags[t]) & (uint64_t)(cap - 1));
+            while (nh[i] >= 0) i = (i + 1) & (cap - 1);
+            nh[i] = (int)t;
+        }
+        SC_FREE(tr->tag_hash);
+        tr->tag_hash = nh;
+        tr->cap_hash = cap;
+    }
+    size_t n = strlen(tag);
+    char *copy = (char *)SC_MALLOC(n + 1);
+    if (!copy) return -1;
+    memcpy(copy, tag, n + 1);
+    int64_t i = (int64_t)(h & (uint64_t)(tr->cap_hash - 1));
+    while (tr->tag_hash[i] >= 0) i = (i + 1) & (tr->cap_hash - 1);
+    tr->tag_hash[i] = (int)tr->ntags;
+    tr->tags[tr->ntags] = copy;
+    return (int)tr->ntags++;
+}
+
+SCDEF void sc_tracer_mem_record(sc_tracer *tr, int64_t allocated, int64_t reserved,
+                                int64_t delta, const char *tag)
+{
+    if (!tr) return;
+    int64_t now = sc__trace_now_ns();
+    int64_t rss = sc__trace_rss_sample(tr);
+    int64_t event = tr->step_events++;
+    if (tr->nrows >= tr->cfg.max_mem_rows) { tr->rows_dropped++; return; }
+    void *p = sc__trace_grow(tr->rows, &tr->cap_rows, tr->nrows + 1, sizeof *tr->rows);
+    if (!p) { tr->rows_dropped++; return; }
+    tr->rows = (sc__trace_mem_row *)p;
+    sc__trace_mem_row *r = &tr->rows[tr->nrows++];
+    r->step = tr->in_step ? tr->cur.global_step : -1;
+    r->event = event;
+    r->t_ns = now - tr->t_init_ns;
+    r->t_step_ns = now - (tr->in_step ? tr->cur.t0_ns : tr->t_init_ns);
+    r->allocated = allocated;
+    r->reserved = reserved;
+    r->delta = delta;
+    r->rss = rss;
+    r->tag = sc__trace_intern(tr, tag);
+}
+
+/* ---- results ---- */
+SCDEF int64_t sc_tracer_step_count(const sc_tracer *tr) { return tr ? tr->nsteps : 0; }
+
+SCDEF const sc_step_metrics *sc_tracer_step_get(const sc_tracer *tr, int64_t i)
+{
+    return tr && i >= 0 && i < tr->nsteps ? &tr->steps[i] : NULL;
+}
+
+SCDEF double sc_tracer_layer_ms(const sc_tracer *tr, int64_t i, int layer, sc_phase phase)
+{
+    const sc_step_metrics *m = sc_tracer_step_get(tr, i);
+    if (!m || layer < 0 || layer >= m->num_layers || (int)phase < 0 || (int)phase >= SC_PHASE_COUNT)
+        return 0;
+    return tr->layer_ms[m->layer_first + (int64_t)layer * SC_PHASE_COUNT + phase];
+}
+
+SCDEF const char *sc_tracer_peak_method(const sc_tracer *tr)
+{
+    if (!tr) return "none";
+    if (tr->any_clear_refs && tr->any_samples) return "mixed";
+    return tr->any_clear_refs ? "clear_refs" : tr->any_samples ? "samples" : "none";
+}
+
+/* ---- statistics ---- */
+/* Continued fraction of the incomplete beta function (modified Lentz). */
+static double sc__trace_betacf(double a, double b, double x)
+{
+    const double tiny = 1e-300;
+    double c = 1, d = 1 - (a + b) * x / (a + 1);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 100000; m++) {
+        double aa = m * (b - m) * x / ((a - 1 + 2 * m) * (a + 2 * m));
+        d = 1 + aa * d; if (fabs(d) < tiny) d = tiny;
+        c = 1 + aa / c; if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        h *= d * c;
+        aa = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 1 + 2 * m));
+        d = 1 + aa * d; if (fabs(d) < tiny) d = tiny;
+        c = 1 + aa / c; if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < 1e-16) break;
+    }
+    return h;
+}
+
+/* Regularized incomplete beta I_x(a, b). */
+static double sc__trace_ibeta(double a, double b, double x)
+{
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+    /* the fraction converges fast only on this side; use the symmetry otherwise */
+    if (x < (a + 1) / (a + b + 2)) return exp(lbt) * sc__trace_betacf(a, b, x) / a;
+    return 1 - exp(lbt) * sc__trace_betacf(b, a, 1 - x) / b;
+}
+
+/* P(T > t) for t >= 0. Past df = 1e8 the normal tail is closer than the fraction's
+   convergence (t and normal quantiles differ by ~(z^3+z)/(4 df)). */
+static double sc__trace_t_upper(double t, double df)
+{
+    if (df > 1e8) return 0.5 * erfc(t / sqrt(2.0));
+    return 0.5 * sc__trace_ibeta(df / 2, 0.5, df / (df + t * t));
+}
+
+SCDEF double sc_student_t_cdf(double t, double df)
+{
+    if (!(df > 0) || t != t) return NAN;
+    return t >= 0 ? 1 - sc__trace_t_upper(t, df) : sc__trace_t_upper(-t, df);
+}
+
+SCDEF double sc_student_t_quantile(double p, double df)
+{
+    if (!(df > 0) || !(p >= 0 && p <= 1)) return NAN;
+    if (p == 0.5) return 0;
+    if (p == 0) return -INFINITY;
+    if (p == 1) return INFINITY;
+    /* solve P(T > t) = q on t > 0 by bisection: robust for every df, and the upper tail
+       avoids the cancellation of 1 - cdf */
+    double q = p > 0.5 ? 1 - p : p;
+    double lo = 0, hi = 1;
+    while (sc__trace_t_upper(hi, df) > q) {
+        lo = hi;
+        hi *= 2;
+        if (hi > 1e300) return p > 0.5 ? INFINITY : -INFINITY;
+    }
+    for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (sc__trace_t_upper(mid, df) > q) lo = mid; else hi = mid;
+    }
+    double t = 0.5 * (lo + hi);
+    return p > 0.5 ? t : -t;
+}
+
+static int sc__trace_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+SCDEF sc_stats sc_stats_compute(const double *x, int n)
+{
+    sc_stats s;
+    s.n = n > 0 ? n : 0;
+    s.mean = s.median = s.std = s.ci95 = s.min = s.max = NAN;
+    if (n <= 0 || !x) return s;
+    double sum = 0;
+    s.min = s.max = x[0];
+    for (int i = 0; i < n; i++) {
+        sum += x[i];
+        if (x[i] < s.min) s.min = x[i];
+        if (x[i] > s.max) s.max = x[i];
+    }
+    s.mean = sum / n;
+    double *c = (double *)SC_MALLOC(sizeof *c * (size_t)n);
+    if (c) {
+        memcpy(c, x, sizeof *c * (size_t)n);
+        qsort(c, (size_t)n, sizeof *c, sc__trace_cmp_double);
+        s.median = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+        SC_FREE(c);
+    }
+    if (n >= 2) {
+        double ss = 0; /* two passes: no cancellation for large means */
+        for (int i = 0; i < n; i++) ss += (x[i] - s.mean) * (x[i] - s.mean);
+        s.std = sqrt(ss / (n - 1));
+        s.ci95 = sc_student_t_quantile(0.975, n - 1) * s.std / sqrt((double)n);
+    }
+    return s;
+}
+
+/* The value of one step-level quantity; `what` indexes sc__trace_step_rows. */
+typedef struct sc__trace_step_row { const char *name, *unit; int phase; } sc__trace_step_row;
+static const sc__trace_step_row sc__trace_step_rows[] = {
+    {"wall", "ms", -1}, {"fwd", "ms", SC_PHASE_FWD}, {"bwd", "ms", SC_PHASE_BWD},
+    {"recompute", "ms", SC_PHASE_RECOMPUTE}, {"opt", "ms", SC_PHASE_OPT},
+    {"h2d", "ms", SC_PHASE_H2D}, {"d2h", "ms", SC_PHASE_D2H}, {"loss", "ms", SC_PHASE_LOSS},
+    {"other", "ms", SC_PHASE_OTHER}, {"tps", "tokens/s", -2}, {"cpu_peak_rss", "GiB", -3},
+    {"gpu_peak_alloc", "GiB", -4}, {"gpu_peak_resv", "GiB", -5}, {"launches", "count", -6},
+};
+#define SC__TRACE_NSTEP_ROWS ((int)(sizeof sc__trace_step_rows / sizeof sc__trace_step_rows[0]))
+
+static double sc__trace_step_value(const sc_step_metrics *m, int what)
+{
+    const double gib = 1073741824.0;
+    int ph = sc__trace_step_rows[what].phase;
+    if (ph >= 0) return m->phase_ms[ph];
+    int64_t l = 0;
+    switch (ph) {
+    case -1: return m->wall_ms;
+    case -2: return m->tps;
+    case -3: return (double)m->cpu_peak_rss / gib;
+    case -4: return (double)m->gpu.peak_allocated / gib;
+    case -5: return (double)m->gpu.peak_reserved / gib;
+    default:
+        for (int p = 0; p < SC_PHASE_COUNT; p++) l += m->launches[p];
+        return (double)l;
+    }
+}
+
+/* Stats over post-warm-up steps of a layer cell (layer >= 0) or a step-level row. */
+static sc_stats sc__trace_stats(const sc_tracer *tr, int layer, int phase, int what)
+{
+    int64_t first = tr ? tr->cfg.warmup_steps : 0, n = tr ? tr->nsteps - first : 0;
+    if (n <= 0 || n > INT32_MAX) return sc_stats_compute(NULL, 0);
+    double *x = (double *)SC_MALLOC(sizeof *x * (size_t)n);
+    if (!x) return sc_stats_compute(NULL, 0);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = layer >= 0 ? sc_tracer_layer_ms(tr, first + i, layer, (sc_phase)phase)
+                          : sc__trace_step_value(&tr->steps[first + i], what);
+    sc_stats s = sc_stats_compute(x, (int)n);
+    SC_FREE(x);
+    return s;
+}
+
+SCDEF sc_stats sc_tracer_layer_stats(const sc_tracer *tr, int layer, sc_phase phase)
+{
+    if (layer < 0 || (int)phase < 0 || (int)phase >= SC_PHASE_COUNT) return sc_stats_compute(NULL, 0);
+    return sc__trace_stats(tr, layer, (int)phase, 0);
+}
+
+SCDEF sc_stats sc_tracer_phase_stats(const sc_tracer *tr, sc_phase phase)
+{
+    for (int w = 0; w < SC__TRACE_NSTEP_ROWS; w++)
+        if (sc__trace_step_rows[w].phase == (int)phase) return sc__trace_stats(tr, -1, 0, w);
+    return sc_stats_compute(NULL, 0);
+}
+
+/* ---- writers ---- */
+static FILE *sc__trace_open(const char *path, sc_result *r)
+{
+    if (!path) { *r = sc__fail(SC_ERROR_INVALID_ARGS, "trace writer: NULL path"); return NULL; }
+    FILE *f = fopen(path, "w");
+    if (!f) *r = sc__fail(SC_ERROR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
+    return f;
+}
+
+/* Close f, turning any earlier write error into a message naming the file. */
+static sc_result sc__trace_close(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return sc__fail(SC_ERROR_IO, "error writing '%s'", path);
+    return SC_SUCCESS;
+}
+
+/* A CSV field: quoted (with "" for ") only when it holds a comma, quote or line break. */
+static void sc__trace_csv_str(FILE *f, const char *s)
+{
+    if (!s) s = "";
+    if (!strpbrk(s, ",\"\r\n")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A JSON string literal. */
+static void sc__trace_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON has no NaN or infinity: write null instead. Times (us) get ns resolution. */
+static void sc__trace_json_num(FILE *f, double v)
+{
+    if (v == v && v - v == 0) fprintf(f, "%.9g", v);
+    else fputs("null", f);
+}
+static void sc__trace_json_us(FILE *f, double us)
+{
+    if (us == us && us - us == 0) fprintf(f, "%.3f", us);
+    else fputs("0", f);
+}
+
+SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *path)
+{
+    if (!tr) return SC_SUCCESS;
+    sc_result r = SC_SUCCESS;
+    FILE *f = sc__trace_open(path, &r);
+    if (!f) return r;
+    const double gib = 1073741824.0;
+    fputs("epoch,step,global_step,wall_ms,fwd_ms,bwd_ms,opt_ms,loss,tps,cpu_rss_gib,"
+          "gpu_alloc_gib,gpu_resv_gib,peak_alloc_gib,peak_resv_gib,cum_wall_ms,"
+          "recompute_ms,h2d_ms,d2h_ms,loss_ms,other_ms,tokens,cpu_peak_rss_gib,launches", f);
+    for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",launches_%s", sc_phase_name((sc_phase)p));
+    fputc('\n', f);
+    for (int64_t i = 0; i < tr->nsteps; i++) {
+        const sc_step_metrics *m = &tr->steps[i];
+        int64_t l = 0;
+        for (int p = 0; p < SC_PHASE_COUNT; p++) l += m->launches[p];
+        fprintf(f, "%d,%d,%lld,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%lld",
+                m->epoch, m->step, (long long)m->global_step, m->wall_ms,
+                m->phase_ms[SC_PHASE_FWD], m->phase_ms[SC_PHASE_BWD], m->phase_ms[SC_PHASE_OPT],
+                m->loss, m->tps, (double)m->cpu_rss / gib, (double)m->gpu.allocated / gib,
+                (double)m->gpu.reserved / gib, (double)m->gpu.peak_allocated / gib,
+                (double)m->gpu.peak_reserved / gib, m->cum_wall_ms,
+                m->phase_ms[SC_PHASE_RECOMPUTE], m->phase_ms[SC_PHASE_H2D],
+                m->phase_ms[SC_PHASE_D2H], m->phase_ms[SC_PHASE_LOSS],
+                m->phase_ms[SC_PHASE_OTHER], m->tokens, (double)m->cpu_peak_rss / gib,
+                (long long)l);
+        for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",%lld", (long long)m->launches[p]);
+        fputc('\n', f);
+    }
+    return sc__trace_close(f, path);
+}
+
+SCDEF sc_result sc_tracer_write_layer_metrics(const sc_tracer *tr, const char *path)
+{
+    if (!tr) return SC_SUCCESS;
+    sc_result r = SC_SUCCESS;
+    FILE *f = sc__trace_open(path, &r);
+    if (!f) return r;
+    /* step is the global step; epoch and the epoch's step follow at the end */
+    static const sc_phase cols[] = {SC_PHASE_FWD, SC_PHASE_RECOMPUTE, SC_PHASE_BWD,
+                                    SC_PHASE_H2D, SC_PHASE_D2H, SC_PHASE_OPT};
+    fputs("step,layer,fwd_ms,recompute_ms,bwd_ms,h2d_ms,d2h_ms,opt_ms,epoch,epoch_step\n", f);
+    for (int64_t i = 0; i < tr->nsteps; i++)
+        for (int l = 0; l < tr->max_layers; l++) {
+            fprintf(f, "%lld,%d", (long long)tr->steps[i].global_step, l);
+            for (int c = 0; c < 6; c++) fprintf(f, ",%.9g", sc_tracer_layer_ms(tr, i, l, cols[c]));
+            fprintf(f, ",%d,%d\n", tr->steps[i].epoch, tr->steps[i].step);
+        }
+    return sc__trace_close(f, path);
+}
+
+SCDEF sc_result sc_tracer_write_mem_trace(const sc_tracer *tr, const char *path)
+{
+    if (!tr) return SC_SUCCESS;
+    sc_result r = SC_SUCCESS;
+    FILE *f = sc__trace_open(path, &r);
+    if (!f) return r;
+    /* step -1: outside any step, t_ms then counts from sc_tracer_init */
+    fputs("step,event,t_ms,allocated_bytes,reserved_bytes,rss_bytes,tag,delta_bytes\n", f);
+    for (int64_t i = 0; i < tr->nrows; i++) {
+        const sc__trace_mem_row *w = &tr->rows[i];
+        fprintf(f, "%lld,%lld,%.6f,%lld,%lld,%lld,", (long long)w->step, (long long)w->event,
+                (double)w->t_step_ns / 1e6, (long long)w->allocated, (long long)w->reserved,
+                (long long)w->rss);
+        sc__trace_csv_str(f, w->tag >= 0 ? tr->tags[w->tag] : "");
+        fprintf(f, ",%lld\n", (long long)w->delta);
+    }
+    return sc__trace_close(f, path);
+}
+
+static void sc__trace_summary_row(FILE *f, int layer, const char *phase, sc_stats s,
+                                  const char *unit, const char *method)
+{
+    fprintf(f, "%d,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%s\n", layer, phase, s.n, s.mean,
+            s.median, s.std, s.ci95, s.min, s.max, unit, method);
+}
+
+SCDEF sc_result sc_tracer_write_summary(const sc_tracer *tr, const char *path)
+{
+    if (!tr) return SC_SUCCESS;
+    sc_result r = SC_SUCCESS;
+    FILE *f = sc__trace_open(path, &r);
+    if (!f) return r;
+    const char *method = sc_tracer_peak_method(tr);
+    /* layer >= 0: a (layer, phase) cell; layer -1: a step-level quantity in `unit` (the
+       *_ms columns then hold that unit). Warm-up steps are left out. */
+    fputs("layer,phase,n,mean_ms,median_ms,std_ms,ci95_ms,min_ms,max_ms,unit,cpu_peak_method\n", f);
+    for (int l = 0; l < tr->max_layers; l++)
+        for (int p = 0; p < SC_PHASE_COUNT; p++)
+            if (tr->layer_seen[(int64_t)l * SC_PHASE_COUNT + p])
+                sc__trace_summary_row(f, l, sc_phase_name((sc_phase)p),
+                                      sc__trace_stats(tr, l, p, 0), "ms", method);
+    for (int w = 0; w < SC__TRACE_NSTEP_ROWS; w++)
+        sc__trace_summary_row(f, -1, sc__trace_step_rows[w].name, sc__trace_stats(tr, -1, 0, w),
+                              sc__trace_step_rows[w].unit, method);
+    return sc__trace_close(f, path);
+}
+
+/* Chrome trace-event format (chrome://tracing, Perfetto): one track per stream / thread,
+   spans as complete ("X") events, steps on their own track, memory as counters. */
+SCDEF sc_result sc_tracer_write_chrome_trace(const sc_tracer *tr, const char *path)
+{
+    if (!tr) return SC_SUCCESS;
+    sc_result r = SC_SUCCESS;
+    FILE *f = sc__trace_open(path, &r);
+    if (!f) return r;
+    const int steps_tid = 1000000;
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    fputs("{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"slidecheck\"}}", f);
+    fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"steps\"}}", steps_tid);
+    fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":-1}}", steps_tid);
+    for (int k = 0; k < tr->nstreams; k++)
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"%s %d\"}}",
+                tr->streams[k], tr->gpu ? "gpu stream" : "cpu thread", tr->streams[k]);
+    for (int64_t i = 0; i < tr->nsteps; i++) {
+        const sc_step_metrics *m = &tr->steps[i];
+        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"name\":\"step %lld\",\"cat\":\"step\",\"ts\":",
+                steps_tid, (long long)m->global_step);
+        sc__trace_json_us(f, (double)(m->t0_ns - tr->t_init_ns) / 1e3);
+        fputs(",\"dur\":", f);
+        sc__trace_json_us(f, m->wall_ms * 1e3);
+        fprintf(f, ",\"args\":{\"epoch\":%d,\"step\":%d,\"loss\":", m->epoch, m->step);
+        sc__trace_json_num(f, m->loss);
+        fputs(",\"tps\":", f);
+        sc__trace_json_num(f, m->tps);
+        fputs("}}", f);
+        for (int64_t j = m->span_first; j < m->span_first + m->span_count; j++) {
+            const sc__trace_span *s = &tr->spans[j];
+            fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"name\":", s->stream);
+            sc__trace_json_str(f, s->name[0] ? s->name : sc_phase_name((sc_phase)s->phase));
+            fprintf(f, ",\"cat\":\"%s\",\"ts\":", sc_phase_name((sc_phase)s->phase));
+            sc__trace_json_us(f, s->ts_ms * 1e3);
+            fputs(",\"dur\":", f);
+            sc__trace_json_us(f, s->dur_ms * 1e3);
+            fprintf(f, ",\"args\":{\"phase\":\"%s\",\"layer\":%d,\"step\":%lld,\"launches\":%lld}}",
+                    sc_phase_name((sc_phase)s->phase), s->layer, (long long)m->global_step,
+                    (long long)s->launches);
+        }
+    }
+    for (int64_t i = 0; i < tr->nrows; i++) {
+        const sc__trace_mem_row *w = &tr->rows[i];
+        double ts = (double)w->t_ns / 1e3;
+        fprintf(f, ",\n{\"ph\":\"C\",\"pid\":1,\"name\":\"gpu memory\",\"ts\":%.3f,"
+                   "\"args\":{\"allocated\":%lld,\"reserved\":%lld}}",
+                ts, (long long)w->allocated, (long long)w->reserved);
+        fprintf(f, ",\n{\"ph\":\"C\",\"pid\":1,\"name\":\"cpu rss\",\"ts\":%.3f,\"args\":{\"rss\":%lld}}",
+                ts, (long long)w->rss);
+    }
+    fputs("\n]}\n", f);
+    return sc__trace_close(f, path);
+}
+
+/* mkdir -p */
+static sc_result sc__trace_mkdir_p(const char *dir)
+{
+    char buf[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof buf) return sc__fail(SC_ERROR_INVALID_ARGS, "bad directory name '%s'", dir);
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char c = buf[i];
+        buf[i] = 0;
+#ifdef _WIN32
+        int rc = _mkdir(buf);
+#else
+        int rc = mkdir(buf, 0777);
+#endif
+        if (rc != 0 && errno != EEXIST)
+            return sc__fail(SC_ERROR_IO, "cannot create directory '%s': %s", buf, strerror(errno));
+        buf[i] = c;
+    }
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_tracer_write_all(const sc_tracer *tr, const char *dir)
+{
+    if (!tr) return SC_SUCCESS;
+    if (!dir) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_tracer_write_all: NULL directory");
+    sc_result r = sc__trace_mkdir_p(dir);
+    if (r != SC_SUCCESS) return r;
+    static const char *names[] = {"step_metrics.csv", "layer_metrics.csv", "mem_trace.csv",
+                                  "summary.csv", "trace.json"};
+    for (int k = 0; k < 5; k++) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, names[k]) >= (int)sizeof path)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "path too long: '%s/%s'", dir, names[k]);
+        switch (k) {
+        case 0: r = sc_tracer_write_step_metrics(tr, path); break;
+        case 1: r = sc_tracer_write_layer_metrics(tr, path); break;
+        case 2: r = sc_tracer_write_mem_trace(tr, path); break;
+        case 3: r = sc_tracer_write_summary(tr, path); break;
+        default: r = sc_tracer_write_chrome_trace(tr, path); break;
+        }
+        if (r != SC_SUCCESS) return r;
+    }
+    return SC_SUCCESS;
+}
+/* ---- files: JSON, config.json, safetensors, HF directories, token files ---- */
+#include <limits.h>
+#include <locale.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#ifdef _WIN32
+#include <direct.h>
+#endif
+
+/* ---- small helpers: growable text buffer, little-endian bytes, files ---- */
+typedef struct sc__buf { char *p; size_t n, cap; int oom; } sc__buf;
+
+static void sc__buf_put(sc__buf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = (char *)SC_REALLOC(b->p, cap);
+        if (!p) { b->oom = 1; return; }
+        b->p = p; b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void sc__buf_printf(sc__buf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof tmp) { b->oom = 1; return; } /* only short items are printed */
+    sc__buf_put(b, tmp, (size_t)k);
+}
+
+/* A JSON string literal, escaped. */
+static void sc__buf_json_str(sc__buf *b, const char *s)
+{
+    sc__buf_put(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; sc__buf_put(b, e, 2); }
+        else if (c < 0x20) sc__buf_printf(b, "\\u%04x", c);
+        else sc__buf_put(b, s, 1);
+    }
+    sc__buf_put(b, "\"", 1);
+}
+
+/* A double that reads back exactly, always with a '.' or an exponent (so Python sees a float),
+   and with '.' as decimal point whatever the C locale. */
+static void sc__buf_double(sc__buf *b, double x)
+{
+    char s[40];
+    char dp = localeconv()->decimal_point[0];
+    if (x == floor(x) && fabs(x) < 1e16) snprintf(s, sizeof s, "%.0f", x); /* 10000.0, not 1e+04 */
+    else for (int prec = 1; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, x);
+        for (char *q = s; *q; q++) if (*q == dp) *q = '.';
+        char t[40];
+        snprintf(t, sizeof t, "%s", s);
+        for (char *q = t; *q; q++) if (*q == '.') *q = dp;
+        if (strtod(t, NULL) == x) break;
+    }
+    if (!strpbrk(s, ".eEn")) snprintf(s + strlen(s), sizeof s - strlen(s), ".0");
+    sc__buf_put(b, s, strlen(s));
+}
+
+static uint64_t sc__le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static int sc__little_endian(void) { uint16_t x = 1; unsigned char c; memcpy(&c, &x, 1); return c == 1; }
+
+static char *sc__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = (char *)SC_MALLOC(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+/* "a" + "b" (+ "c"), allocated; NULL when out of memory. */
+static char *sc__concat(const char *a, const char *b, const char *c)
+{
+    size_t na = strlen(a), nb = strlen(b), nc = c ? strlen(c) : 0;
+    char *p = (char *)SC_MALLOC(na + nb + nc + 1);
+    if (!p) return NULL;
+    memcpy(p, a, na); memcpy(p + na, b, nb); if (nc) memcpy(p + na + nb, c, nc);
+    p[na + nb + nc] = 0;
+    return p;
+}
+static char *sc__path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir);
+    return sc__concat(dir, (n && (dir[n - 1] == '/' || dir[n - 1] == '\\')) ? "" : "/", name);
+}
+
+static int sc__fseek64(FILE *f, uint64_t off)
+{
+#ifdef _WIN32
+    if (off > (uint64_t)INT64_MAX) return -1;
+    return _fseeki64(f, (__int64)off, SEEK_SET);
+#else
+    if (off > (uint64_t)LONG_MAX) return -1;
+    return fseek(f, (long)off, SEEK_SET);
+#endif
+}
+static int sc__fsize(FILE *f, uint64_t *size)
+{
+#ifdef _WIN32
+    if (_fseeki64(f, 0, SEEK_END)) return -1;
+    __int64 n = _ftelli64(f);
+#else
+    if (fseek(f, 0, SEEK_END)) return -1;
+    long n = ftell(f);
+#endif
+    if (n < 0) return -1;
+    *size = (uint64_t)n;
+    return sc__fseek64(f, 0);
+}
+
+static int sc__file_exists(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* Read a whole (small) file into a NUL-terminated allocated buffer. */
+static sc_result sc__read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    *out = NULL; *len = 0;
+    FILE *f = fopen(path, "rb");
+    uint64_t size;
+    if (!f) return sc__fail(SC_ERROR_IO, "file '%s': cannot open: %s", path, strerror(errno));
+    if (sc__fsize(f, &size)) { fclose(f); return sc__fail(SC_ERROR_IO, "file '%s': cannot seek", path); }
+    if (size > max) {
+        fclose(f);
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': %llu bytes, more than the %llu accepted", path,
+                        (unsigned long long)size, (unsigned long long)max);
+    }
+    char *p = (char *)SC_MALLOC((size_t)size + 1);
+    if (!p) { fclose(f); return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", path); }
+    if (fread(p, 1, (size_t)size, f) != (size_t)size) {
+        SC_FREE(p); fclose(f);
+        return sc__fail(SC_ERROR_IO, "file '%s': read failed", path);
+    }
+    fclose(f);
+    p[size] = 0;
+    *out = p; *len = (size_t)size;
+    return SC_SUCCESS;
+}
+
+/* Atomic writes: write `path.tmp`, then sc__tmp_commit renames it over `path` (or removes it). */
+static sc_result sc__tmp_open(const char *path, FILE **f, char **tmp)
+{
+    *f = NULL;
+    *tmp = sc__concat(path, ".tmp", NULL);
+    if (!*tmp) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", path);
+    *f = fopen(*tmp, "wb");
+    if (!*f) {
+        sc_result r = sc__fail(SC_ERROR_IO, "file '%s': cannot create: %s", *tmp, strerror(errno));
+        SC_FREE(*tmp); *tmp = NULL;
+        return r;
+    }
+    return SC_SUCCESS;
+}
+static sc_result sc__tmp_commit(const char *path, FILE *f, char *tmp, sc_result r)
+{
+    int bad = ferror(f);
+    if (fclose(f)) bad = 1;
+    if (r == SC_SUCCESS && bad) r = sc__fail(SC_ERROR_IO, "file '%s': write failed: %s", tmp, strerror(errno));
+#ifdef _WIN32
+    if (r == SC_SUCCESS) remove(path);
+#endif
+    if (r == SC_SUCCESS && rename(tmp, path))
+        r = sc__fail(SC_ERROR_IO, "file '%s': cannot rename to '%s': %s", tmp, path, strerror(errno));
+    if (r != SC_SUCCESS) remove(tmp);
+    SC_FREE(tmp);
+    return r;
+}
+
+/* ---- JSON: parsed into one array of nodes; strings decoded into one buffer ---- */
+enum { SC__J_NULL, SC__J_FALSE, SC__J_TRUE, SC__J_NUM, SC__J_STR, SC__J_ARR, SC__J_OBJ };
+#define SC__JSON_MAX_DEPTH 64
+#define SC__JSON_MAX_NODES (1 << 20) /* a 1000-layer checkpoint header needs ~10^4 */
+
+typedef struct sc__jnode {
+    int type;
+    int is_int;           /* a number written without fraction/exponent that fits int64 */
+    int first, next;      /* first child, next sibling; -1: none */
+    int n;                /* number of children */
+    size_t off;           /* byte offset of the value in the text */
+    const char *key;      /* key of an object member (NULL otherwise) */
+    size_t klen;
+    const char *s;        /* string value, NUL-terminated (may hold NULs: see slen) */
+    size_t slen;
+    double num;
+    int64_t i;
+} sc__jnode;
+
+typedef struct sc__json {
+    const char *text;
+    size_t len, pos;
+    sc__jnode *nodes;
+    int n, cap;
+    char *strs;           /* decoded strings */
+    size_t nstr;
+    const char *fname;    /* for messages */
+} sc__json;
+
+static sc_result sc__json_err(const sc__json *j, size_t off, const char *what)
+{
+    return sc__fail(SC_ERROR_FORMAT, "file '%s': invalid JSON at byte %llu: %s", j->fname,
+                    (unsigned long long)off, what);
+}
+
+static void sc__json_ws(sc__json *j)
+{
+    while (j->pos < j->len) {
+        char c = j->text[j->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+        j->pos++;
+    }
+}
+
+static sc_result sc__json_node(sc__json *j, int type, int *idx)
+{
+    if (j->n == j->cap) {
+        if (j->cap >= SC__JSON_MAX_NODES) return sc__json_err(j, j->pos, "too many values");
+        int cap = j->cap ? j->cap * 2 : 64;
+        sc__jnode *p = (sc__jnode *)SC_REALLOC(j->nodes, (size_t)cap * sizeof *p);
+        if (!p) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory parsing JSON", j->fname);
+        j->nodes = p; j->cap = cap;
+    }
+    sc__jnode *nd = &j->nodes[j->n];
+    memset(nd, 0, sizeof *nd);
+    nd->type = type; nd->first = nd->next = -1; nd->off = j->pos;
+    *idx = j->n++;
+    return SC_SUCCESS;
+}
+
+static int sc__json_hex4(const char *p, size_t avail, unsigned *out)
+{
+    unsigned v = 0;
+    if (avail < 4) return 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Parse the string at j->pos (a '"'); its decoded bytes go to j->strs. A decoded string is
+   never longer than its source, so strs (len + 1 bytes) always has room for it and its NUL. */
+static sc_result sc__json_string(sc__json *j, const char **s, size_t *slen)
+{
+    size_t start = j->pos;
+    char *out = j->strs + j->nstr, *o = out;
+    j->pos++; /* opening quote */
+    for (;;) {
+        if (j->pos >= j->len) return sc__json_err(j, start, "unterminated string");
+        unsigned char c = (unsigned char)j->text[j->pos++];
+        if (c == '"') break;
+        if (c < 0x20) return sc__json_err(j, j->pos - 1, "control character in string");
+        if (c != '\\') { *o++ = (char)c; continue; }
+        if (j->pos >= j->len) return sc__json_err(j, start, "unterminated string");
+        char e = j->text[j->pos++];
+        switch (e) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+            unsigned u, lo;
+            if (!sc__json_hex4(j->text + j->pos, j->len - j->pos, &u))
+                return sc__json_err(j, j->pos - 2, "bad \\u escape");
+            j->pos += 4;
+            if (u >= 0xD800 && u <= 0xDBFF && j->len - j->pos >= 6 && j->text[j->pos] == '\\' &&
+                j->text[j->pos + 1] == 'u' && sc__json_hex4(j->text + j->pos + 2, 4, &lo) &&
+                lo >= 0xDC00 && lo <= 0xDFFF) {
+                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                j->pos += 6;
+            } else if (u >= 0xD800 && u <= 0xDFFF) u = 0xFFFD; /* lone surrogate */
+            if (u < 0x80) *o++ = (char)u;
+            else if (u < 0x800) { *o++ = (char)(0xC0 | (u >> 6)); *o++ = (char)(0x80 | (u & 63)); }
+            else if (u < 0x10000) {
+                *o++ = (char)(0xE0 | (u >> 12)); *o++ = (char)(0x80 | ((u >> 6) & 63));
+                *o++ = (char)(0x80 | (u & 63));
+            } else {
+                *o++ = (char)(0xF0 | (u >> 18)); *o++ = (char)(0x80 | ((u >> 12) & 63));
+                *o++ = (char)(0x80 | ((u >> 6) & 63)); *o++ = (char)(0x80 | (u & 63));
+            }
+            break;
+        }
+        default: return sc__json_err(j, j->pos - 2, "bad escape in string");
+        }
+    }
+    *o = 0;
+    *s = out;
+    *slen = (size_t)(o - out);
+    j->nstr += *slen + 1;
+    return SC_SUCCESS;
+}
+
+static sc_result sc__json_number(sc__json *j, sc__jnode *nd)
+{
+    size_t a = j->pos, p = a;
+    const char *t = j->text;
+    int integral = 1;
+    if (p < j->len && t[p] == '-') p++;
+    if (p < j->len && t[p] == '0') p++;
+    else if (p < j->len && t[p] >= '1' && t[p] <= '9') while (p < j->len && t[p] >= '0' && t[p] <= '9') p++;
+    else return sc__json_err(j, a, "bad number");
+    if (p < j->len && t[p] == '.') {
+        integral = 0; p++;
+        if (!(p < j->len && t[p] >= '0' && t[p] <= '9')) return sc__json_err(j, a, "bad number");
+        while (p < j->len && t[p] >= '0' && t[p] <= '9') p++;
+    }
+    if (p < j->len && (t[p] == 'e' || t[p] == 'E')) {
+        integral = 0; p++;
+        if (p < j->len && (t[p] == '+' || t[p] == '-')) p++;
+        if (!(p < j->len && t[p] >= '0' && t[p] <= '9')) return sc__json_err(j, a, "bad number");
+        while (p < j->len && t[p] >= '0' && t[p] <= '9') p++;
+    }
+    char tmp[400];
+    if (p - a >= sizeof tmp) return sc__json_err(j, a, "number too long");
+    memcpy(tmp, t + a, p - a);
+    tmp[p - a] = 0;
+    char dp = localeconv()->decimal_point[0];
+    for (char *q = tmp; *q; q++) if (*q == '.') *q = dp;
+    nd->num = strtod(tmp, NULL);
+    if (nd->num == HUGE_VAL || nd->num == -HUGE_VAL) return sc__json_err(j, a, "number out of range");
+    if (integral) { /* exact int64, if it fits */
+        uint64_t v = 0, lim = t[a] == '-' ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+        int fits = 1;
+        for (size_t q = a + (t[a] == '-'); q < p; q++) {
+            unsigned d = (unsigned)(t[q] - '0');
+            if (v > (lim - d) / 10) { fits = 0; break; }
+            v = v * 10 + d;
+        }
+        if (fits) {
+            nd->is_int = 1;
+            nd->i = t[a] == '-' ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+        }
+    }
+    j->pos = p;
+    return SC_SUCCESS;
+}
+
+static int sc__json_lit(sc__json *j, const char *w)
+{
+    size_t n = strlen(w);
+    if (j->len - j->pos < n || memcmp(j->text + j->pos, w, n)) return 0;
+    j->pos += n;
+    return 1;
+}
+
+static sc_result sc__json_value(sc__json *j, int depth, int *idx)
+{
+    sc_result r;
+    sc__json_ws(j);
+    if (j->pos >= j->len) return sc__json_err(j, j->pos, "unexpected end of input");
+    if (depth > SC__JSON_MAX_DEPTH) return sc__json_err(j, j->pos, "nested too deeply");
+    char c = j->text[j->pos];
+    int type = c == '{' ? SC__J_OBJ : c == '[' ? SC__J_ARR : c == '"' ? SC__J_STR :
+               c == 't' ? SC__J_TRUE : c == 'f' ? SC__J_FALSE : c == 'n' ? SC__J_NULL : SC__J_NUM;
+    if ((r = sc__json_node(j, type, idx)) != SC_SUCCESS) return r;
+    int me = *idx;
+    if (type == SC__J_STR) {
+        const char *s; size_t n;
+        if ((r = sc__json_string(j, &s, &n)) != SC_SUCCESS) return r;
+        j->nodes[me].s = s; j->nodes[me].slen = n;
+        return SC_SUCCESS;
+    }
+    if (type == SC__J_NUM) return sc__json_number(j, &j->nodes[me]);
+    if (type == SC__J_TRUE || type == SC__J_FALSE || type == SC__J_NULL) {
+        if (!sc__json_lit(j, type == SC__J_TRUE ? "true" : type == SC__J_FALSE ? "false" : "null"))
+            return sc__json_err(j, j->pos, "unexpected character");
+        return SC_SUCCESS;
+    }
+    /* array or object */
+    char close = type == SC__J_OBJ ? '}' : ']';
+    int last = -1;
+    j->pos++;
+    sc__json_ws(j);
+    if (j->pos < j->len && j->text[j->pos] == close) { j->pos++; return SC_SUCCESS; }
+    for (;;) {
+        const char *key = NULL; size_t klen = 0;
+        int child;
+        if (type == SC__J_OBJ) {
+            sc__json_ws(j);
+            if (j->pos >= j->len || j->text[j->pos] != '"') return sc__json_err(j, j->pos, "expected a string key");
+            if ((r = sc__json_string(j, &key, &klen)) != SC_SUCCESS) return r;
+            sc__json_ws(j);
+            if (j->pos >= j->len || j->text[j->pos] != ':') return sc__json_err(j, j->pos, "expected ':'");
+            j->pos++;
+        }
+        if ((r = sc__json_value(j, depth + 1, &child)) != SC_SUCCESS) return r;
+        j->nodes[child].key = key; j->nodes[child].klen = klen;
+        if (last < 0) j->nodes[me].first = child; else j->nodes[last].next = child;
+        last = child;
+        j->nodes[me].n++;
+        sc__json_ws(j);
+        if (j->pos >= j->len) return sc__json_err(j, j->pos, "unexpected end of input");
+        c = j->text[j->pos++];
+        if (c == close) return SC_SUCCESS;
+        if (c != ',') return sc__json_err(j, j->pos - 1, type == SC__J_OBJ ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+static void sc__json_free(sc__json *j)
+{
+    SC_FREE(j->nodes);
+    SC_FREE(j->strs);
+    memset(j, 0, sizeof *j);
+}
+
+/* Parse text[0..len) completely (one value, surrounded by whitespace only). Root is node 0. */
+static sc_result sc__json_parse(sc__json *j, const char *text, size_t len, const char *fname)
+{
+    memset(j, 0, sizeof *j);
+    j->text = text; j->len = len; j->fname = fname ? fname : "<config>";
+    if (len > (size_t)INT_MAX) return sc__json_err(j, 0, "text too long");
+    j->strs = (char *)SC_MALLOC(len + 1);
+    if (!j->strs) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory parsing JSON", j->fname);
+    int root;
+    sc_result r = sc__json_value(j, 0, &root);
+    if (r == SC_SUCCESS) {
+        sc__json_ws(j);
+        if (j->pos != j->len) r = sc__json_err(j, j->pos, "trailing characters after the value");
+    }
+    if (r != SC_SUCCESS) sc__json_free(j);
+    return r;
+}
+
+/* The member `key` of object node obj (the last one, as Python's json does), or -1. */
+static int sc__json_get(const sc__json *j, int obj, const char *key)
+{
+    size_t n = strlen(key);
+    int found = -1;
+    if (obj < 0 || j->nodes[obj].type != SC__J_OBJ) return -1;
+    for (int c = j->nodes[obj].first; c >= 0; c = j->nodes[c].next)
+        if (j->nodes[c].klen == n && !memcmp(j->nodes[c].key, key, n)) found = c;
+    return found;
+}
+
+static const char *sc__json_type_name(int t)
+{
+    static const char *const names[] = {"null", "false", "true", "a number", "a string", "an array", "an object"};
+    return names[t];
+}
+
+/* ---- config.json ---- */
+static int sc__cfg_get(const sc__json *j, const char *key)
+{
+    int i = sc__json_get(j, 0, key);
+    return (i >= 0 && j->nodes[i].type == SC__J_NULL) ? -1 : i; /* null means "not set" */
+}
+
+static sc_result sc__cfg_int(const sc__json *j, const char *key, int required, int def, int *out)
+{
+    int i = sc__cfg_get(j, key);
+    if (i < 0) {
+        if (required) return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' is missing", j->fname, key);
+        *out = def;
+        return SC_SUCCESS;
+    }
+    const sc__jnode *nd = &j->nodes[i];
+    if (nd->type != SC__J_NUM)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' must be an integer, not %s", j->fname, key,
+                        sc__json_type_name(nd->type));
+    if (!nd->is_int || nd->i < 1 || nd->i > INT_MAX)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' must be an integer in [1, %d], not %.17g",
+                        j->fname, key, INT_MAX, nd->num);
+    *out = (int)nd->i;
+    return SC_SUCCESS;
+}
+
+static sc_result sc__cfg_num(const sc__json *j, int i, const char *key, double *out)
+{
+    if (j->nodes[i].type != SC__J_NUM)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' must be a number, not %s", j->fname, key,
+                        sc__json_type_name(j->nodes[i].type));
+    *out = j->nodes[i].num;
+    return SC_SUCCESS;
+}
+
+static sc_result sc__cfg_bool(const sc__json *j, const char *key, int def, int *out)
+{
+    int i = sc__cfg_get(j, key);
+    *out = def;
+    if (i < 0) return SC_SUCCESS;
+    if (j->nodes[i].type != SC__J_TRUE && j->nodes[i].type != SC__J_FALSE)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' must be true or false, not %s", j->fname,
+                        key, sc__json_type_name(j->nodes[i].type));
+    *out = j->nodes[i].type == SC__J_TRUE;
+    return SC_SUCCESS;
+}
+
+/* The string value of node i (-1: NULL), or an error naming key. */
+static sc_result sc__cfg_str(const sc__json *j, int i, const char *key, const char **out)
+{
+    *out = NULL;
+    if (i < 0) return SC_SUCCESS;
+    if (j->nodes[i].type != SC__J_STR)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' must be a string, not %s", j->fname, key,
+                        sc__json_type_name(j->nodes[i].type));
+    *out = j->nodes[i].s;
+    return SC_SUCCESS;
+}
+
+/* rope_scaling / rope_parameters: only the default RoPE is supported. */
+static sc_result sc__cfg_rope_type(const sc__json *j, int obj, const char *key)
+{
+    const char *t = NULL;
+    sc_result r;
+    if (obj < 0) return SC_SUCCESS;
+    if (j->nodes[obj].type != SC__J_OBJ)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key '%s' must be an object, not %s", j->fname, key,
+                        sc__json_type_name(j->nodes[obj].type));
+    int i = sc__json_get(j, obj, "rope_type");
+    if (i < 0) i = sc__json_get(j, obj, "type");
+    if ((r = sc__cfg_str(j, i, key, &t)) != SC_SUCCESS) return r;
+    if (!t && !strcmp(key, "rope_scaling"))
+        return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': '%s' without a rope_type is not supported", j->fname, key);
+    if (t && strcmp(t, "default"))
+        return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': %s.rope_type '%s' is not supported (only 'default')",
+                        j->fname, key, t);
+    return SC_SUCCESS;
+}
+
+static sc_result sc__cfg_parse(sc_config *cfg, const sc__json *j)
+{
+    sc_result r;
+    const char *fn = j->fname, *s = NULL;
+    int i;
+    if (j->nodes[0].type != SC__J_OBJ)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': must hold a JSON object, not %s", fn, sc__json_type_name(j->nodes[0].type));
+    memset(cfg, 0, sizeof *cfg);
+
+    /* architecture: model_type, else the architectures list */
+    if ((r = sc__cfg_str(j, sc__cfg_get(j, "model_type"), "model_type", &s)) != SC_SUCCESS) return r;
+    if (s) {
+        if (!strcmp(s, "qwen3")) cfg->arch = SC_ARCH_QWEN3;
+        else if (!strcmp(s, "qwen2")) cfg->arch = SC_ARCH_QWEN2;
+        else return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': model_type '%s' is not supported (only qwen2, qwen3)", fn, s);
+    } else {
+        int a = sc__cfg_get(j, "architectures"), ok = 0;
+        if (a >= 0 && j->nodes[a].type == SC__J_ARR && j->nodes[a].n == 1 && j->nodes[j->nodes[a].first].type == SC__J_STR) {
+            s = j->nodes[j->nodes[a].first].s;
+            if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = SC_ARCH_QWEN3; ok = 1; }
+            else if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = SC_ARCH_QWEN2; ok = 1; }
+            else return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': architecture '%s' is not supported", fn, s);
+        }
+        if (!ok) return sc__fail(SC_ERROR_FORMAT, "file '%s': key 'model_type' is missing", fn);
+    }
+    snprintf(cfg->name, sizeof cfg->name, "%s", cfg->arch == SC_ARCH_QWEN3 ? "qwen3" : "qwen2");
+
+    if ((r = sc__cfg_int(j, "vocab_size", 1, 0, &cfg->vocab_size)) ||
+        (r = sc__cfg_int(j, "hidden_size", 1, 0, &cfg->hidden_size)) ||
+        (r = sc__cfg_int(j, "intermediate_size", 1, 0, &cfg->intermediate_size)) ||
+        (r = sc__cfg_int(j, "num_hidden_layers", 1, 0, &cfg->num_layers)) ||
+        (r = sc__cfg_int(j, "num_attention_heads", 1, 0, &cfg->num_heads)) ||
+        (r = sc__cfg_int(j, "num_key_value_heads", 0, cfg->num_heads, &cfg->num_kv_heads)) ||
+        (r = sc__cfg_int(j, "head_dim", 0, cfg->hidden_size / cfg->num_heads, &cfg->head_dim)) ||
+        (r = sc__cfg_int(j, "max_position_embeddings", 0, 32768, &cfg->max_position)) ||
+        (r = sc__cfg_bool(j, "tie_word_embeddings", 0, &cfg->tie_embeddings)))
+        return r;
+    if (cfg->arch == SC_ARCH_QWEN2) { cfg->attention_bias = 1; cfg->qk_norm = 0; }
+    else {
+        if ((r = sc__cfg_bool(j, "attention_bias", 0, &cfg->attention_bias)) != SC_SUCCESS) return r;
+        if (cfg->attention_bias) /* Qwen3 then also has an o_proj bias, which slidecheck lacks */
+            return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': attention_bias true is not supported for qwen3", fn);
+        cfg->qk_norm = 1;
+    }
+
+    cfg->rms_eps = 1e-6; cfg->init_std = 0.02; cfg->rope_theta = 10000.0;
+    if ((i = sc__cfg_get(j, "rms_norm_eps")) >= 0 && (r = sc__cfg_num(j, i, "rms_norm_eps", &cfg->rms_eps))) return r;
+    if ((i = sc__cfg_get(j, "initializer_range")) >= 0 && (r = sc__cfg_num(j, i, "initializer_range", &cfg->init_std))) return r;
+    if (!(cfg->init_std >= 0))
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': key 'initializer_range' must not be negative", fn);
+
+    /* RoPE: rope_theta at top level (transformers 4) and/or in rope_parameters (transformers 5) */
+    int top = sc__cfg_get(j, "rope_theta"), rp = sc__cfg_get(j, "rope_parameters");
+    if ((r = sc__cfg_rope_type(j, sc__cfg_get(j, "rope_scaling"), "rope_scaling")) ||
+        (r = sc__cfg_rope_type(j, rp, "rope_parameters")))
+        return r;
+    if (top >= 0 && (r = sc__cfg_num(j, top, "rope_theta", &cfg->rope_theta))) return r;
+    i = rp >= 0 ? sc__json_get(j, rp, "rope_theta") : -1;
+    if (i >= 0) {
+        double t;
+        if ((r = sc__cfg_num(j, i, "rope_parameters.rope_theta", &t)) != SC_SUCCESS) return r;
+        if (top >= 0 && t != cfg->rope_theta)
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': rope_theta (%.17g) and rope_parameters.rope_theta (%.17g) disagree",
+                            fn, cfg->rope_theta, t);
+        cfg->rope_theta = t;
+    }
+
+    /* things that would change the model and that slidecheck does not implement */
+    static const char *const dkeys[2] = {"torch_dtype", "dtype"};
+    for (int k = 0; k < 2; k++) {
+        if ((r = sc__cfg_str(j, sc__cfg_get(j, dkeys[k]), dkeys[k], &s)) != SC_SUCCESS) return r;
+        if (s && strcmp(s, "float32") && strcmp(s, "bfloat16") && strcmp(s, "float16"))
+            return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': %s '%s' is not supported (float32, bfloat16, float16)",
+                            fn, dkeys[k], s);
+    }
+    if ((r = sc__cfg_str(j, sc__cfg_get(j, "hidden_act"), "hidden_act", &s)) != SC_SUCCESS) return r;
+    if (s && strcmp(s, "silu"))
+        return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': hidden_act '%s' is not supported (only silu)", fn, s);
+    int sw;
+    if ((r = sc__cfg_bool(j, "use_sliding_window", 0, &sw)) != SC_SUCCESS) return r;
+    if (sw) return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': use_sliding_window true is not supported", fn);
+    if ((i = sc__cfg_get(j, "layer_types")) >= 0) {
+        if (j->nodes[i].type != SC__J_ARR)
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': key 'layer_types' must be an array", fn);
+        for (int c = j->nodes[i].first; c >= 0; c = j->nodes[c].next)
+            if (j->nodes[c].type != SC__J_STR || strcmp(j->nodes[c].s, "full_attention"))
+                return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': layer_types other than 'full_attention' are not supported", fn);
+    }
+    if (sc__cfg_get(j, "quantization_config") >= 0)
+        return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': quantized checkpoints are not supported", fn);
+
+    if ((r = sc_config_validate(cfg)) != SC_SUCCESS) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", sc_last_error());
+        return sc__fail(r, "file '%s': %s", fn, msg);
+    }
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_config_from_json(sc_config *cfg, const char *text, size_t len, const char *filename)
+{
+    sc__json j;
+    sc_result r;
+    if (!cfg || (!text && len)) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_config_from_json: NULL argument");
+    if ((r = sc__json_parse(&j, text ? text : "", len, filename)) != SC_SUCCESS) return r;
+    r = sc__cfg_parse(cfg, &j);
+    sc__json_free(&j);
+    return r;
+}
+
+SCDEF sc_result sc_config_read(sc_config *cfg, const char *path)
+{
+    char *text;
+    size_t len;
+    sc_result r = sc__read_file(path, 16u << 20, &text, &len);
+    if (r != SC_SUCCESS) return r;
+    r = sc_config_from_json(cfg, text, len, path);
+    SC_FREE(text);
+    return r;
+}
+
+static sc_result sc__config_json(const sc_config *c, const char *dtype, sc__buf *b)
+{
+    sc_result r;
+    const char *arch = c->arch == SC_ARCH_QWEN3 ? "qwen3" : "qwen2";
+    if (!dtype) dtype = "float32";
+    if (strcmp(dtype, "float32") && strcmp(dtype, "bfloat16") && strcmp(dtype, "float16"))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "config.json: dtype '%s' (use float32, bfloat16 or float16)", dtype);
+    if ((r = sc_config_validate(c)) != SC_SUCCESS) return r;
+    if (!isfinite(c->rope_theta) || !isfinite(c->rms_eps) || !isfinite(c->init_std) || c->init_std < 0)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "config.json: rope_theta, rms_eps and init_std must be finite");
+    if (c->arch == SC_ARCH_QWEN2 ? (!c->attention_bias || c->qk_norm) : (c->attention_bias || !c->qk_norm))
+        return sc__fail(SC_ERROR_UNSUPPORTED, "config.json: %s with attention_bias=%d, qk_norm=%d has no Hugging Face equivalent",
+                        arch, c->attention_bias, c->qk_norm);
+    sc__buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n",
+                   c->arch == SC_ARCH_QWEN3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM", arch);
+    sc__buf_printf(b, "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n",
+                   c->vocab_size, c->hidden_size, c->intermediate_size);
+    sc__buf_printf(b, "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n",
+                   c->num_layers, c->num_heads, c->num_kv_heads);
+    sc__buf_printf(b, "  \"head_dim\": %d,\n  \"max_position_embeddings\": %d,\n", c->head_dim, c->max_position);
+    sc__buf_printf(b, "  \"rms_norm_eps\": "); sc__buf_double(b, c->rms_eps);
+    sc__buf_printf(b, ",\n  \"rope_theta\": "); sc__buf_double(b, c->rope_theta);
+    sc__buf_printf(b, ",\n  \"rope_parameters\": {\"rope_theta\": "); sc__buf_double(b, c->rope_theta);
+    sc__buf_printf(b, ", \"rope_type\": \"default\"},\n  \"initializer_range\": "); sc__buf_double(b, c->init_std);
+    sc__buf_printf(b, ",\n  \"tie_word_embeddings\": %s,\n  \"attention_bias\": %s,\n  \"attention_dropout\": 0.0,\n",
+                   c->tie_embeddings ? "true" : "false", c->attention_bias ? "true" : "false");
+    sc__buf_printf(b, "  \"hidden_act\": \"silu\",\n  \"use_cache\": false,\n  \"use_sliding_window\": false,\n");
+    sc__buf_printf(b, "  \"sliding_window\": null,\n  \"max_window_layers\": %d,\n  \"layer_types\": [", c->num_layers);
+    for (int l = 0; l < c->num_layers; l++) sc__buf_printf(b, "%s\"full_attention\"", l ? ", " : "");
+    sc__buf_printf(b, "],\n  \"dtype\": \"%s\"\n}\n", dtype);
+    if (b->oom) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "config.json: out of memory");
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_config_write_json(const sc_config *cfg, FILE *f, const char *dtype)
+{
+    sc__buf b = {NULL, 0, 0, 0};
+    if (!cfg || !f) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_config_write_json: NULL argument");
+    sc_result r = sc__config_json(cfg, dtype, &b);
+    if (r == SC_SUCCESS && fwrite(b.p, 1, b.n, f) != b.n)
+        r = sc__fail(SC_ERROR_IO, "config.json: write failed");
+    SC_FREE(b.p);
+    return r;
+}
+
+SCDEF sc_result sc_config_write(const sc_config *cfg, const char *path, const char *dtype)
+{
+    FILE *f;
+    char *tmp;
+    sc__buf b = {NULL, 0, 0, 0};
+    if (!cfg || !path) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_config_write: NULL argument");
+    sc_result r = sc__config_json(cfg, dtype, &b);
+    if (r == SC_SUCCESS && (r = sc__tmp_open(path, &f, &tmp)) == SC_SUCCESS) {
+        fwrite(b.p, 1, b.n, f);
+        r = sc__tmp_commit(path, f, tmp, SC_SUCCESS);
+    }
+    SC_FREE(b.p);
+    return r;
+}
+
+/* ---- safetensors ---- */
+static int sc__st_dtype_size(const char *d)
+{
+    static const char *const names[] = {"F64", "I64", "U64", "F32", "I32", "U32", "F16", "BF16", "I16",
+                                        "U16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"};
+    static const int sizes[] = {8, 8, 8, 4, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!strcmp(d, names[i])) return sizes[i];
+    return 0;
+}
+
+typedef struct sc__st_span { uint64_t begin, end; int idx; } sc__st_span;
+static int sc__st_span_cmp(const void *a, const void *b)
+{
+    const sc__st_span *x = (const sc__st_span *)a, *y = (const sc__st_span *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return 0;
+}
+static int sc__strp_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void sc__shape_str(char *out, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t k = (size_t)snprintf(out, cap, "[");
+    for (int i = 0; i < ndim && k < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < cap) snprintf(out + k, cap - k, "]");
+}
+
+static void sc__st_init(sc_safetensors *st) { memset(st, 0, sizeof *st); }
+
+SCDEF void sc_safetensors_close(sc_safetensors *st)
+{
+    if (!st) return;
+    if (st->f) fclose(st->f);
+    SC_FREE(st->path);
+    SC_FREE(st->tensors);
+    SC_FREE((void *)st->meta_keys);
+    SC_FREE(st->strings_);
+    memset(st, 0, sizeof *st);
+}
+
+/* Validate the header length read from the first 8 bytes against the total size. */
+static sc_result sc__st_check_len(const sc_safetensors *st, uint64_t hlen, uint64_t total)
+{
+    if (total < 8)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': %llu bytes, too short for a safetensors file", st->path,
+                        (unsigned long long)total);
+    if (hlen > SC_ST_MAX_HEADER || hlen > total - 8)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': header length %llu is beyond the file (%llu bytes) or over %u bytes",
+                        st->path, (unsigned long long)hlen, (unsigned long long)total, SC_ST_MAX_HEADER);
+    return SC_SUCCESS;
+}
+
+/* Validate a tensor entry of the header and fill *t. */
+static sc_result sc__st_entry(const sc_safetensors *st, const sc__json *j, int v, sc_st_tensor *t)
+{
+    const char *fn = st->path, *nm = t->name;
+    const sc__jnode *nd = j->nodes;
+    if (nd[v].type != SC__J_OBJ)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': entry must be an object, not %s", fn, nm, sc__json_type_name(nd[v].type));
+    int d = sc__json_get(j, v, "dtype"), s = sc__json_get(j, v, "shape"), o = sc__json_get(j, v, "data_offsets");
+    if (d < 0 || s < 0 || o < 0)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': entry lacks '%s'", fn, nm, d < 0 ? "dtype" : s < 0 ? "shape" : "data_offsets");
+    if (nd[d].type != SC__J_STR)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': dtype must be a string", fn, nm);
+    t->dtype = nd[d].s;
+    if (!(t->dtype_size = sc__st_dtype_size(t->dtype)))
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': unknown dtype '%s'", fn, nm, t->dtype);
+    if (nd[s].type != SC__J_ARR || nd[s].n > SC_ST_MAX_DIMS)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': shape must be an array of at most %d integers", fn, nm, SC_ST_MAX_DIMS);
+    uint64_t numel = 1;
+    int zero = 0;
+    t->ndim = 0;
+    for (int c = nd[s].first; c >= 0; c = nd[c].next) {
+        if (nd[c].type != SC__J_NUM || !nd[c].is_int || nd[c].i < 0)
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': shape must hold non-negative integers", fn, nm);
+        uint64_t x = (uint64_t)nd[c].i;
+        t->shape[t->ndim++] = nd[c].i;
+        if (x == 0) zero = 1;
+        else if (numel > (uint64_t)INT64_MAX / x) numel = (uint64_t)INT64_MAX + 1; /* sticky overflow */
+        else numel *= x;
+    }
+    if (zero) numel = 0;
+    if (numel > (uint64_t)INT64_MAX / (uint64_t)t->dtype_size)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': shape is too large", fn, nm);
+    t->numel = (int64_t)numel;
+    if (nd[o].type != SC__J_ARR || nd[o].n != 2)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': data_offsets must be [begin, end]", fn, nm);
+    int b = nd[o].first, e = nd[b].next;
+    if (nd[b].type != SC__J_NUM || !nd[b].is_int || nd[b].i < 0 || nd[e].type != SC__J_NUM || !nd[e].is_int || nd[e].i < 0)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': data_offsets must be non-negative integers", fn, nm);
+    t->begin = (uint64_t)nd[b].i; t->end = (uint64_t)nd[e].i;
+    if (t->begin > t->end)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': data_offsets [%llu, %llu] end before they begin", fn, nm,
+                        (unsigned long long)t->begin, (unsigned long long)t->end);
+    if (t->end > st->data_size)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': data_offsets [%llu, %llu] run past the data (%llu bytes; file truncated?)",
+                        fn, nm, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)st->data_size);
+    if (t->end - t->begin != numel * (uint64_t)t->dtype_size) {
+        char sh[200];
+        sc__shape_str(sh, sizeof sh, t->ndim, t->shape);
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': %llu data bytes, but %s %s needs %llu", fn, nm,
+                        (unsigned long long)(t->end - t->begin), t->dtype, sh, (unsigned long long)(numel * (uint64_t)t->dtype_size));
+    }
+    return SC_SUCCESS;
+}
+
+/* Parse and validate the JSON header; st->path, data_start and data_size are set. On success
+   st owns the decoded strings. One path for files and memory buffers. */
+static sc_result sc__st_parse_header(sc_safetensors *st, const char *hdr, size_t hlen)
+{
+    sc__json j;
+    sc_result r = sc__json_parse(&j, hdr, hlen, st->path);
+    const char *fn = st->path;
+    sc__st_span *spans = NULL;
+    const char **names = NULL;
+    int nt = 0, nm = 0;
+    if (r != SC_SUCCESS) return r;
+    if (j.nodes[0].type != SC__J_OBJ) { r = sc__fail(SC_ERROR_FORMAT, "file '%s': header must be a JSON object", fn); goto done; }
+    for (int c = j.nodes[0].first; c >= 0; c = j.nodes[c].next) {
+        if (strcmp(j.nodes[c].key, "__metadata__")) nt++;
+        else if (j.nodes[c].type == SC__J_OBJ) nm += j.nodes[c].n;
+    }
+    st->tensors = (sc_st_tensor *)SC_MALLOC(((size_t)nt + 1) * sizeof *st->tensors);
+    st->meta_keys = (const char **)SC_MALLOC(((size_t)nm * 2 + 1) * sizeof(char *));
+    spans = (sc__st_span *)SC_MALLOC(((size_t)nt + 1) * sizeof *spans);
+    names = (const char **)SC_MALLOC(((size_t)(nt > nm ? nt : nm) + 1) * sizeof *names);
+    if (!st->tensors || !st->meta_keys || !spans || !names) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", fn); goto done; }
+    st->meta_values = st->meta_keys + nm;
+    for (int c = j.nodes[0].first; c >= 0; c = j.nodes[c].next) {
+        const sc__jnode *nd = &j.nodes[c];
+        if (strlen(nd->key) != nd->klen) { r = sc__fail(SC_ERROR_FORMAT, "file '%s': a tensor name holds a NUL byte", fn); goto done; }
+        if (!strcmp(nd->key, "__metadata__")) {
+            if (nd->type == SC__J_NULL) continue;
+            if (nd->type != SC__J_OBJ) { r = sc__fail(SC_ERROR_FORMAT, "file '%s': __metadata__ must be an object", fn); goto done; }
+            for (int m = nd->first; m >= 0; m = j.nodes[m].next) {
+                if (j.nodes[m].type != SC__J_STR) {
+                    r = sc__fail(SC_ERROR_FORMAT, "file '%s': __metadata__ '%s' must be a string, not %s", fn, j.nodes[m].key,
+                                 sc__json_type_name(j.nodes[m].type));
+                    goto done;
+                }
+                st->meta_keys[st->n_meta] = j.nodes[m].key;
+                st->meta_values[st->n_meta++] = j.nodes[m].s;
+            }
+            continue;
+        }
+        sc_st_tensor *t = &st->tensors[st->n_tensors];
+        memset(t, 0, sizeof *t);
+        t->name = nd->key;
+        if ((r = sc__st_entry(st, &j, c, t)) != SC_SUCCESS) goto done;
+        spans[st->n_tensors].begin = t->begin; spans[st->n_tensors].end = t->end;
+        spans[st->n_tensors].idx = st->n_tensors;
+        st->n_tensors++;
+    }
+    /* names unique */
+    for (int pass = 0; pass < 2; pass++) {
+        int n = pass ? st->n_meta : st->n_tensors;
+        for (int i = 0; i < n; i++) names[i] = pass ? st->meta_keys[i] : st->tensors[i].name;
+        qsort((void *)names, (size_t)n, sizeof *names, sc__strp_cmp);
+        for (int i = 1; i < n; i++)
+            if (!strcmp(names[i - 1], names[i])) {
+                r = sc__fail(SC_ERROR_FORMAT, "file '%s': %s '%s' appears twice", fn, pass ? "__metadata__ key" : "tensor", names[i]);
+                goto done;
+            }
+    }
+    /* sorted by offset, the tensors tile the data section exactly */
+    qsort(spans, (size_t)st->n_tensors, sizeof *spans, sc__st_span_cmp);
+    {
+        uint64_t at = 0;
+        for (int i = 0; i < st->n_tensors; i++) {
+            if (spans[i].begin != at) {
+                r = sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s': data_offsets [%llu, %llu] %s (expected to begin at %llu)", fn,
+                             st->tensors[spans[i].idx].name, (unsigned long long)spans[i].begin, (unsigned long long)spans[i].end,
+                             spans[i].begin < at ? "overlap another tensor" : "leave a gap", (unsigned long long)at);
+                goto done;
+            }
+            at = spans[i].end;
+        }
+        if (at != st->data_size) {
+            r = sc__fail(SC_ERROR_FORMAT, "file '%s': %llu bytes of data after the last tensor", fn,
+                         (unsigned long long)(st->data_size - at));
+            goto done;
+        }
+    }
+    st->strings_ = j.strs;
+    j.strs = NULL;
+done:
+    SC_FREE(spans);
+    SC_FREE((void *)names);
+    sc__json_free(&j);
+    return r;
+}
+
+SCDEF sc_result sc_safetensors_open_memory(sc_safetensors *st, const void *buf, size_t len)
+{
+    sc_result r;
+    if (!st) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_safetensors_open_memory: NULL argument");
+    sc__st_init(st);
+    if (!buf && len) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_safetensors_open_memory: NULL buffer");
+    if (!(st->path = sc__strdup("<memory>"))) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "out of memory");
+    const unsigned char *p = (const unsigned char *)buf;
+    uint64_t hlen = len >= 8 ? sc__le64(p) : 0;
+    if ((r = sc__st_check_len(st, hlen, len)) == SC_SUCCESS) {
+        st->mem = p;
+        st->data_start = 8 + hlen;
+        st->data_size = (uint64_t)len - st->data_start;
+        r = sc__st_parse_header(st, (const char *)p + 8, (size_t)hlen);
+    }
+    if (r != SC_SUCCESS) sc_safetensors_close(st);
+    return r;
+}
+
+SCDEF sc_result sc_safetensors_open(sc_safetensors *st, const char *path)
+{
+    sc_result r;
+    unsigned char b8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t size = 0, hlen;
+    char *hdr = NULL;
+    if (!st || !path) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_safetensors_open: NULL argument");
+    sc__st_init(st);
+    if (!(st->path = sc__strdup(path))) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!(st->f = fopen(path, "rb"))) r = sc__fail(SC_ERROR_IO, "file '%s': cannot open: %s", path, strerror(errno));
+    else if (sc__fsize(st->f, &size)) r = sc__fail(SC_ERROR_IO, "file '%s': cannot seek", path);
+    else if (size >= 8 && fread(b8, 1, 8, st->f) != 8) r = sc__fail(SC_ERROR_IO, "file '%s': read failed", path);
+    else if ((r = sc__st_check_len(st, hlen = sc__le64(b8), size)) == SC_SUCCESS) {
+        st->data_start = 8 + hlen;
+        st->data_size = size - st->data_start;
+        if (!(hdr = (char *)SC_MALLOC((size_t)hlen + 1))) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", path);
+        else if (fread(hdr, 1, (size_t)hlen, st->f) != (size_t)hlen) r = sc__fail(SC_ERROR_IO, "file '%s': header read failed", path);
+        else r = sc__st_parse_header(st, hdr, (size_t)hlen);
+    }
+    SC_FREE(hdr);
+    if (r != SC_SUCCESS) sc_safetensors_close(st);
+    return r;
+}
+
+SCDEF const sc_st_tensor *sc_safetensors_find(const sc_safetensors *st, const char *name)
+{
+    for (int i = 0; st && name && i < st->n_tensors; i++)
+        if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];
+    return NULL;
+}
+
+SCDEF const char *sc_safetensors_meta(const sc_safetensors *st, const char *key)
+{
+    for (int i = 0; st && key && i < st->n_meta; i++)
+        if (!strcmp(st->meta_keys[i], key)) return st->meta_values[i];
+    return NULL;
+}
+
+/* Is `word` one of the space-separated words of `list`? */
+static int sc__word_in(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
+    return 0;
+}
+
+/* Find `name`, check its shape and that its dtype is one of `ok` (space-separated); a dtype of
+   the other kind (`wrong`) is SC_ERROR_SHAPE, any other SC_ERROR_UNSUPPORTED. *out = NULL when
+   there is nothing to read. */
+static sc_result sc__st_prepare(sc_safetensors *st, const char *name, const void *dst, int ndim,
+                                const int64_t *expect, const char *ok, const char *wrong, const sc_st_tensor **out)
+{
+    char want[200], got[200];
+    *out = NULL;
+    if (!st || !name) return sc__fail(SC_ERROR_INVALID_ARGS, "safetensors read: NULL argument");
+    const sc_st_tensor *t = sc_safetensors_find(st, name);
+    if (!t) return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor '%s' is missing", st->path, name);
+    if (expect) {
+        int same = ndim == t->ndim;
+        for (int i = 0; same && i < ndim; i++) same = expect[i] == t->shape[i];
+        if (!same) {
+            sc__shape_str(want, sizeof want, ndim < 0 ? 0 : ndim > 8 ? 8 : ndim, expect);
+            sc__shape_str(got, sizeof got, t->ndim, t->shape);
+            return sc__fail(SC_ERROR_SHAPE, "file '%s': tensor '%s': shape %s, expected %s", st->path, name, got, want);
+        }
+    }
+    if (!sc__word_in(ok, t->dtype))
+        return sc__fail(sc__word_in(wrong, t->dtype) ? SC_ERROR_SHAPE : SC_ERROR_UNSUPPORTED,
+                        "file '%s': tensor '%s': dtype %s, expected one of %s", st->path, name, t->dtype, ok);
+    if (!dst && t->numel) return sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s': NULL destination", st->path, name);
+    *out = t->numel ? t : NULL; /* NULL: nothing to read */
+    return SC_SUCCESS;
+}
+
+/* Copy n raw elements starting at element i0 of t into buf. */
+static sc_result sc__st_raw(sc_safetensors *st, const sc_st_tensor *t, int64_t i0, int64_t n, void *buf)
+{
+    uint64_t pos = st->data_start + t->begin + (uint64_t)i0 * (uint64_t)t->dtype_size;
+    size_t nb = (size_t)n * (size_t)t->dtype_size;
+    if (st->mem) { memcpy(buf, st->mem + pos, nb); return SC_SUCCESS; }
+    if (sc__fseek64(st->f, pos) || fread(buf, 1, nb, st->f) != nb)
+        return sc__fail(SC_ERROR_IO, "file '%s': tensor '%s': cannot read %llu bytes at offset %llu (file truncated or changed?)",
+                        st->path, t->name, (unsigned long long)nb, (unsigned long long)pos);
+    return SC_SUCCESS;
+}
+
+#define SC__ST_CHUNK 65536 /* elements converted at a time */
+
+SCDEF sc_result sc_safetensors_read_f32(sc_safetensors *st, const char *name, float *dst, int ndim,
+                                        const int64_t *expect_shape)
+{
+    const sc_st_tensor *t;
+    sc_result r = sc__st_prepare(st, name, dst, ndim, expect_shape, "F32 BF16 F16", "I32 I64", &t);
+    if (r != SC_SUCCESS || !t) return r;
+    if (t->dtype_size == 4) {
+        if ((r = sc__st_raw(st, t, 0, t->numel, dst)) != SC_SUCCESS) return r;
+        if (!sc__little_endian())
+            for (int64_t i = 0; i < t->numel; i++) {
+                unsigned char *p = (unsigned char *)(dst + i), c;
+                c = p[0]; p[0] = p[3]; p[3] = c; c = p[1]; p[1] = p[2]; p[2] = c;
+            }
+        return SC_SUCCESS;
+    }
+    unsigned char *buf = (unsigned char *)SC_MALLOC(SC__ST_CHUNK * 2);
+    if (!buf) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", st->path);
+    int bf = !strcmp(t->dtype, "BF16");
+    for (int64_t i0 = 0; i0 < t->numel && r == SC_SUCCESS; i0 += SC__ST_CHUNK) {
+        int64_t n = t->numel - i0 < SC__ST_CHUNK ? t->numel - i0 : SC__ST_CHUNK;
+        if ((r = sc__st_raw(st, t, i0, n, buf)) != SC_SUCCESS) break;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = (uint16_t)(buf[2 * i] | (buf[2 * i + 1] << 8));
+            dst[i0 + i] = bf ? sc_bf16_to_f32(h) : sc_f16_to_f32(h);
+        }
+    }
+    SC_FREE(buf);
+    return r;
+}
+
+SCDEF sc_result sc_safetensors_read_i32(sc_safetensors *st, const char *name, int32_t *dst, int ndim,
+                                        const int64_t *expect_shape)
+{
+    const sc_st_tensor *t;
+    sc_result r = sc__st_prepare(st, name, dst, ndim, expect_shape, "I32 I64", "F32 BF16 F16", &t);
+    if (r != SC_SUCCESS || !t) return r;
+    unsigned char *buf = (unsigned char *)SC_MALLOC(SC__ST_CHUNK * 8);
+    if (!buf) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", st->path);
+    for (int64_t i0 = 0; i0 < t->numel && r == SC_SUCCESS; i0 += SC__ST_CHUNK) {
+        int64_t n = t->numel - i0 < SC__ST_CHUNK ? t->numel - i0 : SC__ST_CHUNK;
+        if ((r = sc__st_raw(st, t, i0, n, buf)) != SC_SUCCESS) break;
+        for (int64_t i = 0; i < n; i++) {
+            if (t->dtype_size == 4) {
+                const unsigned char *p = buf + 4 * i;
+                dst[i0 + i] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+            } else {
+                int64_t v = (int64_t)sc__le64(buf + 8 * i);
+                if (v < INT32_MIN || v > INT32_MAX) {
+                    r = sc__fail(SC_ERROR_RANGE, "file '%s': tensor '%s': value %lld at flat index %lld does not fit int32",
+                                 st->path, name, (long long)v, (long long)(i0 + i));
+                    break;
+                }
+                dst[i0 + i] = (int32_t)v;
+            }
+        }
+    }
+    SC_FREE(buf);
+    return r;
+}
+
+/* Write entry e's data (numel elements) to f, little-endian, converting floats if asked. */
+static int sc__st_write_data(FILE *f, const sc_st_entry *e, int64_t numel, int size)
+{
+    if (!numel) return 1;
+    if (!e->data_is_f32 && sc__little_endian())
+        return fwrite(e->data, (size_t)size, (size_t)numel, f) == (size_t)numel;
+    unsigned char buf[4096 * 8];
+    const unsigned char *raw = (const unsigned char *)e->data;
+    const float *x = (const float *)e->data;
+    for (int64_t i0 = 0; i0 < numel; i0 += 4096) {
+        int64_t n = numel - i0 < 4096 ? numel - i0 : 4096;
+        for (int64_t i = 0; i < n; i++) {
+            unsigned char *o = buf + i * size;
+            uint64_t v;
+            if (!e->data_is_f32) { /* raw little-endian values from a big-endian host: copy as stored */
+                memcpy(o, raw + (i0 + i) * size, (size_t)size);
+                continue;
+            }
+            if (size == 2) v = sc_f32_to_bf16(x[i0 + i]);
+            else { uint32_t u; memcpy(&u, &x[i0 + i], 4); v = u; }
+            for (int k = 0; k < size; k++) o[k] = (unsigned char)(v >> (8 * k));
+        }
+        if (fwrite(buf, (size_t)size, (size_t)n, f) != (size_t)n) return 0;
+    }
+    return 1;
+}
+
+SCDEF sc_result sc_safetensors_write(const char *path, const sc_st_entry *entries, int n,
+                                     const char *const *meta_kv, int n_meta)
+{
+    sc__buf h = {NULL, 0, 0, 0};
+    sc_result r = SC_SUCCESS;
+    uint64_t at = 0;
+    FILE *f;
+    char *tmp;
+    if (!path || n < 0 || n_meta < 0 || (n && !entries) || (n_meta && !meta_kv))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_safetensors_write: bad arguments");
+    sc__buf_put(&h, "{", 1);
+    if (n_meta) {
+        sc__buf_put(&h, "\"__metadata__\":{", 16);
+        for (int i = 0; i < n_meta; i++) {
+            if (!meta_kv[2 * i] || !meta_kv[2 * i + 1])
+                { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': NULL metadata key or value", path); goto done; }
+            if (i) sc__buf_put(&h, ",", 1);
+            sc__buf_json_str(&h, meta_kv[2 * i]);
+            sc__buf_put(&h, ":", 1);
+            sc__buf_json_str(&h, meta_kv[2 * i + 1]);
+        }
+        sc__buf_put(&h, "}", 1);
+    }
+    for (int i = 0; i < n; i++) {
+        const sc_st_entry *e = &entries[i];
+        const char *nm = e->name ? e->name : "(null)";
+        int size = e->dtype ? sc__st_dtype_size(e->dtype) : 0;
+        uint64_t numel = 1;
+        if (!e->name || !e->dtype || (strcmp(e->dtype, "F32") && strcmp(e->dtype, "BF16") && strcmp(e->dtype, "F16") &&
+                                      strcmp(e->dtype, "I32") && strcmp(e->dtype, "I64")))
+            { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s': no name or dtype not F32/BF16/F16/I32/I64", path, nm); goto done; }
+        if (e->data_is_f32 && strcmp(e->dtype, "F32") && strcmp(e->dtype, "BF16"))
+            { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s': float data converts to F32 or BF16 only", path, nm); goto done; }
+        if (e->ndim < 0 || e->ndim > SC_ST_MAX_DIMS)
+            { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s': ndim %d", path, nm, e->ndim); goto done; }
+        for (int k = 0; k < e->ndim; k++) {
+            if (e->shape[k] < 0 || (e->shape[k] && numel > (uint64_t)(INT64_MAX / 8) / (uint64_t)e->shape[k]))
+                { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s': bad shape", path, nm); goto done; }
+            numel *= (uint64_t)e->shape[k];
+        }
+        if (numel && !e->data) { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s': NULL data", path, nm); goto done; }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(entries[k].name, e->name))
+                { r = sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': tensor '%s' given twice", path, nm); goto done; }
+        if (h.n > 1) sc__buf_put(&h, ",", 1);
+        sc__buf_json_str(&h, e->name);
+        sc__buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", e->dtype);
+        for (int k = 0; k < e->ndim; k++) sc__buf_printf(&h, "%s%lld", k ? "," : "", (long long)e->shape[k]);
+        sc__buf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at,
+                       (unsigned long long)(at + numel * (uint64_t)size));
+        at += numel * (uint64_t)size;
+    }
+    sc__buf_put(&h, "}", 1);
+    while (h.n % 8) sc__buf_put(&h, " ", 1);
+    if (h.oom) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", path); goto done; }
+    if ((r = sc__tmp_open(path, &f, &tmp)) != SC_SUCCESS) goto done;
+    {
+        unsigned char b8[8];
+        int ok = 1;
+        for (int k = 0; k < 8; k++) b8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
+        ok = fwrite(b8, 1, 8, f) == 8 && fwrite(h.p, 1, h.n, f) == h.n;
+        for (int i = 0; ok && i < n; i++) {
+            int64_t numel = 1;
+            for (int k = 0; k < entries[i].ndim; k++) numel *= entries[i].shape[k];
+            ok = sc__st_write_data(f, &entries[i], numel, sc__st_dtype_size(entries[i].dtype));
+        }
+        if (!ok) r = sc__fail(SC_ERROR_IO, "file '%s': write failed: %s", tmp, strerror(errno));
+        r = sc__tmp_commit(path, f, tmp, r);
+    }
+done:
+    SC_FREE(h.p);
+    return r;
+}
+
+/* ---- Hugging Face checkpoint directories ---- */
+SCDEF sc_result sc_hf_read_config(const char *dir, sc_config *cfg)
+{
+    if (!dir || !cfg) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_hf_read_config: NULL argument");
+    char *p = sc__path_join(dir, "config.json");
+    if (!p) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "out of memory");
+    sc_result r = sc_config_read(cfg, p);
+    SC_FREE(p);
+    return r;
+}
+
+/* Is `name` a tensor the model reads (or a tied lm_head, which is ignored)? */
+static int sc__hf_known(const sc_param_info *tab, int n, const sc_config *cfg, const char *name)
+{
+    if (cfg->tie_embeddings && !strcmp(name, "lm_head.weight")) return 1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(tab[i].name, name)) return 1;
+    return 0;
+}
+
+static void sc__hf_warn_unused(const char *file, int unused, const char *first)
+{
+    if (unused)
+        fprintf(stderr, "slidecheck: warning: '%s': %d tensor%s the model does not use (first: '%s') ignored\n",
+                file, unused, unused > 1 ? "s" : "", first);
+}
+
+/* Read params tab[i] for every i with want[i] from an open file. */
+static sc_result sc__hf_read_from(sc_safetensors *st, const sc_param_info *tab, int n, const char *want,
+                                  float *params)
+{
+    for (int i = 0; i < n; i++) {
+        if (want && !want[i]) continue;
+        sc_result r = sc_safetensors_read_f32(st, tab[i].name, params + tab[i].offset, tab[i].ndim, tab[i].shape);
+        if (r != SC_SUCCESS) return r;
+    }
+    return SC_SUCCESS;
+}
+
+typedef struct sc__hf_map { const char *name, *shard; } sc__hf_map;
+static int sc__hf_map_cmp(const void *a, const void *b)
+{
+    return strcmp(((const sc__hf_map *)a)->name, ((const sc__hf_map *)b)->name);
+}
+
+static sc_result sc__hf_read_sharded(const char *dir, const char *ipath, const sc_config *cfg,
+                                     const sc_param_info *tab, int n, float *params)
+{
+    sc__json j;
+    char *text = NULL, *want = NULL, *spath = NULL;
+    size_t len;
+    sc__hf_map *map = NULL;
+    const char **pshard = NULL;
+    int nmap = 0, unused = 0;
+    const char *first_unused = "";
+    sc_result r = sc__read_file(ipath, 64u << 20, &text, &len);
+    if (r != SC_SUCCESS) return r;
+    if ((r = sc__json_parse(&j, text, len, ipath)) != SC_SUCCESS) { SC_FREE(text); return r; }
+    int wm = sc__json_get(&j, 0, "weight_map");
+    if (wm < 0 || j.nodes[wm].type != SC__J_OBJ) { r = sc__fail(SC_ERROR_FORMAT, "file '%s': no 'weight_map' object", ipath); goto done; }
+    map = (sc__hf_map *)SC_MALLOC(((size_t)j.nodes[wm].n + 1) * sizeof *map);
+    pshard = (const char **)SC_MALLOC(((size_t)n + 1) * sizeof *pshard);
+    want = (char *)SC_MALLOC((size_t)n + 1);
+    if (!map || !pshard || !want) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", ipath); goto done; }
+    for (int c = j.nodes[wm].first; c >= 0; c = j.nodes[c].next) {
+        const sc__jnode *nd = &j.nodes[c];
+        if (nd->type != SC__J_STR || strlen(nd->s) != nd->slen || !nd->slen || strchr(nd->s, '/') ||
+            strchr(nd->s, '\\') || strstr(nd->s, "..")) {
+            r = sc__fail(SC_ERROR_FORMAT, "file '%s': weight_map: tensor '%s': shard must be a plain file name", ipath, nd->key);
+            goto done;
+        }
+        map[nmap].name = nd->key; map[nmap++].shard = nd->s;
+        if (!sc__hf_known(tab, n, cfg, nd->key) && !unused++) first_unused = nd->key;
+    }
+    qsort(map, (size_t)nmap, sizeof *map, sc__hf_map_cmp);
+    for (int i = 1; i < nmap; i++)
+        if (!strcmp(map[i - 1].name, map[i].name)) {
+            r = sc__fail(SC_ERROR_FORMAT, "file '%s': weight_map: tensor '%s' appears twice", ipath, map[i].name);
+            goto done;
+        }
+    for (int i = 0; i < n; i++) {
+        sc__hf_map key = {tab[i].name, NULL};
+        const sc__hf_map *m = (const sc__hf_map *)bsearch(&key, map, (size_t)nmap, sizeof *map, sc__hf_map_cmp);
+        if (!m) { r = sc__fail(SC_ERROR_FORMAT, "file '%s': weight_map: tensor '%s' is missing", ipath, tab[i].name); goto done; }
+        pshard[i] = m->shard;
+    }
+    memset(want, 0, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (!pshard[i]) continue; /* already read */
+        const char *shard = pshard[i];
+        sc_safetensors st;
+        for (int k = i; k < n; k++) {
+            want[k] = pshard[k] && !strcmp(pshard[k], shard);
+            if (want[k]) pshard[k] = NULL;
+        }
+        SC_FREE(spath);
+        if (!(spath = sc__path_join(dir, shard))) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        if ((r = sc_safetensors_open(&st, spath)) != SC_SUCCESS) goto done;
+        r = sc__hf_read_from(&st, tab, n, want, params);
+        sc_safetensors_close(&st);
+        if (r != SC_SUCCESS) goto done;
+        memset(want, 0, (size_t)n);
+    }
+    sc__hf_warn_unused(ipath, unused, first_unused);
+done:
+    SC_FREE(spath); SC_FREE(want); SC_FREE((void *)pshard); SC_FREE(map);
+    sc__json_free(&j);
+    SC_FREE(text);
+    return r;
+}
+
+SCDEF sc_result sc_hf_read_params(const char *dir, const sc_config *cfg, float *params)
+{
+    if (!dir || !cfg || !params) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_hf_read_params: NULL argument");
+    sc_result r = sc_config_validate(cfg);
+    if (r != SC_SUCCESS) return r;
+    int n = sc_config_params(cfg, NULL, 0);
+    if (n < 1) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_hf_read_params: empty parameter table");
+    sc_param_info *tab = (sc_param_info *)SC_MALLOC((size_t)n * sizeof *tab);
+    char *single = sc__path_join(dir, "model.safetensors"), *index = sc__path_join(dir, "model.safetensors.index.json");
+    if (!tab || !single || !index) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "out of memory"); goto done; }
+    sc_config_params(cfg, tab, n);
+    if (sc__file_exists(single) || !sc__file_exists(index)) { /* as transformers: the single file first */
+        sc_safetensors st;
+        if ((r = sc_safetensors_open(&st, single)) != SC_SUCCESS) goto done;
+        r = sc__hf_read_from(&st, tab, n, NULL, params);
+        if (r == SC_SUCCESS) {
+            int unused = 0;
+            const char *first = "";
+            for (int i = 0; i < st.n_tensors; i++)
+                if (!sc__hf_known(tab, n, cfg, st.tensors[i].name) && !unused++) first = st.tensors[i].name;
+            sc__hf_warn_unused(single, unused, first);
+        }
+        sc_safetensors_close(&st);
+    } else
+        r = sc__hf_read_sharded(dir, index, cfg, tab, n, params);
+done:
+    SC_FREE(tab); SC_FREE(single); SC_FREE(index);
+    return r;
+}
+
+SCDEF sc_result sc_hf_write(const char *dir, const sc_config *cfg, const float *params, int bf16)
+{
+    if (!dir || !cfg || !params) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_hf_write: NULL argument");
+    sc_result r = sc_config_validate(cfg);
+    if (r != SC_SUCCESS) return r;
+#ifdef _WIN32
+    int made = _mkdir(dir);
+#else
+    int made = mkdir(dir, 0777);
+#endif
+    if (made && errno != EEXIST) return sc__fail(SC_ERROR_IO, "directory '%s': cannot create: %s", dir, strerror(errno));
+    int n = sc_config_params(cfg, NULL, 0);
+    sc_param_info *tab = (sc_param_info *)SC_MALLOC((size_t)n * sizeof *tab);
+    sc_st_entry *e = (sc_st_entry *)SC_MALLOC((size_t)n * sizeof *e);
+    char *cpath = sc__path_join(dir, "config.json"), *mpath = sc__path_join(dir, "model.safetensors");
+    if (!tab || !e || !cpath || !mpath) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "out of memory"); goto done; }
+    sc_config_params(cfg, tab, n);
+    for (int i = 0; i < n; i++) {
+        memset(&e[i], 0, sizeof e[i]);
+        e[i].name = tab[i].name;
+        e[i].dtype = bf16 ? "BF16" : "F32";
+        e[i].ndim = tab[i].ndim;
+        e[i].shape[0] = tab[i].shape[0]; e[i].shape[1] = tab[i].shape[1];
+        e[i].data = params + tab[i].offset;
+        e[i].data_is_f32 = 1;
+    }
+    {
+        static const char *const meta[2] = {"format", "pt"}; /* transformers requires it */
+        if ((r = sc_config_write(cfg, cpath, bf16 ? "bfloat16" : "float32")) == SC_SUCCESS)
+            r = sc_safetensors_write(mpath, e, n, meta, 1);
+    }
+done:
+    SC_FREE(tab); SC_FREE(e); SC_FREE(cpath); SC_FREE(mpath);
+    return r;
+}
+
+/* ---- token files ---- */
+static sc_result sc__tokens_from_st(sc_safetensors *st, int32_t **ids, int *B, int *T)
+{
+    const sc_st_tensor *t = sc_safetensors_find(st, "input_ids");
+    *ids = NULL; *B = *T = 0;
+    if (!t) return sc__fail(SC_ERROR_FORMAT, "file '%s': no tensor 'input_ids'", st->path);
+    if (t->ndim != 1 && t->ndim != 2)
+        return sc__fail(SC_ERROR_SHAPE, "file '%s': tensor 'input_ids': %d dims, expected [B, T] or [T]", st->path, t->ndim);
+    int64_t b = t->ndim == 2 ? t->shape[0] : 1, tt = t->shape[t->ndim - 1];
+    if (b < 1 || tt < 2)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': tensor 'input_ids': %lld sequences of %lld tokens; need at least one of >= 2",
+                        st->path, (long long)b, (long long)tt);
+    if (b > INT_MAX || tt > INT_MAX || t->numel > INT_MAX)
+        return sc__fail(SC_ERROR_RANGE, "file '%s': tensor 'input_ids': too many tokens", st->path);
+    int32_t *p = (int32_t *)SC_MALLOC((size_t)t->numel * sizeof *p);
+    if (!p) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", st->path);
+    sc_result r = sc_safetensors_read_i32(st, "input_ids", p, 0, NULL);
+    for (int64_t i = 0; r == SC_SUCCESS && i < t->numel; i++)
+        if (p[i] < 0)
+            r = sc__fail(SC_ERROR_RANGE, "file '%s': token id %d at [%lld,%lld] is negative", st->path, p[i],
+                         (long long)(i / tt), (long long)(i % tt));
+    if (r != SC_SUCCESS) { SC_FREE(p); return r; }
+    *ids = p; *B = (int)b; *T = (int)tt;
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_tokens_read(const char *path, int32_t **ids, int *B, int *T)
+{
+    sc_safetensors st;
+    if (!path || !ids || !B || !T) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_tokens_read: NULL argument");
+    *ids = NULL; *B = *T = 0;
+    sc_result r = sc_safetensors_open(&st, path);
+    if (r != SC_SUCCESS) return r;
+    r = sc__tokens_from_st(&st, ids, B, T);
+    sc_safetensors_close(&st);
+    return r;
+}
+
+SCDEF sc_result sc_tokens_write(const char *path, const int32_t *ids, int B, int T)
+{
+    sc_st_entry e;
+    if (!path || !ids || B < 1 || T < 1) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_tokens_write: bad arguments");
+    memset(&e, 0, sizeof e);
+    e.name = "input_ids"; e.dtype = "I32"; e.ndim = 2; e.shape[0] = B; e.shape[1] = T; e.data = ids;
+    return sc_safetensors_write(path, &e, 1, NULL, 0);
+}
+
+SCDEF sc_result sc_tokens_check(const int32_t *ids, int B, int T, const sc_config *cfg)
+{
+    if (!ids || !cfg || B < 1 || T < 1) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_tokens_check: bad arguments");
+    if (T > cfg->max_position)
+        return sc__fail(SC_ERROR_RANGE, "sequence length %d > max_position_embeddings %d", T, cfg->max_position);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            int32_t v = ids[(size_t)b * T + t];
+            if (v < 0)
+                return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] is negative", v, b, t);
+            if (v >= cfg->vocab_size)
+                return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] \xe2\x89\xa5 vocab_size %d", v, b, t,
+                                cfg->vocab_size);
+        }
+    return SC_SUCCESS;
+}
+
+SCDEF void sc_tokens_free(int32_t *ids) { SC_FREE(ids); }
+/* ==========================================================================================
+   CPU reference ops
+   ========================================================================================== */
+
+/* Dot product with 8 fixed partial sums: vectorisable, and the same order on every call. */
+static float sc__dot(const float *a, const float *b, int n)
+{
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+SCDEF void sc_cpu_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C)
+{
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)ids[n] * C, sizeof(float) * C);
+}
+
+SCDEF void sc_cpu_embedding_backward(float *dwte, const float *dout, const int32_t *ids, int N, int C)
+{
+    /* split by column blocks; every row's contributions land in token order */
+    SC__OMP(omp parallel for)
+    for (int c0 = 0; c0 < C; c0 += 64) {
+        int c1 = c0 + 64 < C ? c0 + 64 : C;
+        for (int n = 0; n < N; n++) {
+            float *d = dwte + (size_t)ids[n] * C;
+            const float *g = dout + (size_t)n * C;
+            for (int c = c0; c < c1; c++) d[c] += g[c];
+        }
+    }
+}
+
+static void sc__rmsnorm_row(float *out, float *rstd, const float *x, const float *w, int C, float eps)
+{
+    float ss = sc__dot(x, x, C);
+    float r = 1.0f / sqrtf(ss / (float)C + eps);
+    for (int c = 0; c < C; c++) out[c] = (x[c] * r) * w[c];
+    *rstd = r;
+}
+
+SCDEF void sc_cpu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps)
+{
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++)
+        sc__rmsnorm_row(out + (size_t)n * C, rstd + n, inp + (size_t)n * C, w, C, eps);
+}
+
+SCDEF void sc_cpu_rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                                   const float *rstd, int N, int C)
+{
+    /* y = x * r * w, r = (mean(x^2) + eps)^-1/2:
+       dx = r * (dy*w) - x * r^3 / C * sum(dy*w*x);  dw += sum_n dy * x * r */
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C, r = rstd[n], dot = 0.0f;
+        for (int c = 0; c < C; c++) dot += dy[c] * w[c] * x[c];
+        float k = dot * r * r * r / (float)C;
+        for (int c = 0; c < C; c++) dx[c] += dy[c] * w[c] * r - x[c] * k;
+    }
+    SC__OMP(omp parallel for)
+    for (int c = 0; c < C; c++) {
+        float s = 0.0f;
+        for (int n = 0; n < N; n++) s += dout[(size_t)n * C + c] * inp[(size_t)n * C + c] * rstd[n];
+        dw[c] += s;
+    }
+}
+
+SCDEF void sc_cpu_add_forward(float *out, const float *a, const float *b, size_t n)
+{
+    SC__OMP(omp parallel for)
+    for (long long i = 0; i < (long long)n; i++) out[i] = a[i] + b[i];
+}
+
+SCDEF void sc_cpu_add_rmsnorm_forward(float *res, float *out, float *rstd, const float *a, const float *b,
+                                      const float *w, int N, int C, float eps)
+{
+    /* norm of the stored sum, by the same row function as rmsnorm_forward: a replay of the
+       norm alone from `res` gives the same bits */
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++) {
+        size_t o = (size_t)n * C;
+        for (int c = 0; c < C; c++) res[o + c] = a[o + c] + b[o + c];
+        sc__rmsnorm_row(out + o, rstd + n, res + o, w, C, eps);
+    }
+}
+
+SCDEF void sc_cpu_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC)
+{
+    SC__OMP(omp parallel for collapse(2))
+    for (int n = 0; n < N; n++)
+        for (int o0 = 0; o0 < OC; o0 += 16) {
+            const float *x = inp + (size_t)n * IC;
+            int o1 = o0 + 16 < OC ? o0 + 16 : OC;
+            for (int o = o0; o < o1; o++)
+                out[(size_t)n * OC + o] = sc__dot(x, w + (size_t)o * IC, IC) + (bias ? bias[o] : 0.0f);
+        }
+}
+
+SCDEF void sc_cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                                  const float *w, int N, int IC, int OC)
+{
+    if (dinp) {
+        SC__OMP(omp parallel for)
+        for (int n = 0; n < N; n++) {
+            float *dx = dinp + (size_t)n * IC;
+            const float *g = dout + (size_t)n * OC;
+            for (int i = 0; i < IC; i++) dx[i] = 0.0f;
+            for (int o = 0; o < OC; o++) {
+                float go = g[o];
+                const float *wr = w + (size_t)o * IC;
+                for (int i = 0; i < IC; i++) dx[i] += go * wr[i];
+            }
+        }
+    }
+    if (dw) {
+        SC__OMP(omp parallel for)
+        for (int o = 0; o < OC; o++) {
+            float *d = dw + (size_t)o * IC;
+            for (int n = 0; n < N; n++) {
+                float go = dout[(size_t)n * OC + o];
+                const float *x = inp + (size_t)n * IC;
+                for (int i = 0; i < IC; i++) d[i] += go * x[i];
+            }
+        }
+    }
+    if (dbias) {
+        for (int o = 0; o < OC; o++) {
+            float s = 0.0f;
+            for (int n = 0; n < N; n++) s += dout[(size_t)n * OC + o];
+            dbias[o] += s;
+        }
+    }
+}
+
+SCDEF void sc_rope_table(float *cosb, float *sinb, int maxT, int D, double theta)
+{
+    int half = D / 2;
+    for (int i = 0; i < half; i++) {
+        /* HF: inv_freq = 1 / base ** (arange(0, D, 2).float() / D), in float32 */
+        float inv = (float)(1.0 / pow(theta, (double)(float)((float)(2 * i) / (float)D)));
+        for (int t = 0; t < maxT; t++) {
+            float f = (float)t * inv; /* float32 product, as HF's position @ inv_freq */
+            cosb[(size_t)t * half + i] = (float)cos((double)f);
+            sinb[(size_t)t * half + i] = (float)sin((double)f);
+        }
+    }
+}
+
+SCDEF void sc_cpu_qknorm_rope_forward(float *qk, float *rstd, const float *qkv, const float *qnorm_w,
+                                      const float *knorm_w, const float *cosb, const float *sinb,
+                                      int B, int T, int H, int KV, int D, float eps)
+{
+    int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, half = D / 2;
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < B * T; n++) {
+        int t = n % T;
+        const float *cs = cosb + (size_t)t * half, *sn = sinb + (size_t)t * half;
+        for (int h = 0; h < NH; h++) {
+            const float *x = qkv + (size_t)n * Q + (size_t)h * D;
+            float *y = qk + (size_t)n * K + (size_t)h * D;
+            float tmp[4096];
+            const float *src = x;
+            if (qnorm_w) {
+                sc__rmsnorm_row(tmp, rstd + (size_t)n * NH + h, x, h < H ? qnorm_w : knorm_w, D, eps);
+                src = tmp;
+            }
+            for (int i = 0; i < half; i++) {
+                float a = src[i], b = src[i + half];
+                y[i] = a * cs[i] - b * sn[i];
+                y[i + half] = b * cs[i] + a * sn[i];
+            }
+        }
+    }
+}
+
+SCDEF void sc_cpu_qknorm_rope_backward(float *dqkv, float *dqnorm_w, float *dknorm_w, const float *dqk,
+                                       const float *qkv, const float *qnorm_w, const float *knorm_w,
+                                       const float *rstd, const float *cosb, const float *sinb,
+                                       int B, int T, int H, int KV, int D)
+{
+    int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, half = D / 2, N = B * T;
+    /* dy = rope^T(dqk); then the per-head RMSNorm backward */
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++) {
+        int t = n % T;
+        const float *cs = cosb + (size_t)t * half, *sn = sinb + (size_t)t * half;
+        for (int h = 0; h < NH; h++) {
+            const float *g = dqk + (size_t)n * K + (size_t)h * D;
+            float *dx = dqkv + (size_t)n * Q + (size_t)h * D;
+            float dy[4096];
+            for (int i = 0; i < half; i++) {
+                dy[i] = g[i] * cs[i] + g[i + half] * sn[i];
+                dy[i + half] = g[i + half] * cs[i] - g[i] * sn[i];
+            }
+            if (!qnorm_w) {
+                memcpy(dx, dy, sizeof(float) * D);
+                continue;
+            }
+            const float *x = qkv + (size_t)n * Q + (size_t)h * D, *w = h < H ? qnorm_w : knorm_w;
+            float r = rstd[(size_t)n * NH + h], dot = 0.0f;
+            for (int i = 0; i < D; i++) dot += dy[i] * w[i] * x[i];
+            float k = dot * r * r * r / (float)D;
+            for (int i = 0; i < D; i++) dx[i] = dy[i] * w[i] * r - x[i] * k;
+        }
+    }
+    if (!qnorm_w) return;
+    /* weight grads: one thread per (q|k, i), rows and heads summed in a fixed order */
+    SC__OMP(omp parallel for)
+    for (int j = 0; j < 2 * D; j++) {
+        int isk = j >= D, i = j % D, hi = isk ? NH : H, lo = isk ? H : 0;
+        int ip = i < half ? i : i - half;
+        float s = 0.0f;
+        for (int n = 0; n < N; n++) {
+            int t = n % T;
+            float c = cosb[(size_t)t * half + ip], sv = sinb[(size_t)t * half + ip];
+            for (int h = lo; h < hi; h++) {
+                const float *g = dqk + (size_t)n * K + (size_t)h * D;
+                float dyi = i < half ? g[i] * c + g[i + half] * sv : g[i] * c - g[i - half] * sv;
+                s += dyi * qkv[(size_t)n * Q + (size_t)h * D + i] * rstd[(size_t)n * NH + h];
+            }
+        }
+        (isk ? dknorm_w : dqnorm_w)[i] += s;
+    }
+}
+
+SCDEF void sc_cpu_attention_forward(float *out, float *lse, const float *qk, const float *qkv,
+                                    int B, int T, int H, int KV, int D)
+{
+    int K = (H + KV) * D, Q = (H + 2 * KV) * D, G = H / KV;
+    float scale = 1.0f / sqrtf((float)D);
+    SC__OMP(omp parallel for collapse(2))
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            float *s = (float *)SC_MALLOC(sizeof(float) * (size_t)T);
+            int kh = h / G;
+            for (int i = 0; i < T; i++) {
+                const float *q = qk + ((size_t)b * T + i) * K + (size_t)h * D;
+                float mx = -INFINITY, sum = 0.0f;
+                for (int j = 0; j <= i; j++) {
+                    s[j] = sc__dot(q, qk + ((size_t)b * T + j) * K + (size_t)(H + kh) * D, D) * scale;
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int j = 0; j <= i; j++) { s[j] = expf(s[j] - mx); sum += s[j]; }
+                float *o = out + ((size_t)b * T + i) * H * D + (size_t)h * D, inv = 1.0f / sum;
+                for (int d = 0; d < D; d++) o[d] = 0.0f;
+                for (int j = 0; j <= i; j++) {
+                    const float *v = qkv + ((size_t)b * T + j) * Q + K + (size_t)kh * D;
+                    float p = s[j] * inv;
+                    for (int d = 0; d < D; d++) o[d] += p * v[d];
+                }
+                lse[((size_t)b * H + h) * T + i] = mx + logf(sum);
+            }
+            SC_FREE(s);
+        }
+}
+
+SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout, const float *qk,
+                                     const float *qkv, const float *out, const float *lse,
+                                     int B, int T, int H, int KV, int D)
+{
+    int K = (H + KV) * D, Q = (H + 2 * KV) * D, G = H / KV, HD = H * D;
+    float scale = 1.0f / sqrtf((float)D);
+    /* one thread per (batch, kv head): it owns dk and dv of that head, and dq of its group */
+    SC__OMP(omp parallel for collapse(2))
+    for (int b = 0; b < B; b++)
+        for (int kh = 0; kh < KV; kh++) {
+            for (int j = 0; j < T; j++) {
+                memset(dqk + ((size_t)b * T + j) * K + (size_t)(H + kh) * D, 0, sizeof(float) * D);
+                memset(dqkv + ((size_t)b * T + j) * Q + K + (size_t)kh * D, 0, sizeof(float) * D);
+            }
+            float *p = (float *)SC_MALLOC(sizeof(float) * (size_t)T * 2), *ds = p + T;
+            for (int h = kh * G; h < (kh + 1) * G; h++)
+                for (int i = 0; i < T; i++) {
+                    size_t row = (size_t)b * T + i;
+                    const float *q = qk + row * K + (size_t)h * D, *go = dout + row * HD + (size_t)h * D;
+                    float L = lse[((size_t)b * H + h) * T + i];
+                    float Di = sc__dot(go, out + row * HD + (size_t)h * D, D);
+                    for (int j = 0; j <= i; j++) {
+                        size_t rj = (size_t)b * T + j;
+                        p[j] = expf(sc__dot(q, qk + rj * K + (size_t)(H + kh) * D, D) * scale - L);
+                        float dp = sc__dot(go, qkv + rj * Q + K + (size_t)kh * D, D);
+                        ds[j] = p[j] * (dp - Di) * scale;
+                    }
+                    float *dq = dqk + row * K + (size_t)h * D;
+                    for (int d = 0; d < D; d++) dq[d] = 0.0f;
+                    for (int j = 0; j <= i; j++) {
+                        size_t rj = (size_t)b * T + j;
+                        const float *kj = qk + rj * K + (size_t)(H + kh) * D;
+                        float *dk = dqk + rj * K + (size_t)(H + kh) * D;
+                        float *dv = dqkv + rj * Q + K + (size_t)kh * D;
+                        for (int d = 0; d < D; d++) {
+                            dq[d] += ds[j] * kj[d];
+                            dk[d] += ds[j] * q[d];
+                            dv[d] += p[j] * go[d];
+                        }
+                    }
+                }
+            SC_FREE(p);
+        }
+}
+
+static float sc__silu(float x) { return x / (1.0f + expf(-x)); }
+
+SCDEF void sc_cpu_swiglu_forward(float *m, const float *gu, int N, int I)
+{
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++) {
+        const float *g = gu + (size_t)n * 2 * I, *u = g + I;
+        for (int i = 0; i < I; i++) m[(size_t)n * I + i] = sc__silu(g[i]) * u[i];
+    }
+}
+
+SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, int N, int I)
+{
+    SC__OMP(omp parallel for)
+    for (int n = 0; n < N; n++) {
+        const float *g = gu + (size_t)n * 2 * I, *u = g + I, *d = dm + (size_t)n * I;
+        float *dg = dgu + (size_t)n * 2 * I, *du = dg + I;
+        for (int i = 0; i < I; i++) {
+            float sg = 1.0f / (1.0f + expf(-g[i]));
+            float s = g[i] * sg;
+            du[i] = d[i] * s;
+            dg[i] = d[i] * u[i] * sg * (1.0f + g[i] * (1.0f - sg));
+        }
+    }
+}
+
+SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, const float *logits,
+                                                const int32_t *target, int n, int V, float scale)
+{
+    SC__OMP(omp parallel for)
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * V;
+        float *d = dlogits + (size_t)r * V;
+        if (target[r] < 0) {
+            rowloss[r] = 0.0f;
+            for (int v = 0; v < V; v++) d[v] = 0.0f;
+            continue;
+        }
+        float mx = -INFINITY;
+        for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) sum += exp((double)(l[v] - mx));
+        double lse = (double)mx + log(sum);
+        rowloss[r] = (float)(lse - (double)l[target[r]]);
+        for (int v = 0; v < V; v++) {
+            float p = (float)exp((double)l[v] - lse);
+            d[v] = (p - (v == target[r] ? 1.0f : 0.0f)) * scale;
+        }
+    }
+}
+
+SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay)
+{
+    SC__OMP(omp parallel for)
+    for (long long i = 0; i < (long long)n; i++) p[i] -= lr * (g[i] + weight_decay * p[i]);
+}
+
+SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1,
+                               float beta2, float eps, float weight_decay, int t)
+{
+    /* torch.optim.AdamW (foreach=False): decoupled decay, bias correction, eps outside sqrt */
+    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    float step = lr / bc1, bc2s = sqrtf(bc2);
+    SC__OMP(omp parallel for)
+    for (long long i = 0; i < (long long)n; i++) {
+        float pi = p[i] * (1.0f - lr * weight_decay);
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+        p[i] = pi - step * (m[i] / (sqrtf(v[i]) / bc2s + eps));
+    }
+}
+
+/* ==========================================================================================
+   Checkpoint policies
+   ========================================================================================== */
+static int sc__parse_int(const char *s, const char **end, int *out)
+{
+    if (*s < '0' || *s > '9') return 0;
+    long v = 0;
+    while (*s >= '0' && *s <= '9') {
+        v = v * 10 + (*s - '0');
+        if (v > 1000000) return 0;
+        s++;
+    }
+    *out = (int)v;
+    *end = s;
+    return 1;
+}
+
+static void sc__plan_segments(sc_plan *p, int K)
+{
+    for (int l = 0; l < p->num_layers; l++) p->seg[l] = (short)(l - l % K);
+}
+
+SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
+{
+    if (!p || !policy) return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy: NULL argument");
+    if (L <= 0 || L > SC_MAX_LAYERS)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy: %d layers (at most %d supported)", L, SC_MAX_LAYERS);
+    memset(p, 0, sizeof *p);
+    p->num_layers = L;
+    for (int l = 0; l < L; l++) { p->keep[l] = SC_KEEP_ALL; p->seg[l] = -1; }
+    snprintf(p->name, sizeof p->name, "%s", policy);
+    const char *e;
+    int k;
+    if (!strcmp(policy, "none")) return SC_SUCCESS;
+    if (!strcmp(policy, "full")) { sc__plan_segments(p, 1); return SC_SUCCESS; }
+    if (!strcmp(policy, "selective")) { memset(p->keep, SC_KEEP_SELECTIVE, (size_t)L); return SC_SUCCESS; }
+    if (!strcmp(policy, "selective:mlp")) { memset(p->keep, SC_KEEP_SELECTIVE_MLP, (size_t)L); return SC_SUCCESS; }
+    if (!strcmp(policy, "sqrt")) {
+        k = (int)ceil(sqrt((double)L));
+        sc__plan_segments(p, k);
+        return SC_SUCCESS;
+    }
+    if (!strncmp(policy, "every:", 6)) {
+        if (!sc__parse_int(policy + 6, &e, &k) || *e || k <= 0)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': every:K needs an integer K >= 1", policy);
+        sc__plan_segments(p, k);
+        return SC_SUCCESS;
+    }
+    if (!strncmp(policy, "layers:", 7)) {
+        const char *s = policy + 7;
+        for (;;) {
+            int a, b;
+            if (!sc__parse_int(s, &e, &a))
+                return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': expected a layer number at '%s'", policy, s);
+            b = a;
+            if (*e == '-' && !sc__parse_int(e + 1, &e, &b))
+                return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': bad range", policy);
+            if (a > b || b >= L)
+                return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': range %d-%d outside layers 0-%d", policy, a, b, L - 1);
+            for (int l = a; l <= b; l++) p->seg[l] = (short)l;
+            if (!*e) break;
+            if (*e != ',') return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': expected ',' at '%s'", policy, e);
+            s = e + 1;
+        }
+        return SC_SUCCESS;
+    }
+    if (!strncmp(policy, "budget:", 7))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s' needs per-layer costs: use sc_plan_is_budget() "
+                        "and sc_planner_plan()", policy);
+    return sc__fail(SC_ERROR_INVALID_ARGS,
+                    "unknown checkpoint policy '%s' (known: none, full, every:K, layers:LIST, selective, "
+                    "selective:mlp, sqrt, budget:SIZE)", policy);
+}
+
+/* Activation slots of one layer: their sizes, and which ones each keep mode saves. */
+enum {
+    SC__A_X, SC__A_RSTD1, SC__A_A, SC__A_QKV, SC__A_QK, SC__A_RSTDQK, SC__A_O, SC__A_LSE, SC__A_X2,
+    SC__A_RSTD2, SC__A_B, SC__A_GU, SC__A_M, SC__A_COUNT
+};
+static const char *sc__act_names[SC__A_COUNT] = {
+    "input", "ln1.rstd", "ln1.out", "attn.qkv", "attn.qk_rope", "attn.qk_norm.rstd", "attn.out", "attn.lse",
+    "residual", "ln2.rstd", "ln2.out", "mlp.gate_up", "mlp.act"};
+
+static unsigned sc__keep_mask(int keep)
+{
+    unsigned all = (1u << SC__A_COUNT) - 1;
+    if (keep == SC_KEEP_SELECTIVE)
+        return (1u << SC__A_X) | (1u << SC__A_QKV) | (1u << SC__A_O) | (1u << SC__A_LSE) | (1u << SC__A_X2) |
+               (1u << SC__A_GU);
+    if (keep == SC_KEEP_SELECTIVE_MLP)
+        return all & ~((1u << SC__A_RSTD2) | (1u << SC__A_B) | (1u << SC__A_GU) | (1u << SC__A_M));
+    return all;
+}
+
+/* Element count and element size of each slot (act_bytes for activations, 4 for statistics). */
+static size_t sc__act_numel(const sc_config *c, int slot, int B, int T)
+{
+    size_t N = (size_t)B * T, C = (size_t)c->hidden_size, D = (size_t)c->head_dim;
+    size_t H = (size_t)c->num_heads, KV = (size_t)c->num_kv_heads, I = (size_t)c->intermediate_size;
+    switch (slot) {
+    case SC__A_X: case SC__A_A: case SC__A_X2: case SC__A_B: return N * C;
+    case SC__A_RSTD1: case SC__A_RSTD2: return N;
+    case SC__A_QKV: return N * (H + 2 * KV) * D;
+    case SC__A_QK: return N * (H + KV) * D;
+    case SC__A_RSTDQK: return c->qk_norm ? N * (H + KV) : 0;
+    case SC__A_O: return N * H * D;
+    case SC__A_LSE: return N * H;
+    case SC__A_GU: return N * 2 * I;
+    case SC__A_M: return N * I;
+    }
+    return 0;
+}
+static int sc__act_is_stat(int slot)
+{
+    return slot == SC__A_RSTD1 || slot == SC__A_RSTD2 || slot == SC__A_RSTDQK || slot == SC__A_LSE;
+}
+static size_t sc__act_bytes(const sc_config *c, int slot, int B, int T, int act_bytes)
+{
+    return sc__act_numel(c, slot, B, T) * (sc__act_is_stat(slot) ? 4u : (size_t)act_bytes);
+}
+
+/* The mask of slots layer l keeps after forward. */
+static unsigned sc__plan_mask(const sc_plan *p, int l)
+{
+    if (p->seg[l] >= 0) return p->seg[l] == l ? (1u << SC__A_X) : 0u;
+    return sc__keep_mask(p->keep[l]);
+}
+
+SCDEF size_t sc_plan_saved_bytes_layer(const sc_config *cfg, const sc_plan *plan, int l, int B, int T, int act_bytes)
+{
+    unsigned mask = sc__plan_mask(plan, l);
+    size_t s = 0;
+    for (int a = 0; a < SC__A_COUNT; a++)
+        if (mask & (1u << a)) s += sc__act_bytes(cfg, a, B, T, act_bytes);
+    return s;
+}
+
+SCDEF size_t sc_plan_saved_bytes(const sc_config *cfg, const sc_plan *plan, int B, int T, int act_bytes)
+{
+    size_t s = sc__act_bytes(cfg, SC__A_X, B, T, act_bytes); /* the last layer's output */
+    for (int l = 0; l < cfg->num_layers; l++) s += sc_plan_saved_bytes_layer(cfg, plan, l, B, T, act_bytes);
+    return s;
+}
+
+/* ==========================================================================================
+   The model
+   ========================================================================================== */
+struct sc_model {
+    sc_config cfg;
+    sc_model_config mc;
+    sc_allocator alloc;
+    sc_tracer *tr;
+    sc_cuda *cu;                   /* NULL on the CPU backend */
+    int pb, gb, ab;                /* bytes per element: parameters, their gradients, activations */
+    sc_dtype pdt, gdt;
+    float *params, *grads, *master, *opt_m, *opt_v; /* device buffers (dtype by pb/gb) */
+    size_t nparams;
+    float *rope_cos, *rope_sin;
+    int rope_T;
+    int t;                         /* optimizer steps taken */
+    float *acts[SC_MAX_LAYERS + 1][SC__A_COUNT];
+    const int32_t *ids;            /* host */
+    int32_t *ids_dev, *targets;    /* device */
+    float *rowloss;                /* device, [N] */
+    int B, T;
+    float *logits_host, *rowloss_host;
+    size_t logits_cap, rowloss_cap;
+    size_t last_saved;
+    int64_t launch_mark;
+};
+
+/* One call for both backends: the CPU op, or the CUDA op of the same name. */
+#ifdef SLIDECHECK_CUDA
+#define SC__OP(m, name, ...) \
+    do { if ((m)->cu) sc_cuda_##name((m)->cu, __VA_ARGS__); else sc_cpu_##name(__VA_ARGS__); } while (0)
+#else
+#define SC__OP(m, name, ...) sc_cpu_##name(__VA_ARGS__)
+#endif
+#define SC__TRY(x) do { sc_result sc__r_ = (x); if (sc__r_ != SC_SUCCESS) return sc__r_; } while (0)
+
+/* Element idx of a buffer whose elements are esize bytes (bf16 buffers travel as float*). */
+static float *sc__at(const void *base, size_t idx, int esize)
+{
+    return base ? (float *)((char *)base + idx * (size_t)esize) : NULL;
+}
+
+SCDEF sc_model_config sc_model_config_init(void)
+{
+    sc_model_config mc;
+    memset(&mc, 0, sizeof mc);
+    return mc;
+}
+
+SCDEF const sc_config *sc_model_cfg(const sc_model *m) { return &m->cfg; }
+SCDEF sc_allocator *sc_model_allocator(sc_model *m) { return &m->alloc; }
+SCDEF const float *sc_model_logits(const sc_model *m) { return m->logits_host; }
+SCDEF size_t sc_model_last_saved_bytes(const sc_model *m) { return m->last_saved; }
+SCDEF sc_cuda *sc_model_cuda(sc_model *m) { return m->cu; }
+
+SCDEF int sc_parse_size(const char *s, size_t *out)
+{
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1.0}, {"B", 1.0}, {"K", 1024.0}, {"KiB", 1024.0}, {"KB", 1e3}, {"M", 1048576.0},
+        {"MiB", 1048576.0}, {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},
+        {"T", 1099511627776.0}, {"TiB", 1099511627776.0}, {"TB", 1e12}};
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+') return -1;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || v > 1e18) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix)) {
+            double b = v * units[i].mult;
+            if (b > 9.0e18) return -1;
+            *out = (size_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+static void sc__model_mem_hook(const sc_mem_event *ev, void *user)
+{
+    sc_model *m = (sc_model *)user;
+    if (ev->kind == SC_MEM_ALLOC || ev->kind == SC_MEM_FREE)
+        sc_tracer_mem_record(m->tr, ev->allocated_bytes, ev->reserved_bytes,
+                             ev->kind == SC_MEM_ALLOC ? (int64_t)ev->size : -(int64_t)ev->size, ev->tag);
+}
+
+SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr)
+{
+    m->tr = tr;
+    m->alloc.cfg.on_event = tr ? sc__model_mem_hook : NULL;
+    m->alloc.cfg.on_event_user = m;
+}
+
+static int sc__span_begin(sc_model *m, const char *name, sc_phase ph, int layer)
+{
+    if (!m->tr) return -1;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        int64_t n = sc_cuda_launch_count(m->cu);
+        sc_tracer_count_launches(m->tr, n - m->launch_mark);
+        m->launch_mark = n;
+    }
+#endif
+    return sc_tracer_span_begin(m->tr, name, ph, layer, 0);
+}
+
+static void sc__span_end(sc_model *m, int id)
+{
+    if (!m->tr) return;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        int64_t n = sc_cuda_launch_count(m->cu);
+        sc_tracer_count_launches(m->tr, n - m->launch_mark);
+        m->launch_mark = n;
+    }
+#endif
+    if (!m->cu) sc_tracer_count_launches(m->tr, 0);
+    sc_tracer_span_end(m->tr, id);
+}
+
+static sc_result sc__alloc_bytes(sc_model *m, float **out, size_t n, int esize, const char *tag)
+{
+    void *p = NULL;
+    sc_result r = sc_allocator_alloc(&m->alloc, &p, n * (size_t)esize, 0, tag);
+    *out = (float *)p;
+    return r;
+}
+#define sc__alloc_act(m, out, n, tag) sc__alloc_bytes(m, out, n, (m)->ab, tag)
+#define sc__alloc_f32(m, out, n, tag) sc__alloc_bytes(m, out, n, 4, tag)
+
+static void sc__free(sc_model *m, void *p) { sc_allocator_free(&m->alloc, p); }
+
+/* CPU bf16 mode: values are rounded to bf16 as the GPU would store them. */
+static void sc__round(const sc_model *m, float *x, size_t n)
+{
+    if (m->mc.bf16 && !m->cu) sc_round_bf16_inplace(x, n);
+}
+
+static void sc__memset0(sc_model *m, void *p, size_t bytes)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { sc_cuda_memset0(m->cu, p, bytes); return; }
+#endif
+    (void)m;
+    memset(p, 0, bytes);
+}
+
+static void sc__upload(sc_model *m, void *dst, const void *src, size_t bytes)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { sc_cuda_upload(m->cu, dst, src, bytes); return; }
+#endif
+    (void)m;
+    memcpy(dst, src, bytes);
+}
+
+/* n floats of a buffer with esize-byte elements (f32 or bf16) into host f32. */
+static sc_result sc__download_f32(sc_model *m, float *dst, const void *src, int esize, size_t n)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_cuda_download_f32(m->cu, dst, src, esize == 2 ? SC_BF16 : SC_F32, n);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    (void)m; (void)esize;
+    memcpy(dst, src, n * sizeof(float));
+    return SC_SUCCESS;
+}
+
+static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *src, size_t n)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_cuda_upload_f32(m->cu, dst, esize == 2 ? SC_BF16 : SC_F32, src, n);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    (void)m; (void)esize;
+    memcpy(dst, src, n * sizeof(float));
+    return SC_SUCCESS;
+}
+
+static void sc__act_drop(sc_model *m, int l, int a)
+{
+    sc__free(m, m->acts[l][a]);
+    m->acts[l][a] = NULL;
+}
+
+static void sc__model_drop_acts(sc_model *m)
+{
+    for (int l = 0; l <= SC_MAX_LAYERS; l++)
+        for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
+}
+
+SCDEF void sc_model_destroy(sc_model *m)
+{
+    if (!m) return;
+    sc__model_drop_acts(m);
+    void *bufs[] = {m->params, m->grads, m->master, m->opt_m, m->opt_v, m->rope_cos, m->rope_sin,
+                    m->ids_dev, m->targets, m->rowloss};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sc__free(m, bufs[i]);
+    sc_allocator_uninit(&m->alloc);
+#ifdef SLIDECHECK_CUDA
+    sc_cuda_destroy(m->cu);
+#endif
+    SC_FREE(m->logits_host);
+    SC_FREE(m->rowloss_host);
+    SC_FREE(m);
+}
+
+/* HF init: normal(0, initializer_range) for linear and embedding weights, 1 for norms, 0 for
+   biases. Element k of parameter i comes from its own counter-based stream (seed, i, k), so the
+   values do not depend on the layout or the thread count, and init runs on all cores. */
+static sc_result sc__init_params(float *dst, const sc_config *cfg, uint64_t seed)
+{
+    int np = sc_config_params(cfg, NULL, 0);
+    sc_param_info *pi = (sc_param_info *)SC_MALLOC(sizeof(sc_param_info) * (size_t)np);
+    if (!pi) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the parameter table failed");
+    sc_config_params(cfg, pi, np);
+    for (int i = 0; i < np; i++) {
+        float *p = dst + pi[i].offset;
+        int is_norm = strstr(pi[i].name, "norm") != NULL, is_bias = strstr(pi[i].name, ".bias") != NULL;
+        float std = (float)cfg->init_std;
+        uint64_t base = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xD1B54A32D192ED03ull;
+        SC__OMP(omp parallel for)
+        for (long long k = 0; k < (long long)pi[i].numel; k++) {
+            sc_rng r = sc_rng_seed(base + (uint64_t)k);
+            p[k] = is_norm ? 1.0f : is_bias ? 0.0f : std * sc_rng_normal(&r);
+        }
+    }
+    SC_FREE(pi);
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_model_config *mcin,
+                                const float *params)
+{
+    sc_result r;
+    *out = NULL;
+    SC__TRY(sc_config_validate(cfg));
+    if (cfg->num_layers > SC_MAX_LAYERS)
+        return sc__fail(SC_ERROR_UNSUPPORTED, "%d layers: at most %d supported", cfg->num_layers, SC_MAX_LAYERS);
+    sc_model_config mc = mcin ? *mcin : sc_model_config_init();
+    if (!mc.seed) mc.seed = 1234;
+    if (mc.lr == 0.0f) mc.lr = 1e-4f;
+    if (mc.beta1 == 0.0f) mc.beta1 = 0.9f;
+    if (mc.beta2 == 0.0f) mc.beta2 = 0.999f;
+    if (mc.eps == 0.0f) mc.eps = 1e-8f;
+    sc_model *m = (sc_model *)SC_MALLOC(sizeof *m);
+    if (!m) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the model struct failed");
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->mc = mc;
+    m->pb = m->gb = m->ab = 4;
+    m->pdt = m->gdt = SC_F32;
+    sc_allocator_config ac;
+    memset(&ac, 0, sizeof ac);
+    ac.mem_cap = mc.mem_cap;
+    ac.name = "cpu";
+    if (mc.device == SC_DEVICE_CUDA) {
+#ifdef SLIDECHECK_CUDA
+        sc_cuda_config cc;
+        memset(&cc, 0, sizeof cc);
+        cc.bf16 = mc.bf16;
+        cc.grads_f32 = mc.master_weights;
+        if ((r = sc_cuda_create(&m->cu, &cc)) != SC_SUCCESS) { SC_FREE(m); return r; }
+        if (mc.bf16) {
+            m->pb = m->ab = 2;
+            m->pdt = SC_BF16;
+            if (!mc.master_weights) { m->gb = 2; m->gdt = SC_BF16; }
+        }
+        ac.name = "cuda:0";
+        ac.raw_alloc = sc_cuda_raw_alloc;
+        ac.raw_free = sc_cuda_raw_free;
+        ac.raw_user = m->cu;
+        ac.event_record = sc_cuda_event_record;
+        ac.event_query = sc_cuda_event_query;
+        ac.event_destroy = sc_cuda_event_destroy;
+        ac.event_synchronize = sc_cuda_event_synchronize;
+        ac.event_user = m->cu;
+#else
+        SC_FREE(m);
+        return sc__fail(SC_ERROR_NO_DEVICE, "this build has no CUDA backend (build with nvcc: make)");
+#endif
+    }
+    if ((r = sc_allocator_init(&m->alloc, &ac)) != SC_SUCCESS) {
+#ifdef SLIDECHECK_CUDA
+        sc_cuda_destroy(m->cu);
+#endif
+        SC_FREE(m);
+        return r;
+    }
+    m->nparams = sc_config_num_params(cfg);
+    float *host = NULL;
+    if ((r = sc__alloc_bytes(m, &m->params, m->nparams, m->pb, "weights")) != SC_SUCCESS ||
+        (r = sc__alloc_bytes(m, &m->grads, m->nparams, m->gb, "grad")) != SC_SUCCESS)
+        goto fail;
+    if (m->cu && mc.master_weights &&
+        (r = sc__alloc_f32(m, &m->master, m->nparams, "master weights")) != SC_SUCCESS)
+        goto fail;
+    host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
+    if (!host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of %zu parameters failed", m->nparams); goto fail; }
+    if (params) memcpy(host, params, sizeof(float) * m->nparams);
+    else if ((r = sc__init_params(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
+    if (mc.bf16) sc_round_bf16_inplace(host, m->nparams);
+    if ((r = sc__upload_f32(m, m->params, m->pb, host, m->nparams)) != SC_SUCCESS) goto fail;
+    if (m->master && (r = sc__upload_f32(m, m->master, 4, host, m->nparams)) != SC_SUCCESS) goto fail;
+    SC_FREE(host);
+    *out = m;
+    return SC_SUCCESS;
+fail:
+    SC_FREE(host);
+    sc_model_destroy(m);
+    return r;
+}
+
+static sc_result sc__ensure_rope(sc_model *m, int T)
+{
+    if (m->rope_T >= T) return SC_SUCCESS;
+    sc__free(m, m->rope_cos);
+    sc__free(m, m->rope_sin);
+    m->rope_cos = m->rope_sin = NULL;
+    m->rope_T = 0;
+    size_t n = (size_t)T * (size_t)(m->cfg.head_dim / 2);
+    float *hc = (float *)SC_MALLOC(sizeof(float) * n * 2);
+    if (!hc) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the RoPE table failed");
+    sc_rope_table(hc, hc + n, T, m->cfg.head_dim, m->cfg.rope_theta);
+    sc_result r;
+    if ((r = sc__alloc_f32(m, &m->rope_cos, n, "rope.cos")) == SC_SUCCESS &&
+        (r = sc__alloc_f32(m, &m->rope_sin, n, "rope.sin")) == SC_SUCCESS) {
+        sc__upload(m, m->rope_cos, hc, n * sizeof(float));
+        sc__upload(m, m->rope_sin, hc + n, n * sizeof(float));
+        m->rope_T = T;
+    }
+    SC_FREE(hc);
+    return r;
+}
+
+/* Allocate activation slot `a` of layer l (slot X of layer L is the stack's output). */
+static sc_result sc__act_get(sc_model *m, int l, int a)
+{
+    if (m->acts[l][a]) return SC_SUCCESS;
+    char tag[64];
+    snprintf(tag, sizeof tag, "layer %d %s (saved activation)", l, sc__act_names[a]);
+    size_t n = sc__act_numel(&m->cfg, a, m->B, m->T);
+    if (!n) return SC_SUCCESS; /* e.g. q/k-norm statistics of a model without q/k norms */
+    return sc__alloc_bytes(m, &m->acts[l][a], n, sc__act_is_stat(a) ? 4 : m->ab, tag);
+}
+
+static float *sc__lw(sc_model *m, int l, size_t off)
+{
+    return off == SIZE_MAX ? NULL : sc__at(m->params, sc_config_layer_base(&m->cfg, l) + off, m->pb);
+}
+static float *sc__lg(sc_model *m, int l, size_t off)
+{
+    return off == SIZE_MAX ? NULL : sc__at(m->grads, sc_config_layer_base(&m->cfg, l) + off, m->gb);
+}
+
+/* Compute every activation of layer l that is missing, from what is there (x at least).
+   The forward pass is this on an empty layer; a recompute is this on a partial one, so both
+   run the very same arithmetic. `mask` = slots to keep afterwards (the others are freed at
+   their last use here). */
+static sc_result sc__layer_fill(sc_model *m, int l, unsigned mask)
+{
+    const sc_config *c = &m->cfg;
+    sc_layer_offsets o = sc_config_layer_offsets(c);
+    int B = m->B, T = m->T, N = B * T, C = c->hidden_size, I = c->intermediate_size;
+    int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
+    float eps = (float)c->rms_eps;
+    float **A = m->acts[l];
+#define SC__HAVE(s) (A[s] != NULL)
+#define SC__KEEP(s) (mask & (1u << (s)))
+#define SC__DONE(s) do { if (!SC__KEEP(s)) sc__act_drop(m, l, s); } while (0)
+    if (!SC__HAVE(SC__A_A) && (!SC__HAVE(SC__A_QKV) || SC__KEEP(SC__A_A))) {
+        SC__TRY(sc__act_get(m, l, SC__A_A));
+        SC__TRY(sc__act_get(m, l, SC__A_RSTD1));
+        SC__OP(m, rmsnorm_forward, A[SC__A_A], A[SC__A_RSTD1], A[SC__A_X], sc__lw(m, l, o.ln1), N, C, eps);
+        sc__round(m, A[SC__A_A], (size_t)N * C);
+    }
+    if (!SC__HAVE(SC__A_QKV)) {
+        SC__TRY(sc__act_get(m, l, SC__A_QKV));
+        SC__OP(m, matmul_forward, A[SC__A_QKV], A[SC__A_A], sc__lw(m, l, o.wqkv), sc__lw(m, l, o.bqkv), N, C, Q);
+        sc__round(m, A[SC__A_QKV], (size_t)N * Q);
+    }
+    if (SC__HAVE(SC__A_A)) { SC__DONE(SC__A_A); SC__DONE(SC__A_RSTD1); }
+    int need_attn = !SC__HAVE(SC__A_O) || !SC__HAVE(SC__A_LSE);
+    if (!SC__HAVE(SC__A_QK) && (need_attn || SC__KEEP(SC__A_QK))) {
+        SC__TRY(sc__act_get(m, l, SC__A_QK));
+        SC__TRY(sc__act_get(m, l, SC__A_RSTDQK));
+        SC__OP(m, qknorm_rope_forward, A[SC__A_QK], A[SC__A_RSTDQK], A[SC__A_QKV], sc__lw(m, l, o.qnorm),
+               sc__lw(m, l, o.knorm), m->rope_cos, m->rope_sin, B, T, H, KV, D, eps);
+        sc__round(m, A[SC__A_QK], (size_t)N * (H + KV) * D);
+    }
+    if (need_attn) {
+        SC__TRY(sc__act_get(m, l, SC__A_O));
+        SC__TRY(sc__act_get(m, l, SC__A_LSE));
+        SC__OP(m, attention_forward, A[SC__A_O], A[SC__A_LSE], A[SC__A_QK], A[SC__A_QKV], B, T, H, KV, D);
+        sc__round(m, A[SC__A_O], (size_t)N * H * D);
+    }
+    if (SC__HAVE(SC__A_QK)) { SC__DONE(SC__A_QK); SC__DONE(SC__A_RSTDQK); }
+    SC__DONE(SC__A_QKV);
+    int need_b = !SC__HAVE(SC__A_B) && (!SC__HAVE(SC__A_GU) || SC__KEEP(SC__A_B));
+    if (!SC__HAVE(SC__A_X2)) {
+        float *tmp = NULL;
+        SC__TRY(sc__act_get(m, l, SC__A_X2));
+        SC__TRY(sc__act_get(m, l, SC__A_B));
+        SC__TRY(sc__act_get(m, l, SC__A_RSTD2));
+        SC__TRY(sc__alloc_act(m, &tmp, (size_t)N * C, "attn.o_proj out (temporary)"));
+        SC__OP(m, matmul_forward, tmp, A[SC__A_O], sc__lw(m, l, o.wo), NULL, N, H * D, C);
+        sc__round(m, tmp, (size_t)N * C);
+        SC__OP(m, add_rmsnorm_forward, A[SC__A_X2], A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X], tmp,
+               sc__lw(m, l, o.ln2), N, C, eps);
+        if (m->mc.bf16 && !m->cu) {
+            /* the GPU normalises the stored (bf16) sum: do the same */
+            sc__round(m, A[SC__A_X2], (size_t)N * C);
+            sc_cpu_rmsnorm_forward(A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X2], sc__lw(m, l, o.ln2), N, C, eps);
+        }
+        sc__round(m, A[SC__A_B], (size_t)N * C);
+        sc__free(m, tmp);
+    } else if (need_b) {
+        SC__TRY(sc__act_get(m, l, SC__A_B));
+        SC__TRY(sc__act_get(m, l, SC__A_RSTD2));
+        SC__OP(m, rmsnorm_forward, A[SC__A_B], A[SC__A_RSTD2], A[SC__A_X2], sc__lw(m, l, o.ln2), N, C, eps);
+        sc__round(m, A[SC__A_B], (size_t)N * C);
+    }
+    SC__DONE(SC__A_O);
+    SC__DONE(SC__A_LSE);
+    if (!SC__HAVE(SC__A_GU)) {
+        SC__TRY(sc__act_get(m, l, SC__A_GU));
+        SC__OP(m, matmul_forward, A[SC__A_GU], A[SC__A_B], sc__lw(m, l, o.wgu), NULL, N, C, 2 * I);
+        sc__round(m, A[SC__A_GU], (size_t)N * 2 * I);
+    }
+    if (SC__HAVE(SC__A_B)) { SC__DONE(SC__A_B); SC__DONE(SC__A_RSTD2); }
+    if (!SC__HAVE(SC__A_M)) {
+        SC__TRY(sc__act_get(m, l, SC__A_M));
+        SC__OP(m, swiglu_forward, A[SC__A_M], A[SC__A_GU], N, I);
+        sc__round(m, A[SC__A_M], (size_t)N * I);
+    }
+    SC__DONE(SC__A_GU);
+#undef SC__HAVE
+#undef SC__KEEP
+#undef SC__DONE
+    return SC_SUCCESS;
+}
+
+/* x_{l+1} = x2 + down_proj(m); frees m and x2 unless `mask` keeps them. */
+static sc_result sc__layer_output(sc_model *m, int l, unsigned mask)
+{
+    const sc_config *c = &m->cfg;
+    sc_layer_offsets o = sc_config_layer_offsets(c);
+    int N = m->B * m->T, C = c->hidden_size, I = c->intermediate_size;
+    float *tmp = NULL;
+    SC__TRY(sc__act_get(m, l + 1, SC__A_X));
+    SC__TRY(sc__alloc_act(m, &tmp, (size_t)N * C, "mlp.down_proj out (temporary)"));
+    SC__OP(m, matmul_forward, tmp, m->acts[l][SC__A_M], sc__lw(m, l, o.wd), NULL, N, I, C);
+    sc__round(m, tmp, (size_t)N * C);
+    SC__OP(m, add_forward, m->acts[l + 1][SC__A_X], m->acts[l][SC__A_X2], tmp, (size_t)N * C);
+    sc__round(m, m->acts[l + 1][SC__A_X], (size_t)N * C);
+    sc__free(m, tmp);
+    if (!(mask & (1u << SC__A_M))) sc__act_drop(m, l, SC__A_M);
+    if (!(mask & (1u << SC__A_X2))) sc__act_drop(m, l, SC__A_X2);
+    return SC_SUCCESS;
+}
+
+/* Back-propagate layer l. dres holds dL/d(output of layer l) and becomes dL/d(its input). */
+static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
+{
+    const sc_config *c = &m->cfg;
+    sc_layer_offsets o = sc_config_layer_offsets(c);
+    int B = m->B, T = m->T, N = B * T, C = c->hidden_size, I = c->intermediate_size;
+    int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
+    float **A = m->acts[l];
+    float *dbig = NULL, *dsmall = NULL, *dc = NULL;
+    size_t big = (size_t)N * (size_t)(2 * I > Q + (H + KV) * D ? 2 * I : Q + (H + KV) * D);
+    size_t small = (size_t)N * (size_t)(I > H * D ? I : H * D);
+    sc_result r;
+    if ((r = sc__alloc_act(m, &dbig, big, "backward scratch")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &dsmall, small, "backward scratch")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &dc, (size_t)N * C, "backward scratch")) != SC_SUCCESS) {
+        sc__free(m, dbig);
+        sc__free(m, dsmall);
+        return r;
+    }
+    /* MLP: out = x2 + down(swiglu(gate_up(ln2(x2)))) */
+    SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
+    SC__OP(m, swiglu_backward, dbig, dsmall, A[SC__A_GU], N, I);
+    SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wgu), NULL, dbig, A[SC__A_B], sc__lw(m, l, o.wgu), N, C, 2 * I);
+    SC__OP(m, rmsnorm_backward, dres, sc__lg(m, l, o.ln2), dc, A[SC__A_X2], sc__lw(m, l, o.ln2), A[SC__A_RSTD2], N, C);
+    /* attention: x2 = x + o_proj(attn(rope(qknorm(qkv(ln1(x)))))) */
+    SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wo), NULL, dres, A[SC__A_O], sc__lw(m, l, o.wo), N, H * D, C);
+    float *dqkv = dbig, *dqk = sc__at(dbig, (size_t)N * Q, m->ab);
+    SC__OP(m, attention_backward, dqk, dqkv, dsmall, A[SC__A_QK], A[SC__A_QKV], A[SC__A_O], A[SC__A_LSE],
+           B, T, H, KV, D);
+    SC__OP(m, qknorm_rope_backward, dqkv, sc__lg(m, l, o.qnorm), sc__lg(m, l, o.knorm), dqk, A[SC__A_QKV],
+           sc__lw(m, l, o.qnorm), sc__lw(m, l, o.knorm), A[SC__A_RSTDQK], m->rope_cos, m->rope_sin, B, T, H, KV, D);
+    SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wqkv), sc__lg(m, l, o.bqkv), dqkv, A[SC__A_A],
+           sc__lw(m, l, o.wqkv), N, C, Q);
+    SC__OP(m, rmsnorm_backward, dres, sc__lg(m, l, o.ln1), dc, A[SC__A_X], sc__lw(m, l, o.ln1), A[SC__A_RSTD1], N, C);
+    sc__free(m, dbig);
+    sc__free(m, dsmall);
+    sc__free(m, dc);
+    return SC_SUCCESS;
+}
+
+static int sc__seg_end(const sc_plan *p, int l)
+{
+    int e = l;
+    while (e + 1 < p->num_layers && p->seg[e + 1] == p->seg[l]) e++;
+    return e + 1;
+}
+
+/* Final norm, LM head and loss, in row chunks so that the logits never exist whole; leaves
+   dL/d(x_L) in *dres_out. */
+static sc_result sc__head_forward_backward(sc_model *m, float **dres_out, double *loss_sum)
+{
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T;
+    int chunk = N < 1024 ? N : 1024;
+    float *xn = NULL, *rstd = NULL, *dxn = NULL, *lg = NULL, *dres = NULL;
+    const float *wlm = sc__at(m->params, sc_config_lm_head_offset(c), m->pb);
+    float *dwlm = sc__at(m->grads, sc_config_lm_head_offset(c), m->gb);
+    const float *nw = sc__at(m->params, sc_config_norm_offset(c), m->pb);
+    sc_result r;
+    if ((r = sc__alloc_act(m, &xn, (size_t)N * C, "final norm out")) != SC_SUCCESS ||
+        (r = sc__alloc_f32(m, &rstd, (size_t)N, "final norm rstd")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &dxn, (size_t)N * C, "final norm grad")) != SC_SUCCESS ||
+        (r = sc__alloc_act(m, &lg, (size_t)chunk * V, "logits chunk")) != SC_SUCCESS)
+        goto done;
+    if (m->mc.keep_logits && m->logits_cap < (size_t)N * V) {
+        SC_FREE(m->logits_host);
+        m->logits_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N * V);
+        m->logits_cap = m->logits_host ? (size_t)N * V : 0;
+        if (!m->logits_host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the logits failed"); goto done; }
+    }
+    SC__OP(m, rmsnorm_forward, xn, rstd, m->acts[L][SC__A_X], nw, N, C, (float)c->rms_eps);
+    sc__round(m, xn, (size_t)N * C);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        float *xr = sc__at(xn, (size_t)r0 * C, m->ab);
+        SC__OP(m, matmul_forward, lg, xr, wlm, NULL, n, C, V);
+        sc__round(m, lg, (size_t)n * V);
+        if (m->mc.keep_logits && (r = sc__download_f32(m, m->logits_host + (size_t)r0 * V, lg, m->ab,
+                                                        (size_t)n * V)) != SC_SUCCESS)
+            goto done;
+        SC__OP(m, crossentropy_forward_backward, lg, m->rowloss + r0, lg, m->targets + r0, n, V,
+               1.0f / (float)(m->B * (m->T - 1)));
+        sc__round(m, lg, (size_t)n * V);
+        SC__OP(m, matmul_backward, sc__at(dxn, (size_t)r0 * C, m->ab), dwlm, NULL, lg, xr, wlm, n, C, V);
+    }
+    if ((r = sc__download_f32(m, m->rowloss_host, m->rowloss, 4, (size_t)N)) != SC_SUCCESS) goto done;
+    *loss_sum = 0.0;
+    for (int i = 0; i < N; i++) *loss_sum += (double)m->rowloss_host[i];
+    sc__free(m, lg);
+    lg = NULL;
+    /* dres = dL/d(x_L): the final norm's backward adds into zeros */
+    if ((r = sc__alloc_act(m, &dres, (size_t)N * C, "residual grad")) != SC_SUCCESS) goto done;
+    sc__memset0(m, dres, (size_t)N * C * (size_t)m->ab);
+    SC__OP(m, rmsnorm_backward, dres, sc__at(m->grads, sc_config_norm_offset(c), m->gb), dxn, m->acts[L][SC__A_X],
+           nw, rstd, N, C);
+    sc__act_drop(m, L, SC__A_X);
+done:
+    sc__free(m, xn);
+    sc__free(m, rstd);
+    sc__free(m, dxn);
+    sc__free(m, lg);
+    *dres_out = dres;
+    return r;
+}
+
+static sc_result sc__forward_backward(sc_model *m, const sc_plan *plan, float *loss)
+{
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, C = c->hidden_size, N = m->B * m->T;
+    float *dres = NULL;
+    double lsum = 0.0;
+    int sp;
+    sc_result r;
+    SC__TRY(sc__act_get(m, 0, SC__A_X));
+    sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
+    SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, C);
+    sc__span_end(m, sp);
+    for (int l = 0; l < L; l++) {
+        unsigned mask = sc__plan_mask(plan, l);
+        sp = sc__span_begin(m, "layer", SC_PHASE_FWD, l);
+        SC__TRY(sc__layer_fill(m, l, mask));
+        SC__TRY(sc__layer_output(m, l, mask));
+        if (!(mask & (1u << SC__A_X))) sc__act_drop(m, l, SC__A_X);
+        sc__span_end(m, sp);
+    }
+    m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
+    sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
+    SC__TRY(sc__head_forward_backward(m, &dres, &lsum));
+    sc__span_end(m, sp);
+    *loss = (float)(lsum / (double)(m->B * (m->T - 1)));
+    for (int l = L - 1; l >= 0; l--) {
+        if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
+            /* the last layer of a recomputed segment: replay the segment's forward once */
+            for (int j = plan->seg[l]; j <= l; j++) {
+                sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, j);
+                if ((r = sc__layer_fill(m, j, ~0u)) != SC_SUCCESS) goto fail;
+                if (j < l && (r = sc__layer_output(m, j, ~0u)) != SC_SUCCESS) goto fail;
+                sc__span_end(m, sp);
+            }
+        } else if (plan->seg[l] < 0 && plan->keep[l] != SC_KEEP_ALL) {
+            sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, l);
+            if ((r = sc__layer_fill(m, l, ~0u)) != SC_SUCCESS) goto fail;
+            sc__span_end(m, sp);
+        }
+        sp = sc__span_begin(m, "layer", SC_PHASE_BWD, l);
+        if ((r = sc__layer_backward(m, l, dres)) != SC_SUCCESS) goto fail;
+        for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
+        sc__span_end(m, sp);
+    }
+    sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_embedding_backward(m->cu, m->grads, dres, m->ids_dev, m->ids, N, C);
+    else
+#endif
+        sc_cpu_embedding_backward(m->grads, dres, m->ids, N, C);
+    sc__span_end(m, sp);
+    r = SC_SUCCESS;
+fail:
+    sc__free(m, dres);
+    return r;
+}
+
+SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
+                                          float *loss)
+{
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, V = c->vocab_size;
+    if (!plan || plan->num_layers != L)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint plan is for %d layers, the model has %d",
+                        plan ? plan->num_layers : -1, L);
+    if (B <= 0 || T < 2)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "need batch >= 1 and sequence >= 2 (got %d x %d)", B, T);
+    if (T > c->max_position)
+        return sc__fail(SC_ERROR_RANGE, "sequence length %d exceeds max_position_embeddings %d", T, c->max_position);
+    if ((int64_t)B * T > ((int64_t)1 << 30) / (V > 0 ? 1 : 1))
+        return sc__fail(SC_ERROR_RANGE, "batch x sequence = %lld is too large", (long long)B * T);
+    for (int i = 0; i < B * T; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] is outside the vocabulary [0, %d)", ids[i],
+                            i / T, i % T, V);
+    int N = B * T;
+    sc_result r;
+    sc__model_drop_acts(m);
+    if (B != m->B || T != m->T) {
+        sc__free(m, m->ids_dev);
+        sc__free(m, m->targets);
+        sc__free(m, m->rowloss);
+        m->ids_dev = m->targets = NULL;
+        m->rowloss = NULL;
+        m->B = m->T = 0;
+        void *p1 = NULL, *p2 = NULL;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p1, sizeof(int32_t) * (size_t)N, 0, "input ids"));
+        m->ids_dev = (int32_t *)p1;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p2, sizeof(int32_t) * (size_t)N, 0, "targets"));
+        m->targets = (int32_t *)p2;
+        SC__TRY(sc__alloc_f32(m, &m->rowloss, (size_t)N, "row losses"));
+        if (m->rowloss_cap < (size_t)N) {
+            SC_FREE(m->rowloss_host);
+            m->rowloss_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N);
+            m->rowloss_cap = m->rowloss_host ? (size_t)N : 0;
+            if (!m->rowloss_host) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+        }
+    }
+    m->B = B;
+    m->T = T;
+    m->ids = ids;
+    SC__TRY(sc__ensure_rope(m, T));
+    /* targets: the next token; the last position of each sequence has none (HF's shift) */
+    int32_t *tg = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)N);
+    if (!tg) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    for (int i = 0; i < N; i++) tg[i] = (i % T) < T - 1 ? ids[i + 1] : -1;
+    sc__upload(m, m->targets, tg, sizeof(int32_t) * (size_t)N);
+    sc__upload(m, m->ids_dev, ids, sizeof(int32_t) * (size_t)N);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_synchronize(m->cu); /* tg is freed next */
+#endif
+    SC_FREE(tg);
+    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
+    r = sc__forward_backward(m, plan, loss);
+#ifdef SLIDECHECK_CUDA
+    if (r == SC_SUCCESS && m->cu) r = sc_cuda_status(m->cu);
+#endif
+    sc__model_drop_acts(m);
+    return r;
+}
+
+SCDEF sc_result sc_model_optimizer_step(sc_model *m)
+{
+    int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
+    m->t++;
+    float *p = m->master ? m->master : m->params;
+    int pb = m->master ? 4 : m->pb;
+    if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, m->nparams, pb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, m->nparams, pb, "adamw.v"));
+        sc__memset0(m, m->opt_m, m->nparams * (size_t)pb);
+        sc__memset0(m, m->opt_v, m->nparams * (size_t)pb);
+    }
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
+        if (m->mc.optim == SC_OPTIM_ADAMW)
+            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, m->grads, m->gdt, m->nparams, m->mc.lr,
+                                 m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        else
+            sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, m->nparams, m->mc.lr, m->mc.weight_decay);
+        if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, m->nparams);
+        sc__span_end(m, sp);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    (void)pb;
+    if (m->mc.optim == SC_OPTIM_ADAMW)
+        sc_cpu_adamw_update(p, m->opt_m, m->opt_v, m->grads, m->nparams, m->mc.lr, m->mc.beta1, m->mc.beta2,
+                            m->mc.eps, m->mc.weight_decay, m->t);
+    else
+        sc_cpu_sgd_update(p, m->grads, m->nparams, m->mc.lr, m->mc.weight_decay);
+    sc__round(m, m->params, m->nparams);
+    sc__span_end(m, sp);
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
+{
+    return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)
+                     : sc__download_f32(m, dst, m->params, m->pb, m->nparams);
+}
+
+SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
+{
+    return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
+}
+/* ==========================================================================================
+   Checkpoint planner (budget:SIZE): closed-form cost model and an exact Pareto DP
+   ========================================================================================== */
+
+/* The byte sizes of the cost model; every layer of a config has the same sizes. */
+typedef struct sc__pl_sizes {
+    size_t S[3]; /* saved bytes of one layer kept with SC_KEEP_ALL / SELECTIVE / SELECTIVE_MLP */
+    size_t X, W, Hd;
+} sc__pl_sizes;
+
+static sc__pl_sizes sc__pl_sizes_of(const sc_config *c, int B, int T, int ab)
+{
+    sc__pl_sizes z;
+    size_t N = (size_t)B * T, C = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t H = (size_t)c->num_heads, KV = (size_t)c->num_kv_heads, D = (size_t)c->head_dim;
+    size_t Q = (H + 2 * KV) * D, K = (H + KV) * D, V = (size_t)c->vocab_size;
+    for (int k = 0; k < 3; k++) {
+        unsigned mask = sc__keep_mask(k);
+        z.S[k] = 0;
+        for (int a = 0; a < SC__A_COUNT; a++)
+            if (mask & (1u << a)) z.S[k] += sc__act_bytes(c, a, B, T, ab);
+    }
+    z.X = N * C * (size_t)ab;
+    z.W = (N * (2 * I > Q + K ? 2 * I : Q + K) + N * (I > H * D ? I : H * D) + N * C) * (size_t)ab;
+    z.Hd = 3 * z.X + 4 * N + (N < 1024 ? N : 1024) * V * (size_t)ab;
+    return z;
+}
+
+static double sc__pl_unit_time(const sc_layer_cost *costs, int kind, int s, int e)
+{
+    double t = 0.0;
+    if (!costs) return 0.0;
+    if (kind == 3)
+        for (int j = s; j < e; j++) t += costs[j].fwd_s;
+    else if (kind == SC_KEEP_SELECTIVE) t = costs[s].rsel_s;
+    else if (kind == SC_KEEP_SELECTIVE_MLP) t = costs[s].rmlp_s;
+    return t;
+}
+
+static double sc__gib(size_t b) { return (double)b / 1073741824.0; }
+
+static void sc__fmt_size(char *buf, size_t cap, size_t b)
+{
+    if (b && b % 1073741824u == 0) snprintf(buf, cap, "%zuGiB", b / 1073741824u);
+    else if (b && b % 1048576u == 0) snprintf(buf, cap, "%zuMiB", b / 1048576u);
+    else snprintf(buf, cap, "%zu", b);
+}
+
+SCDEF void sc_plan_estimate_costs(const sc_config *c, int B, int T, int act_bytes, sc_layer_cost *costs)
+{
+    const double peak = 700e12, bw = 3.0e12;
+    double N = (double)B * T, C = c->hidden_size, I = c->intermediate_size, H = c->num_heads;
+    double KV = c->num_kv_heads, D = c->head_dim, ab = act_bytes, Q = (H + 2 * KV) * D, K = (H + KV) * D;
+    /* GEMM out[N,OC] = inp[N,IC] @ w[OC,IC]^T: flops, and bytes of inp + w + out */
+#define SC__GEMM_F(IC, OC) (2.0 * N * (IC) * (OC))
+#define SC__GEMM_B(IC, OC) ((N * (IC) + (OC) * (IC) + N * (OC)) * ab)
+    double gemm_f = SC__GEMM_F(C, Q) + SC__GEMM_F(H * D, C) + SC__GEMM_F(C, 2 * I) + SC__GEMM_F(I, C);
+    double gemm_b = SC__GEMM_B(C, Q) + SC__GEMM_B(H * D, C) + SC__GEMM_B(C, 2 * I) + SC__GEMM_B(I, C);
+    /* causal attention: QK^T and PV, 2*B*H*T*T*D flops each, halved for causality */
+    double attn_f = 2.0 * B * H * (double)T * T * D;
+    double attn_b = (N * K + N * KV * D + N * H * D) * ab + N * H * 4;
+    /* elementwise ops, bytes read + written */
+    double norm = 2 * N * C * ab + 4 * N;                       /* one RMSNorm */
+    double qkrope = 2 * N * K * ab + (c->qk_norm ? 4 * N * (H + KV) : 0);
+    double swiglu = 3 * N * I * ab;
+    double adds = 2 * 3 * N * C * ab;                           /* two residual adds */
+    double elem = 2 * norm + qkrope + swiglu;
+    for (int l = 0; l < c->num_layers; l++) {
+        costs[l].fwd_s = (gemm_f + attn_f) / peak + (gemm_b + attn_b + elem + adds) / bw;
+        costs[l].rsel_s = elem / bw;
+        costs[l].rmlp_s = SC__GEMM_F(C, 2 * I) / peak + (norm + SC__GEMM_B(C, 2 * I) + swiglu) / bw;
+    }
+#undef SC__GEMM_F
+#undef SC__GEMM_B
+}
+
+SCDEF size_t sc_plan_fixed_bytes(const sc_config *cfg, int optim_adamw, int param_bytes, int grad_bytes)
+{
+    size_t n = sc_config_num_params(cfg);
+    return n * (size_t)(param_bytes + grad_bytes + (optim_adamw ? 2 * param_bytes : 0));
+}
+
+static sc_result sc__pl_check(const sc_config *cfg, int B, int T, int act_bytes)
+{
+    if (!cfg) return sc__fail(SC_ERROR_INVALID_ARGS, "planner: NULL config");
+    SC__TRY(sc_config_validate(cfg));
+    if (cfg->num_layers > SC_MAX_LAYERS)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "planner: %d layers (at most %d supported)", cfg->num_layers,
+                        SC_MAX_LAYERS);
+    if (B < 1 || T < 1 || act_bytes < 1)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "planner: need B, T, act_bytes >= 1 (got %d, %d, %d)", B, T, act_bytes);
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_plan_evaluate(sc_plan_report *rep, const sc_plan *plan, const sc_config *cfg, int B, int T,
+                                 int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs)
+{
+    SC__TRY(sc__pl_check(cfg, B, T, act_bytes));
+    int L = cfg->num_layers;
+    if (!rep || !plan || plan->num_layers != L)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_evaluate: NULL argument or plan for the wrong layer count");
+    for (int l = 0; l < L; l++) {
+        int s = plan->seg[l];
+        if (s >= 0 ? (s != l && (l == 0 || plan->seg[l - 1] != s)) : plan->keep[l] > SC_KEEP_SELECTIVE_MLP)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_evaluate: layer %d has a bad keep/seg entry", l);
+    }
+    sc__pl_sizes z = sc__pl_sizes_of(cfg, B, T, act_bytes);
+    memset(rep, 0, sizeof *rep);
+    rep->fixed_bytes = fixed_bytes;
+    rep->num_layers = L;
+    size_t P = 0, bwd = 0;
+    for (int s = 0; s < L;) {
+        int kind = plan->seg[s] >= 0 ? 3 : plan->keep[s];
+        int e = kind == 3 ? sc__seg_end(plan, s) : s + 1;
+        size_t need = P + (size_t)(e - s) * z.S[0] + z.W + z.X;
+        if (need > bwd || s == 0) { bwd = need; rep->bwd_peak_unit = s; }
+        for (int j = s; j < e; j++) {
+            sc_plan_row *r = &rep->rows[j];
+            r->unit_start = s;
+            r->unit_end = e;
+            r->segment = kind == 3;
+            r->saved_bytes = kind == 3 ? (j == s ? z.X : 0) : z.S[kind];
+            r->recompute_s = sc__pl_unit_time(costs, kind, kind == 3 ? j : s, kind == 3 ? j + 1 : e);
+            P += r->saved_bytes;
+            rep->recompute_s += r->recompute_s;
+            if (costs) rep->step_estimate_s += 3.0 * costs[j].fwd_s;
+        }
+        s = e;
+    }
+    rep->saved_bytes = P + z.X;
+    rep->fwd_end_bytes = fixed_bytes + P + z.X + z.Hd;
+    rep->bwd_peak_bytes = fixed_bytes + bwd;
+    rep->peak_bytes = rep->fwd_end_bytes > rep->bwd_peak_bytes ? rep->fwd_end_bytes : rep->bwd_peak_bytes;
+    rep->recompute_frac = rep->step_estimate_s > 0 ? rep->recompute_s / rep->step_estimate_s : 0.0;
+    return SC_SUCCESS;
+}
+
+/* A DP state at a unit boundary: saved bytes so far P, worst backward need so far M (without
+   F), recompute time t, and the unit that led here (layers [start, end), kind 0-2 keep mode,
+   3 segment) with the index of the state it came from. */
+typedef struct sc__pl_state {
+    size_t P, M;
+    double t;
+    int prev;
+    short start, end;
+    unsigned char kind;
+} sc__pl_state;
+
+typedef struct sc__pl_vec {
+    sc__pl_state *v;
+    size_t n, cap;
+} sc__pl_vec;
+
+static int sc__pl_push(sc__pl_vec *a, sc__pl_state s)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 256;
+        sc__pl_state *v = (sc__pl_state *)SC_REALLOC(a->v, cap * sizeof *v);
+        if (!v) return 0;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = s;
+    return 1;
+}
+
+static int sc__pl_cmp(const void *pa, const void *pb)
+{
+    const sc__pl_state *a = (const sc__pl_state *)pa, *b = (const sc__pl_state *)pb;
+    if (a->P != b->P) return a->P < b->P ? -1 : 1;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    if (a->M != b->M) return a->M < b->M ? -1 : 1;
+    return 0;
+}
+
+static int sc__pl_cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Keep the states of cand[from..] that no other state dominates in (P, t, M), in place:
+   in (P, t, M) order, a state is dominated iff an earlier one has t and M no larger, found
+   with a Fenwick tree of the least M over ranks of t. */
+static int sc__pl_prune(sc__pl_vec *cand, size_t from)
+{
+    sc__pl_state *c = cand->v + from;
+    size_t n = cand->n - from, k = 0, m = 0;
+    double *ts = (double *)SC_MALLOC((n + 1) * sizeof *ts);
+    size_t *fw = (size_t *)SC_MALLOC((n + 1) * sizeof *fw);
+    if (!ts || !fw) { SC_FREE(ts); SC_FREE(fw); return 0; }
+    qsort(c, n, sizeof *c, sc__pl_cmp);
+    for (size_t i = 0; i < n; i++) ts[i] = c[i].t;
+    qsort(ts, n, sizeof *ts, sc__pl_cmp_double);
+    for (size_t i = 0; i < n; i++)
+        if (!m || ts[m - 1] != ts[i]) ts[m++] = ts[i];
+    for (size_t i = 0; i <= m; i++) fw[i] = (size_t)-1;
+    for (size_t i = 0; i < n; i++) {
+        size_t lo = 0, hi = m, best = (size_t)-1;
+        while (lo < hi) { /* rank (1-based) of c[i].t among the distinct times */
+            size_t mid = (lo + hi) / 2;
+            if (ts[mid] < c[i].t) lo = mid + 1; else hi = mid;
+        }
+        for (size_t r = lo + 1; r > 0; r -= r & (~r + 1)) best = fw[r] < best ? fw[r] : best;
+        if (best <= c[i].M) continue;
+        for (size_t r = lo + 1; r <= m; r += r & (~r + 1)) fw[r] = c[i].M < fw[r] ? c[i].M : fw[r];
+        c[k++] = c[i];
+    }
+    cand->n = from + k;
+    SC_FREE(ts);
+    SC_FREE(fw);
+    return 1;
+}
+
+/* Run the DP; *best is the index in st of the chosen final state (least t, then least peak),
+   or -1 if no plan fits. With track_m == 0 the states ignore M (a 2-D (P, t) front: exact for
+   the least time, not for the tie-break); with costs == NULL every t is 0. */
+static sc_result sc__pl_dp(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int L, size_t F,
+                           const sc_layer_cost *costs, int track_m, size_t budget, double tmax)
+{
+    int beg[SC_MAX_LAYERS + 2];
+    sc__pl_state s0 = {0, 0, 0.0, -1, 0, 0, 0};
+    *best = -1;
+    st->n = 0;
+    if (!sc__pl_push(st, s0)) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "planner: host malloc failed");
+    beg[0] = 0;
+    beg[1] = 1;
+    for (int j = 1; j <= L; j++) {
+        size_t from = st->n;
+        double seg_t = 0.0;
+        for (int i = j - 1; i >= 0; i--) {
+            seg_t += costs ? costs[i].fwd_s : 0.0;
+            for (int si = beg[i]; si < beg[i + 1]; si++) {
+                sc__pl_state p = st->v[si], q;
+                for (int kind = i == j - 1 ? 0 : 3; kind <= 3; kind++) {
+                    size_t need = p.P + (size_t)(j - i) * z->S[0] + z->W + z->X;
+                    q.P = p.P + (kind == 3 ? z->X : z->S[kind]);
+                    if (F + need > budget || F + q.P + z->X + z->Hd > budget) continue;
+                    q.M = !track_m ? 0 : need > p.M ? need : p.M;
+                    q.t = p.t + (kind == 3 ? seg_t : sc__pl_unit_time(costs, kind, i, j));
+                    if (q.t > tmax) continue; /* times only grow */
+                    q.prev = si;
+                    q.start = (short)i;
+                    q.end = (short)j;
+                    q.kind = (unsigned char)kind;
+                    if (!sc__pl_push(st, q)) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "planner: host malloc failed");
+                }
+            }
+        }
+        if (!sc__pl_prune(st, from)) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "planner: host malloc failed");
+        beg[j + 1] = (int)st->n;
+    }
+    double tbest = 0.0;
+    size_t pbest = 0;
+    for (int si = beg[L]; si < beg[L + 1]; si++) {
+        const sc__pl_state *s = &st->v[si];
+        size_t peak = F + (s->P + z->X + z->Hd > s->M ? s->P + z->X + z->Hd : s->M);
+        int better = *best < 0 || s->t < tbest * (1.0 - 1e-12) ||
+                     (s->t <= tbest * (1.0 + 1e-12) && peak < pbest);
+        if (better) { *best = si; tbest = s->t; pbest = peak; }
+    }
+    return SC_SUCCESS;
+}
+
+/* The plan of least time under `budget`, ties to the least peak: the least time t* from a 2-D
+   (P, t) DP, then the exact 3-D (P, t, M) DP over the states whose time stays within t*. */
+static sc_result sc__pl_solve(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int L, size_t F,
+                              const sc_layer_cost *costs, size_t budget)
+{
+    SC__TRY(sc__pl_dp(st, best, z, L, F, costs, 0, budget, HUGE_VAL));
+    if (*best < 0) return SC_SUCCESS;
+    double tstar = st->v[*best].t;
+    return sc__pl_dp(st, best, z, L, F, costs, 1, budget, tstar + fabs(tstar) * 1e-12);
+}
+
+SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_config *cfg, int B, int T,
+                                int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs, size_t budget)
+{
+    SC__TRY(sc__pl_check(cfg, B, T, act_bytes));
+    if (!out) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_planner_plan: NULL plan");
+    int L = cfg->num_layers;
+    sc_layer_cost est[SC_MAX_LAYERS];
+    if (!costs) sc_plan_estimate_costs(cfg, B, T, act_bytes, est), costs = est;
+    for (int l = 0; l < L; l++)
+        if (!(costs[l].fwd_s >= 0 && costs[l].rsel_s >= 0 && costs[l].rmlp_s >= 0) ||
+            costs[l].fwd_s + costs[l].rsel_s + costs[l].rmlp_s > 1e30)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "planner: layer %d has a negative or non-finite cost", l);
+    sc__pl_sizes z = sc__pl_sizes_of(cfg, B, T, act_bytes);
+    sc__pl_vec st = {NULL, 0, 0};
+    int best = -1, minb;
+    size_t min_budget = 0;
+    /* the smallest feasible budget: all times 0, so the DP keeps the least peak */
+    sc_result r = sc__pl_dp(&st, &minb, &z, L, fixed_bytes, NULL, 1, (size_t)-1, HUGE_VAL);
+    if (r == SC_SUCCESS) {
+        const sc__pl_state *s = &st.v[minb];
+        min_budget = fixed_bytes + (s->P + z.X + z.Hd > s->M ? s->P + z.X + z.Hd : s->M);
+        if (budget >= min_budget) r = sc__pl_solve(&st, &best, &z, L, fixed_bytes, costs, budget);
+    }
+    if (rep) {
+        memset(rep, 0, sizeof *rep);
+        rep->min_budget = min_budget;
+        rep->budget = budget;
+    }
+    if (r == SC_SUCCESS && best < 0) {
+        if (budget < fixed_bytes)
+            r = sc__fail(SC_ERROR_INVALID_ARGS,
+                         "budget %.4g GiB is below the fixed memory %.4g GiB (weights, grads, optimizer state); "
+                         "the smallest feasible budget is %.4g GiB (%zu bytes)",
+                         sc__gib(budget), sc__gib(fixed_bytes), sc__gib(min_budget), min_budget);
+        else
+            r = sc__fail(SC_ERROR_INVALID_ARGS,
+                         "budget %.4g GiB does not fit B=%d x T=%d with any checkpoint plan: the smallest feasible "
+                         "budget is %.4g GiB (%zu bytes; fixed memory %.4g GiB)",
+                         sc__gib(budget), B, T, sc__gib(min_budget), min_budget, sc__gib(fixed_bytes));
+    }
+    if (r == SC_SUCCESS) {
+        char sz[48];
+        memset(out, 0, sizeof *out);
+        out->num_layers = L;
+        for (int si = best; st.v[si].prev >= 0; si = st.v[si].prev) {
+            const sc__pl_state *s = &st.v[si];
+            for (int l = s->start; l < s->end; l++) {
+                out->keep[l] = (unsigned char)(s->kind == 3 ? (int)SC_KEEP_ALL : s->kind);
+                out->seg[l] = (short)(s->kind == 3 ? s->start : -1);
+            }
+        }
+        sc__fmt_size(sz, sizeof sz, budget);
+        snprintf(out->name, sizeof out->name, "budget:%s", sz);
+        if (rep && (r = sc_plan_evaluate(rep, out, cfg, B, T, act_bytes, fixed_bytes, costs)) == SC_SUCCESS) {
+            rep->min_budget = min_budget;
+            rep->budget = budget;
+        }
+    }
+    SC_FREE(st.v);
+    return r;
+}
+
+static void sc__cat(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf && *n < cap ? buf + *n : NULL, buf && *n < cap ? cap - *n : 0, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n += (size_t)k;
+}
+
+SCDEF int sc_plan_report_table(const sc_plan_report *rep, const sc_plan *plan, char *buf, size_t cap)
+{
+    size_t n = 0;
+    const double MiB = 1048576.0;
+    if (buf && cap) buf[0] = '\0';
+    if (!rep || !plan) return 0;
+    sc__cat(buf, cap, &n, "plan %s\n%5s  %-7s  %-26s %10s %13s\n", plan->name, "layer", "unit", "mode", "saved MiB",
+            "recompute ms");
+    for (int l = 0; l < rep->num_layers; l++) {
+        const sc_plan_row *r = &rep->rows[l];
+        char unit[24], mode[48];
+        if (r->unit_end - r->unit_start > 1) snprintf(unit, sizeof unit, "%d-%d", r->unit_start, r->unit_end - 1);
+        else snprintf(unit, sizeof unit, "%d", r->unit_start);
+        if (r->segment) snprintf(mode, sizeof mode, "recompute (segment %s)", unit);
+        else snprintf(mode, sizeof mode, "%s", plan->keep[l] == SC_KEEP_SELECTIVE ? "selective"
+                                               : plan->keep[l] == SC_KEEP_SELECTIVE_MLP ? "selective:mlp"
+                                                                                         : "keep all");
+        sc__cat(buf, cap, &n, "%5d  %-7s  %-26s %10.1f %13.3f\n", l, unit, mode, (double)r->saved_bytes / MiB,
+                r->recompute_s * 1e3);
+    }
+    if (rep->budget) sc__cat(buf, cap, &n, "budget               %9.3f GiB\n", sc__gib(rep->budget));
+    sc__cat(buf, cap, &n, "fixed                %9.3f GiB (weights, grads, optimizer state)\n",
+            sc__gib(rep->fixed_bytes));
+    sc__cat(buf, cap, &n, "predicted peak       %9.3f GiB (end of forward %.3f GiB, backward %.3f GiB at layer %d)\n",
+            sc__gib(rep->peak_bytes), sc__gib(rep->fwd_end_bytes), sc__gib(rep->bwd_peak_bytes), rep->bwd_peak_unit);
+    if (rep->min_budget)
+        sc__cat(buf, cap, &n, "smallest feasible    %9.3f GiB\n", sc__gib(rep->min_budget));
+    sc__cat(buf, cap, &n, "saved activations    %9.3f GiB\n", sc__gib(rep->saved_bytes));
+    sc__cat(buf, cap, &n, "predicted recompute  %9.3f ms per step", rep->recompute_s * 1e3);
+    if (rep->step_estimate_s > 0)
+        sc__cat(buf, cap, &n, " (%.1f%% of a 3 x forward step, %.3f ms)", 100.0 * rep->recompute_frac,
+                rep->step_estimate_s * 1e3);
+    sc__cat(buf, cap, &n, "\n");
+    return (int)n;
+}
+
+SCDEF int sc_plan_is_budget(const char *policy, size_t *budget)
+{
+    size_t b = 0;
+    if (!policy || strncmp(policy, "budget:", 7)) return 0;
+    if (sc_parse_size(policy + 7, &b) != 0) {
+        sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': budget:SIZE needs a size like 24GiB or 512MiB",
+                 policy);
+        return -1;
+    }
+    if (b == 0) {
+        sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': the budget must be positive", policy);
+        return -1;
+    }
+    if (budget) *budget = b;
+    return 1;
+}
 
 #endif /* SLIDECHECK_IMPLEMENTATION_DONE */
 #endif /* SLIDECHECK_IMPLEMENTATION */

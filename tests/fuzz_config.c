@@ -1,5 +1,5 @@
 /* tests/fuzz_config.c: libFuzzer harness for the JSON parser and config.json reader (see
-   wip/fuzz.mk). Walks every parsed JSON node; a config that parses must survive a
+   make fuzz). Walks every parsed JSON node; a config that parses must survive a
    write -> read round trip unchanged. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"

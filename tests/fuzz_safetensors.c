@@ -1,4 +1,4 @@
-/* tests/fuzz_safetensors.c: libFuzzer harness for the safetensors reader (see wip/fuzz.mk).
+/* tests/fuzz_safetensors.c: libFuzzer harness for the safetensors reader (make fuzz).
    Opens the input as an in-memory safetensors file and, if it validates, reads every tensor
    as float and as int32 (most reads must fail cleanly), the metadata, and input_ids. */
 #define SLIDECHECK_IMPLEMENTATION

@@ -1,6 +1,6 @@
 /* tests/test_alloc.c - the caching allocator against PyTorch's rules.
 
-   Build (from the repository root; add -DSC_DEV_NO_MODEL while wip/model_* is in flux):
+   Build (from the repository root):
      gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I. tests/test_alloc.c -o build/test_alloc -lm
    also with -fsanitize=address,undefined -fno-omit-frame-pointer, and as C++ (g++ -x c++).
    Prints PASS/FAIL per check and "N passed, M failed"; exits non-zero iff M > 0.

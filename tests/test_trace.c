@@ -1,5 +1,5 @@
-/* Tests of the tracer, the statistics and the writers (wip/trace_*.h).
-   Build: gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I. -DSC_DEV_NO_MODEL tests/test_trace.c -o build/test_trace -lm
+/* Tests of the tracer, the statistics and the writers (the tracer section of slidecheck.h).
+   Build: gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I. tests/test_trace.c -o build/test_trace -lm
    Run:   build/test_trace [output-dir]      (default build/test_trace_out) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
