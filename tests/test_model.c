@@ -268,8 +268,44 @@ static void test_bad_input(void)
           sc_last_error());
 }
 
+/* A memory cap makes the forward fail cleanly; the model frees what the step held and the next,
+   smaller step succeeds: a max-batch search can rely on it. */
+static void test_oom_recovery(void)
+{
+    sc_config c;
+    sc_config_named(&c, "tiny");
+    sc_model *m;
+    sc_model_config mc = sc_model_config_init();
+    mc.mem_cap = (size_t)40 << 20;
+    CHECK(sc_model_create(&m, &c, &mc, NULL) == SC_SUCCESS, "model under a 40 MiB cap");
+    sc_allocator *al = sc_model_allocator(m);
+    int64_t fixed = sc_allocator_stats(al).allocated_bytes[SC_STAT_ALL].current;
+    sc_plan plan;
+    sc_plan_parse(&plan, "none", c.num_layers);
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 8 * 256);
+    for (int i = 0; i < 8 * 256; i++) ids[i] = (i * 7 + 1) % c.vocab_size;
+    float loss;
+    sc_result r = sc_model_forward_backward(m, &plan, ids, 8, 256, &loss);
+    sc_memory_stats st = sc_allocator_stats(al);
+    CHECK(r == SC_ERROR_OUT_OF_MEMORY && strstr(sc_last_error(), "saved activation") && st.num_ooms == 1,
+          "batch 8 x 256 under 40 MiB: out of memory, naming live tags: %.120s...", sc_last_error());
+    /* what may stay: weights, grads, and the step's small buffers (ids, targets, row losses, RoPE) */
+    const char *keep[] = {"weights", "grad", "input ids", "targets", "row losses", "rope."};
+    size_t kept = 0;
+    for (int i = 0; i < 6; i++) kept += sc_allocator_live_bytes_tagged(al, keep[i]);
+    size_t live = sc_allocator_live_bytes_tagged(al, "");
+    CHECK(live == kept && kept - (size_t)fixed < 100000 && st.reserved_bytes[SC_STAT_ALL].current <= (40 << 20),
+          "after the OOM no activation or scratch is live (%zu bytes live, %zu of them weights/grads/small buffers) "
+          "and reserved <= cap", live, kept);
+    r = sc_model_forward_backward(m, &plan, ids, 1, 256, &loss);
+    CHECK(r == SC_SUCCESS && loss > 0, "the next step (batch 1) succeeds: loss %.4f", loss);
+    free(ids);
+    sc_model_destroy(m);
+}
+
 int main(void)
 {
+    test_oom_recovery();
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
         fixture f;
