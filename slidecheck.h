@@ -2029,14 +2029,20 @@ SCDEF void sc_allocator_empty_cache(sc_allocator *a)
     if (a) sc__allocator_release_cached(a);
 }
 
-SCDEF void sc_allocator_reset_peak(sc_allocator *a)
+/* Every sc_stat array of the allocator, for the resets below. */
+static void sc__allocator_stat_arrays(sc_allocator *a, sc_stat *all[9])
 {
-    sc_stat *all[9];
-    if (!a) return;
     all[0] = a->stats.allocation; all[1] = a->stats.segment; all[2] = a->stats.active;
     all[3] = a->stats.inactive_split; all[4] = a->stats.allocated_bytes;
     all[5] = a->stats.reserved_bytes; all[6] = a->stats.active_bytes;
     all[7] = a->stats.inactive_split_bytes; all[8] = a->stats.requested_bytes;
+}
+
+SCDEF void sc_allocator_reset_peak(sc_allocator *a)
+{
+    sc_stat *all[9];
+    if (!a) return;
+    sc__allocator_stat_arrays(a, all);
     for (int i = 0; i < 9; i++)
         for (int t = 0; t < SC_STAT_TYPES; t++) all[i][t].peak = all[i][t].current;
 }
@@ -2045,10 +2051,7 @@ SCDEF void sc_allocator_reset_accumulated(sc_allocator *a)
 {
     sc_stat *all[9];
     if (!a) return;
-    all[0] = a->stats.allocation; all[1] = a->stats.segment; all[2] = a->stats.active;
-    all[3] = a->stats.inactive_split; all[4] = a->stats.allocated_bytes;
-    all[5] = a->stats.reserved_bytes; all[6] = a->stats.active_bytes;
-    all[7] = a->stats.inactive_split_bytes; all[8] = a->stats.requested_bytes;
+    sc__allocator_stat_arrays(a, all);
     for (int i = 0; i < 9; i++)
         for (int t = 0; t < SC_STAT_TYPES; t++) all[i][t].allocated_total = all[i][t].freed_total = 0;
     a->stats.alloc_retries = 0;
