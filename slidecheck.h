@@ -901,6 +901,9 @@ SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
 SCDEF void sc_cuda_destroy(sc_cuda *cu);
 SCDEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
 SCDEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
+/* 1: attention runs on the plain f32-accumulating reference kernels even in bf16 (tests, A/B
+   timing); 0 (default): bf16 with head_dim 64/128 uses the tensor-core kernels. */
+SCDEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on);
 SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu);
 SCDEF const char *sc_cuda_device_name(sc_cuda *cu);
 SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */

@@ -1,5 +1,5 @@
 /* slidecheck_cuda.cu - the CUDA backend of slidecheck.h (see "CUDA backend entry points" in
-   wip/model_decl.h).
+   slidecheck.h).
 
    Build (Hopper):
      nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=sm_90 \
@@ -16,7 +16,9 @@
      scratch -> one thread per column sums the partials in chunk order); the embedding backward
      sums each token's rows in position order (buckets built on the host from ids_host);
      attention backward is one kernel for dK/dV (parallel over key tiles, looping over the query
-     rows of every query head of the kv head in order) and one for dQ (parallel over query tiles).
+     rows of every query head of the kv head in order) and one for dQ (parallel over query tiles);
+     the same holds for the tensor-core (mma.sync bf16) attention used in bf16 mode for head_dim
+     64 / 128 (see "Tensor-core attention"; other head_dims use the tiled f32 kernels).
      GEMMs go through cuBLASLt with CUBLAS_COMPUTE_32F (no TF32); the algorithm for a given
      (shape, dtypes, pointer alignments) is chosen once by the heuristic and cached, so a replay
      (recompute) runs the same algorithm as the first call. One stream, fixed workspace.
@@ -44,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -79,6 +82,7 @@ struct sc_cuda {
     long long launches;
     char name[256];
     int smem_optin;
+    int attn_ref; /* 1: the tiled f32 attention kernels even in bf16 mode (benchmarks, cross-checks) */
     void *scr[SC__SCR_COUNT];
     size_t scr_size[SC__SCR_COUNT];
     std::vector<sc__gemm_entry> *gemms;
@@ -786,6 +790,453 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
                 stf(ok + d, dk[r][c]);
                 stf(ov + d, dv[r][c]);
             }
+        }
+    }
+}
+
+/* ==========================================================================================
+   Tensor-core attention (bf16 storage only; D in {64, 128}; 16-byte aligned operands).
+   FlashAttention-2 style, mma.sync m16n8k16 bf16 -> f32, operands staged in shared memory by
+   cp.async (rows padded by 16 bytes: conflict-free ldmatrix), softmax statistics in f32 (log2
+   domain, exp2f). Each warp owns 16 rows (queries in fwd / dQ, keys in dK/dV).
+   - forward: grid (q tiles of 16*NW rows, H, B); loops over 64-key tiles up to the diagonal,
+     double-buffered; online softmax; writes out (bf16) and lse (natural log).
+   - backward: Di = rowsum(dout * out) (k_attn_di), then two kernels with no atomics:
+     dQ (grid over query tiles; loops over key tiles) and dK/dV (grid over key tiles of 16*NW
+     keys; loops over the G query heads of the kv head and the query tiles from the diagonal on,
+     in a fixed order). P is recomputed from lse in both. Every output element is produced by one
+     thread in a fixed order: results are bitwise reproducible.
+   P and dS are rounded to bf16 before their products (as in FlashAttention); errors vs the f32
+   reference are ~3e-3 relative.
+   ========================================================================================== */
+#define SC__FA_BN 64 /* keys per tile in fwd / dQ; queries per tile in dK/dV */
+#define SC__FA_NW_FWD 8
+#define SC__FA_NW_DQ 4
+#define SC__FA_NW_DKV 4
+
+__device__ __forceinline__ uint32_t fa_saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void fa_cp16(uint32_t dst, const void *src, bool valid)
+{
+    int n = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void fa_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void fa_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ void fa_ldsm(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+__device__ __forceinline__ void fa_ldsm_t(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+__device__ __forceinline__ void fa_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t fa_pack(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+/* rows [0, R) of a tile (D columns) into shared memory (row stride D + 8); rows >= nvalid zero */
+template <int R, int D, int NT>
+__device__ __forceinline__ void fa_load(bf16 *s, const bf16 *g, size_t stride, int nvalid)
+{
+    constexpr int CPR = D / 8;
+#pragma unroll
+    for (int idx = threadIdx.x; idx < R * CPR; idx += NT) {
+        int r = idx / CPR, c = idx % CPR;
+        bool v = r < nvalid;
+        fa_cp16(fa_saddr(s + r * (D + 8) + c * 8), g + (size_t)(v ? r : 0) * stride + c * 8, v);
+    }
+}
+
+/* A fragment (16 rows x 16 cols at column k0) from a row-major tile, rows r0.. */
+template <int SD> __device__ __forceinline__ void fa_ldA(uint32_t (&a)[4], const bf16 *s, int r0, int k0, int lane)
+{
+    fa_ldsm(a, fa_saddr(s + (r0 + (lane & 15)) * SD + k0 + (lane >> 4) * 8));
+}
+/* B fragments for two n-tiles (rows n0..n0+15 of the tile are the n index, k at column k0):
+   b[0],b[1] for n0..n0+7, b[2],b[3] for n0+8..n0+15 */
+template <int SD> __device__ __forceinline__ void fa_ldB(uint32_t (&b)[4], const bf16 *s, int n0, int k0, int lane)
+{
+    fa_ldsm(b, fa_saddr(s + (n0 + (lane & 7) + ((lane >> 4) << 3)) * SD + k0 + ((lane >> 3) & 1) * 8));
+}
+/* B fragments where the tile's rows are the k index (k0..k0+15) and its columns n (d0..d0+15) */
+template <int SD> __device__ __forceinline__ void fa_ldBt(uint32_t (&b)[4], const bf16 *s, int k0, int d0, int lane)
+{
+    fa_ldsm_t(b, fa_saddr(s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * SD + d0 + (lane >> 4) * 8));
+}
+
+/* forward: grid (ceil(T / (16*NW)), H, B) */
+template <int D, int NW>
+__global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
+                                                   int KV, float sl2)
+{
+    constexpr int BM = 16 * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sQ = (bf16 *)fa_smem, *sK = sQ + BM * SD, *sV = sK + 2 * BN * SD;
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    const int q0 = qt * BM, lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const size_t rowbase = (size_t)b * T_;
+    const int nq = min(BM, T_ - q0);
+    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
+    const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
+    fa_load<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
+    fa_load<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
+    fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    fa_commit();
+    const int ntile = (q0 + nq - 1) / BN + 1;
+    const int wr0 = q0 + 16 * w, row0 = wr0 + g, row1 = row0 + 8;
+    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    for (int n = 0; n < ntile; n++) {
+        const int k0 = n * BN;
+        if (n + 1 < ntile) {
+            int kn = k0 + BN;
+            fa_load<BN, D, NT>(sK + ((n + 1) & 1) * BN * SD, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
+            fa_load<BN, D, NT>(sV + ((n + 1) & 1) * BN * SD, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+            fa_commit();
+            fa_wait<1>();
+        } else {
+            fa_wait<0>();
+        }
+        __syncthreads();
+        if (k0 <= wr0 + 15) {
+            const bf16 *cK = sK + (n & 1) * BN * SD, *cV = sV + (n & 1) * BN * SD;
+            float s[BN / 8][4];
+#pragma unroll
+            for (int i = 0; i < BN / 8; i++) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                uint32_t a[4];
+                fa_ldA<SD>(a, sQ, 16 * w, kk * 16, lane);
+#pragma unroll
+                for (int nn = 0; nn < BN / 16; nn++) {
+                    uint32_t bb[4];
+                    fa_ldB<SD>(bb, cK, nn * 16, kk * 16, lane);
+                    fa_mma(s[2 * nn], a, bb[0], bb[1]);
+                    fa_mma(s[2 * nn + 1], a, bb[2], bb[3]);
+                }
+            }
+            const bool diag = k0 + BN - 1 > wr0;
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float v = s[nt][e] * sl2;
+                    if (diag) {
+                        int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row1;
+                        if (j > i) v = -INFINITY;
+                    }
+                    s[nt][e] = v;
+                    mx[e >> 1] = fmaxf(mx[e >> 1], v);
+                }
+            float alpha[2], mb[2];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                float mn = fmaxf(m[r], mx[r]);
+                mb[r] = mn == -INFINITY ? 0.0f : mn;
+                alpha[r] = exp2f(m[r] - mb[r]);
+                m[r] = mn;
+            }
+            float ps[2] = {0.0f, 0.0f};
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float p = exp2f(s[nt][e] - mb[e >> 1]);
+                    s[nt][e] = p;
+                    ps[e >> 1] += p;
+                }
+            l[0] = l[0] * alpha[0] + ps[0];
+            l[1] = l[1] * alpha[1] + ps[1];
+#pragma unroll
+            for (int i = 0; i < D / 8; i++) {
+                o[i][0] *= alpha[0];
+                o[i][1] *= alpha[0];
+                o[i][2] *= alpha[1];
+                o[i][3] *= alpha[1];
+            }
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) {
+                uint32_t a[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
+                                 fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+                for (int dn = 0; dn < D / 16; dn++) {
+                    uint32_t bb[4];
+                    fa_ldBt<SD>(bb, cV, kk * 16, dn * 16, lane);
+                    fa_mma(o[2 * dn], a, bb[0], bb[1]);
+                    fa_mma(o[2 * dn + 1], a, bb[2], bb[3]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int i = r ? row1 : row0;
+        if (i >= T_) continue;
+        float inv = 1.0f / l[r];
+        bf16 *op = out + (rowbase + i) * (size_t)H * D + (size_t)h * D + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt++)
+            *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) = __floats2bfloat162_rn(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+        if (t == 0) lse[((size_t)b * H + h) * T_ + i] = (m[r] + log2f(l[r])) * 0.69314718055994531f;
+    }
+}
+
+/* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j */
+template <int D, int NW>
+__global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, const bf16 *qk, const bf16 *qkv,
+                                                  const float *lse, const float *Di, int T_, int H, int KV, float sl2,
+                                                  float scale)
+{
+    constexpr int BM = 16 * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sQ = (bf16 *)fa_smem, *sO = sQ + BM * SD, *sK = sO + BM * SD, *sV = sK + 2 * BN * SD;
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    const int q0 = qt * BM, lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const size_t rowbase = (size_t)b * T_;
+    const int nq = min(BM, T_ - q0);
+    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
+    const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
+    fa_load<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
+    fa_load<BM, D, NT>(sO, dout + (rowbase + q0) * (size_t)H * D + (size_t)h * D, (size_t)H * D, nq);
+    fa_load<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
+    fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    fa_commit();
+    const int ntile = (q0 + nq - 1) / BN + 1;
+    const int wr0 = q0 + 16 * w, row0 = wr0 + g, row1 = row0 + 8;
+    float L[2], Dd[2];
+    {
+        const float *lr = lse + ((size_t)b * H + h) * T_, *dr = Di + ((size_t)b * H + h) * T_;
+        L[0] = row0 < T_ ? lr[row0] * 1.4426950408889634f : 0.0f;
+        L[1] = row1 < T_ ? lr[row1] * 1.4426950408889634f : 0.0f;
+        Dd[0] = row0 < T_ ? dr[row0] : 0.0f;
+        Dd[1] = row1 < T_ ? dr[row1] : 0.0f;
+    }
+    float acc[D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int n = 0; n < ntile; n++) {
+        const int k0 = n * BN;
+        if (n + 1 < ntile) {
+            int kn = k0 + BN;
+            fa_load<BN, D, NT>(sK + ((n + 1) & 1) * BN * SD, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
+            fa_load<BN, D, NT>(sV + ((n + 1) & 1) * BN * SD, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+            fa_commit();
+            fa_wait<1>();
+        } else {
+            fa_wait<0>();
+        }
+        __syncthreads();
+        if (k0 <= wr0 + 15) {
+            const bf16 *cK = sK + (n & 1) * BN * SD, *cV = sV + (n & 1) * BN * SD;
+            float s[BN / 8][4], dp[BN / 8][4];
+#pragma unroll
+            for (int i = 0; i < BN / 8; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) s[i][e] = dp[i][e] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                uint32_t a[4], ao[4];
+                fa_ldA<SD>(a, sQ, 16 * w, kk * 16, lane);
+                fa_ldA<SD>(ao, sO, 16 * w, kk * 16, lane);
+#pragma unroll
+                for (int nn = 0; nn < BN / 16; nn++) {
+                    uint32_t bb[4];
+                    fa_ldB<SD>(bb, cK, nn * 16, kk * 16, lane);
+                    fa_mma(s[2 * nn], a, bb[0], bb[1]);
+                    fa_mma(s[2 * nn + 1], a, bb[2], bb[3]);
+                    fa_ldB<SD>(bb, cV, nn * 16, kk * 16, lane);
+                    fa_mma(dp[2 * nn], ao, bb[0], bb[1]);
+                    fa_mma(dp[2 * nn + 1], ao, bb[2], bb[3]);
+                }
+            }
+            const bool diag = k0 + BN - 1 > wr0;
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int r = e >> 1;
+                    float p = exp2f(s[nt][e] * sl2 - L[r]);
+                    if (diag) {
+                        int j = k0 + nt * 8 + 2 * t + (e & 1), i = r ? row1 : row0;
+                        if (j > i) p = 0.0f;
+                    }
+                    s[nt][e] = p * (dp[nt][e] - Dd[r]);
+                }
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) {
+                uint32_t a[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
+                                 fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+                for (int dn = 0; dn < D / 16; dn++) {
+                    uint32_t bb[4];
+                    fa_ldBt<SD>(bb, cK, kk * 16, dn * 16, lane);
+                    fa_mma(acc[2 * dn], a, bb[0], bb[1]);
+                    fa_mma(acc[2 * dn + 1], a, bb[2], bb[3]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int i = r ? row1 : row0;
+        if (i >= T_) continue;
+        bf16 *op = dqk + (rowbase + i) * (size_t)K + (size_t)h * D + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt++)
+            *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
+                __floats2bfloat162_rn(acc[nt][2 * r] * scale, acc[nt][2 * r + 1] * scale);
+    }
+}
+
+/* dK, dV: grid (ceil(T / (16*NW)), KV, B). The block owns 16*NW keys (16 per warp) and loops over
+   the query heads of its kv head, then the 64-row query tiles from its diagonal on, in order;
+   each warp walks a tile in chunks of 32 queries. */
+template <int D, int NW>
+__global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, const bf16 *dout, const bf16 *qk,
+                                                   const bf16 *qkv, const float *lse, const float *Di, int T_, int H,
+                                                   int KV, float sl2, float scale)
+{
+    constexpr int BKN = 16 * NW, QB = SC__FA_BN, QC = 32, SD = D + 8, NT = NW * 32;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sK = (bf16 *)fa_smem, *sV = sK + BKN * SD, *sQ = sV + BKN * SD, *sO = sQ + 2 * QB * SD;
+    float *sL = (float *)(sO + 2 * QB * SD), *sD = sL + 2 * QB;
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    const int kt = blockIdx.x, kh = blockIdx.y, b = blockIdx.z;
+    const int k0 = kt * BKN, lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const size_t rowbase = (size_t)b * T_;
+    const int nk = min(BKN, T_ - k0);
+    fa_load<BKN, D, NT>(sK, qk + (rowbase + k0) * K + (size_t)(H + kh) * D, (size_t)K, nk);
+    fa_load<BKN, D, NT>(sV, qkv + (rowbase + k0) * Qw + K + (size_t)kh * D, (size_t)Qw, nk);
+    const int i0s = (k0 / QB) * QB, nqt = (T_ - i0s + QB - 1) / QB, nit = G * nqt;
+    auto issue = [&](int it, int buf) {
+        int h = kh * G + it / nqt, i0 = i0s + (it % nqt) * QB, nq = min(QB, T_ - i0);
+        fa_load<QB, D, NT>(sQ + buf * QB * SD, qk + (rowbase + i0) * K + (size_t)h * D, (size_t)K, nq);
+        fa_load<QB, D, NT>(sO + buf * QB * SD, dout + (rowbase + i0) * (size_t)H * D + (size_t)h * D, (size_t)H * D, nq);
+        for (int r = threadIdx.x; r < QB; r += NT) {
+            int i = i0 + r;
+            sL[buf * QB + r] = i < T_ ? lse[((size_t)b * H + h) * T_ + i] * 1.4426950408889634f : 0.0f;
+            sD[buf * QB + r] = i < T_ ? Di[((size_t)b * H + h) * T_ + i] : 0.0f;
+        }
+    };
+    issue(0, 0);
+    fa_commit();
+    const int kw0 = k0 + 16 * w, j0 = kw0 + g, j1 = j0 + 8;
+    float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
+    for (int it = 0; it < nit; it++) {
+        const int buf = it & 1, i0 = i0s + (it % nqt) * QB;
+        if (it + 1 < nit) {
+            issue(it + 1, buf ^ 1);
+            fa_commit();
+            fa_wait<1>();
+        } else {
+            fa_wait<0>();
+        }
+        __syncthreads();
+        if (kw0 < T_) {
+            const bf16 *cQ = sQ + buf * QB * SD, *cO = sO + buf * QB * SD;
+            const float *cL = sL + buf * QB, *cD = sD + buf * QB;
+#pragma unroll 1
+            for (int c = 0; c < QB; c += QC) {
+                const int ic = i0 + c;
+                if (ic + QC - 1 < kw0 || ic >= T_) continue; /* all masked */
+                float s[QC / 8][4], dp[QC / 8][4];
+#pragma unroll
+                for (int i = 0; i < QC / 8; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) s[i][e] = dp[i][e] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++) {
+                    uint32_t a[4], av[4];
+                    fa_ldA<SD>(a, sK, 16 * w, kk * 16, lane);
+                    fa_ldA<SD>(av, sV, 16 * w, kk * 16, lane);
+#pragma unroll
+                    for (int nn = 0; nn < QC / 16; nn++) {
+                        uint32_t bb[4];
+                        fa_ldB<SD>(bb, cQ, c + nn * 16, kk * 16, lane);
+                        fa_mma(s[2 * nn], a, bb[0], bb[1]);
+                        fa_mma(s[2 * nn + 1], a, bb[2], bb[3]);
+                        fa_ldB<SD>(bb, cO, c + nn * 16, kk * 16, lane);
+                        fa_mma(dp[2 * nn], av, bb[0], bb[1]);
+                        fa_mma(dp[2 * nn + 1], av, bb[2], bb[3]);
+                    }
+                }
+                const bool need = ic < kw0 + 15 || ic + QC > T_;
+#pragma unroll
+                for (int nt = 0; nt < QC / 8; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int ci = c + nt * 8 + 2 * t + (e & 1), i = i0 + ci, j = (e < 2) ? j0 : j1;
+                        float p = exp2f(s[nt][e] * sl2 - cL[ci]);
+                        if (need && (j > i || i >= T_)) p = 0.0f;
+                        s[nt][e] = p;
+                        dp[nt][e] = p * (dp[nt][e] - cD[ci]);
+                    }
+#pragma unroll
+                for (int kk = 0; kk < QC / 16; kk++) {
+                    uint32_t ap[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
+                                      fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                    uint32_t as[4] = {fa_pack(dp[2 * kk][0], dp[2 * kk][1]), fa_pack(dp[2 * kk][2], dp[2 * kk][3]),
+                                      fa_pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
+                                      fa_pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+#pragma unroll
+                    for (int dn = 0; dn < D / 16; dn++) {
+                        uint32_t bb[4];
+                        fa_ldBt<SD>(bb, cO, c + kk * 16, dn * 16, lane);
+                        fa_mma(dv[2 * dn], ap, bb[0], bb[1]);
+                        fa_mma(dv[2 * dn + 1], ap, bb[2], bb[3]);
+                        fa_ldBt<SD>(bb, cQ, c + kk * 16, dn * 16, lane);
+                        fa_mma(dk[2 * dn], as, bb[0], bb[1]);
+                        fa_mma(dk[2 * dn + 1], as, bb[2], bb[3]);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int j = r ? j1 : j0;
+        if (j >= T_) continue;
+        bf16 *okp = dqk + (rowbase + j) * (size_t)K + (size_t)(H + kh) * D + 2 * t;
+        bf16 *ovp = dqkv + (rowbase + j) * (size_t)Qw + K + (size_t)kh * D + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt++) {
+            *reinterpret_cast<__nv_bfloat162 *>(okp + nt * 8) =
+                __floats2bfloat162_rn(dk[nt][2 * r] * scale, dk[nt][2 * r + 1] * scale);
+            *reinterpret_cast<__nv_bfloat162 *>(ovp + nt * 8) = __floats2bfloat162_rn(dv[nt][2 * r], dv[nt][2 * r + 1]);
         }
     }
 }
@@ -1548,9 +1999,68 @@ static void attn_bwd_dc(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, co
         sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "attention: head_dim %d > 256 is not supported", (D)); \
     }
 
+/* the tensor-core path: bf16 storage, D in {64, 128}, 16-byte aligned operands */
+static bool sc__fa_ok(sc_cuda *cu, int D, std::initializer_list<const void *> ptrs)
+{
+    if (!cu->bf16 || cu->attn_ref || (D != 64 && D != 128)) return false;
+    for (const void *p : ptrs)
+        if ((uintptr_t)p & 15) return false;
+    return true;
+}
+template <int D> static size_t sc__fa_smem_fwd() { return (size_t)(16 * SC__FA_NW_FWD + 4 * SC__FA_BN) * (D + 8) * 2; }
+template <int D> static size_t sc__fa_smem_dq() { return (size_t)(32 * SC__FA_NW_DQ + 4 * SC__FA_BN) * (D + 8) * 2; }
+template <int D> static size_t sc__fa_smem_dkv()
+{
+    return (size_t)(32 * SC__FA_NW_DKV + 4 * SC__FA_BN) * (D + 8) * 2 + 4 * SC__FA_BN * sizeof(float);
+}
+
+template <int D>
+static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
+{
+    size_t sm = sc__fa_smem_fwd<D>();
+    if (!sc__set_smem(cu, k_fa_fwd<D, SC__FA_NW_FWD>, sm)) return;
+    const int BM = 16 * SC__FA_NW_FWD;
+    dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
+    k_fa_fwd<D, SC__FA_NW_FWD><<<grd, SC__FA_NW_FWD * 32, sm, cu->stream>>>(
+        (bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV, 1.4426950408889634f / sqrtf((float)D));
+    sc__launched(cu, "attention_forward (tensor cores)");
+}
+
+template <int D>
+static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk, const void *qkv, const void *out,
+                   const float *lse, int B, int T_, int H, int KV)
+{
+    int N = B * T_;
+    float *Di = (float *)sc__scratch(cu, SC__SCR_ROWS, (size_t)N * H * sizeof(float));
+    if (!Di) return;
+    size_t warps = (size_t)N * H;
+    k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N, T_, H, D);
+    sc__launched(cu, "attention row dots");
+    float scale = 1.0f / sqrtf((float)D), sl2 = scale * 1.4426950408889634f;
+    size_t sm = sc__fa_smem_dq<D>();
+    if (!sc__set_smem(cu, k_fa_dq<D, SC__FA_NW_DQ>, sm)) return;
+    const int BM = 16 * SC__FA_NW_DQ;
+    dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
+    k_fa_dq<D, SC__FA_NW_DQ><<<grd, SC__FA_NW_DQ * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)dout, (const bf16 *)qk,
+                                                                      (const bf16 *)qkv, lse, Di, T_, H, KV, sl2, scale);
+    sc__launched(cu, "attention_backward dq (tensor cores)");
+    sm = sc__fa_smem_dkv<D>();
+    if (!sc__set_smem(cu, k_fa_dkv<D, SC__FA_NW_DKV>, sm)) return;
+    const int BK = 16 * SC__FA_NW_DKV;
+    dim3 grd2((unsigned)((T_ + BK - 1) / BK), (unsigned)KV, (unsigned)B);
+    k_fa_dkv<D, SC__FA_NW_DKV><<<grd2, SC__FA_NW_DKV * 32, sm, cu->stream>>>(
+        (bf16 *)dqk, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qk, (const bf16 *)qkv, lse, Di, T_, H, KV, sl2, scale);
+    sc__launched(cu, "attention_backward dkv (tensor cores)");
+}
+
 template <typename T>
 static void op_attn_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV, int D)
 {
+    if (sc__fa_ok(cu, D, {out, qk, qkv})) {
+        if (D == 64) fa_fwd<64>(cu, out, lse, qk, qkv, B, T_, H, KV);
+        else fa_fwd<128>(cu, out, lse, qk, qkv, B, T_, H, KV);
+        return;
+    }
 #define SC__CALL(dc) attn_fwd_dc<T, dc>(cu, out, lse, qk, qkv, B, T_, H, KV, D)
     SC__DC_SWITCH(D, SC__CALL)
 #undef SC__CALL
@@ -1560,6 +2070,11 @@ template <typename T>
 static void op_attn_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk, const void *qkv, const void *out,
                         const float *lse, int B, int T_, int H, int KV, int D)
 {
+    if (sc__fa_ok(cu, D, {dqk, dqkv, dout, qk, qkv, out})) {
+        if (D == 64) fa_bwd<64>(cu, dqk, dqkv, dout, qk, qkv, out, lse, B, T_, H, KV);
+        else fa_bwd<128>(cu, dqk, dqkv, dout, qk, qkv, out, lse, B, T_, H, KV);
+        return;
+    }
 #define SC__CALL(dc) attn_bwd_dc<T, dc>(cu, dqk, dqkv, dout, qk, qkv, out, lse, B, T_, H, KV, D)
     SC__DC_SWITCH(D, SC__CALL)
 #undef SC__CALL
@@ -1571,6 +2086,13 @@ SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const v
     if (!sc__ok(cu) || B <= 0 || T <= 0) return;
     if (KV <= 0 || H % KV) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "attention: KV must divide H"); return; }
     SC__DISPATCH_A(cu, op_attn_fwd, out, lse, qk, qkv, B, T, H, KV, D);
+}
+
+/* 1: use the tiled f32-arithmetic attention kernels even in bf16 mode; 0 (default): the
+   tensor-core kernels where they apply (bf16, D 64 or 128, aligned). Not yet in the header. */
+SCDEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on)
+{
+    if (cu) cu->attn_ref = on != 0;
 }
 
 SCDEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
