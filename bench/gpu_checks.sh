@@ -17,3 +17,7 @@ loss=$(./build/slidecheck grad --hf "$O/ckpt" --tokens $F --out "$O/g.safetensor
 python3 tests/fixtures/check_loss.py "$O/ckpt" $F "$loss"; echo "check_loss rc=$?"
 ./build/recompute_tradeoff --model qwen3-0.6b --seq 1024 --batch 4 --steps 4 --device cuda --out "$O/demo" \
     > "$O/demo.log" 2>&1; echo "demo rc=$?"; sed -n '/^policy/,/^saved/p' "$O/demo.log"
+# budget:SIZE on the GPU: the planner's choice and the measured peak against the budget
+./build/slidecheck train --model qwen3-1.7b --seq 2048 --batch 4 --dtype bf16 --optim adamw --ckpt budget:24GiB \
+    --steps 4 --warmup 1 --device cuda > "$O/budget.log" 2>&1; echo "budget rc=$?"
+grep -E "^budget|^fixed|predicted|smallest|saved act|^summary" "$O/budget.log"

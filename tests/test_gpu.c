@@ -905,6 +905,58 @@ static void test_model_cfg(const sc_config *c, int B, int T)
 /* ==========================================================================================
    4. HF fixtures
    ========================================================================================== */
+/* The bf16 acceptance criterion (loss within 1e-2, every gradient within 2e-2 of CPU f32) at
+   the initialisation HF uses (initializer_range 0.02, norms 1), on the tensor-core path
+   (head_dim 64 and 128). test_model_cfg's configs use init 0.1 on purpose: sharper attention
+   stresses the kernels, and there bf16 storage alone (the CPU's bf16 emulation) already moves
+   the near-cancelling key gradients (k_norm.weight, k_proj.bias) by 2.5-7%, so those checks
+   use 5e-2. */
+static void test_bf16_hf_init(int arch, int D)
+{
+    sc_config c;
+    sc_config_named(&c, "tiny");
+    c.vocab_size = 96; c.hidden_size = 256; c.intermediate_size = 384; c.num_layers = 3;
+    c.num_heads = 4; c.num_kv_heads = 1; c.head_dim = D; c.max_position = 160; c.init_std = 0.02;
+    if (arch == 2) { c.arch = SC_ARCH_QWEN2; c.attention_bias = 1; c.qk_norm = 0; c.tie_embeddings = 0; }
+    snprintf(c.name, sizeof c.name, "hf-init-%s-d%d", arch == 2 ? "qwen2" : "qwen3", D);
+    int B = 2, T = 131, N = B * T;
+    size_t np = sc_config_num_params(&c);
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * N);
+    for (int i = 0; i < N; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c.vocab_size);
+    float *p = (float *)malloc(sizeof(float) * np);
+    sc_model *m = mk_model(&c, 0, 0, 0, NULL);
+    if (!m) { check(0, c.name, "create failed"); return; }
+    sc_model_get_params(m, p);
+    sc_model_destroy(m);
+    int npi = sc_config_params(&c, NULL, 0);
+    sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * npi);
+    sc_config_params(&c, pi, npi);
+    for (int i = 0; i < npi; i++) /* non-zero biases, so their gradients mean something */
+        if (strstr(pi[i].name, ".bias"))
+            for (size_t k = 0; k < pi[i].numel; k++) p[pi[i].offset + k] = 0.02f * sc_rng_normal(&g_rng);
+    free(pi);
+    sc_round_bf16_inplace(p, np); /* the same weights for both sides */
+    sc_model *cpu = mk_model(&c, 0, 0, 0, p);
+    mres ref = run_fb(cpu, "none", ids, B, T);
+    for (int master = 0; master < 2; master++) {
+        char nm[256];
+        sc_model *g = mk_model(&c, 1, 1, master, p);
+        if (!g) { check(0, c.name, "create GPU model failed"); continue; }
+        mres got = run_fb(g, "none", ids, B, T);
+        double le = fabs((double)got.loss - ref.loss) / fabs((double)ref.loss);
+        snprintf(nm, sizeof nm, "%s bf16%s: loss within 1e-2 of CPU f32 (rel %.2e)", c.name, master ? "+master" : "", le);
+        check(got.r == SC_SUCCESS && le <= 1e-2, nm, "rel %.3e", le);
+        snprintf(nm, sizeof nm, "%s bf16%s vs CPU f32", c.name, master ? "+master" : "");
+        if (got.r == SC_SUCCESS) compare_grads(nm, &c, got.grads, ref.grads, 2e-2, 1);
+        free(got.grads);
+        sc_model_destroy(g);
+    }
+    free(ref.grads);
+    sc_model_destroy(cpu);
+    free(p);
+    free(ids);
+}
+
 static void test_fixture(const char *name)
 {
     char dir[256], path[320], nm[256];
@@ -1257,6 +1309,10 @@ int main(int argc, char **argv)
         g_model_sgd_only = 1;
         test_model_cfg(&c, 2, 131);
         g_model_sgd_only = 0;
+        test_bf16_hf_init(3, 64);
+        test_bf16_hf_init(3, 128);
+        test_bf16_hf_init(2, 64);
+        test_bf16_hf_init(2, 128);
         test_fixture("qwen3_gqa_tied");
         test_fixture("qwen2_bias_untied");
         test_fixture("qwen3_mha_untied");
