@@ -558,6 +558,7 @@ typedef struct sc_tracer {
     char **tags; int64_t ntags, cap_tags; int *tag_hash; int64_t cap_hash;
     /* CPU RSS */
     int statm_fd; int64_t page_size;
+    int64_t last_rss, last_rss_ns;      /* memory events reuse a sample younger than 0.2 ms */
     int clear_refs_ok;                  /* 1 works, 0 untried, -1 failed */
     int64_t step_rss_max, step_hwm_begin;
     int any_clear_refs, any_samples;
@@ -2782,7 +2783,13 @@ SCDEF void sc_tracer_mem_record(sc_tracer *tr, int64_t allocated, int64_t reserv
 {
     if (!tr) return;
     int64_t now = sc__trace_now_ns();
-    int64_t rss = sc__trace_rss_sample(tr);
+    /* a training step makes hundreds of allocations in a millisecond: reading /proc for each
+       would cost more than the step's kernel launches; the step's true peak comes from VmHWM */
+    if (now - tr->last_rss_ns > 200000 || tr->last_rss_ns == 0) {
+        tr->last_rss = sc__trace_rss_sample(tr);
+        tr->last_rss_ns = now;
+    }
+    int64_t rss = tr->last_rss;
     int64_t event = tr->step_events++;
     if (tr->nrows >= tr->cfg.max_mem_rows) { tr->rows_dropped++; return; }
     void *p = sc__trace_grow(tr->rows, &tr->cap_rows, tr->nrows + 1, sizeof *tr->rows);
@@ -5713,7 +5720,7 @@ static int sc__seg_end(const sc_plan *p, int l)
 
 /* Final norm, LM head and loss, in row chunks so that the logits never exist whole; leaves
    dL/d(x_L) in *dres_out. */
-static sc_result sc__head_forward_backward(sc_model *m, float **dres_out, double *loss_sum)
+static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
 {
     const sc_config *c = &m->cfg;
     int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T;
@@ -5749,9 +5756,6 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out, double
         sc__round(m, lg, (size_t)n * V);
         SC__OP(m, matmul_backward, sc__at(dxn, (size_t)r0 * C, m->ab), dwlm, NULL, lg, xr, wlm, n, C, V);
     }
-    if ((r = sc__download_f32(m, m->rowloss_host, m->rowloss, 4, (size_t)N)) != SC_SUCCESS) goto done;
-    *loss_sum = 0.0;
-    for (int i = 0; i < N; i++) *loss_sum += (double)m->rowloss_host[i];
     sc__free(m, lg);
     lg = NULL;
     /* dres = dL/d(x_L): the final norm's backward adds into zeros */
@@ -5791,9 +5795,8 @@ static sc_result sc__forward_backward(sc_model *m, const sc_plan *plan, float *l
     }
     m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
     sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
-    SC__TRY(sc__head_forward_backward(m, &dres, &lsum));
+    SC__TRY(sc__head_forward_backward(m, &dres));
     sc__span_end(m, sp);
-    *loss = (float)(lsum / (double)(m->B * (m->T - 1)));
     for (int l = L - 1; l >= 0; l--) {
         if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
             /* the last layer of a recomputed segment: replay the segment's forward once */
@@ -5820,6 +5823,10 @@ static sc_result sc__forward_backward(sc_model *m, const sc_plan *plan, float *l
 #endif
         sc_cpu_embedding_backward(m->grads, dres, m->ids, N, C);
     sc__span_end(m, sp);
+    /* the loss last: reading it waits for the GPU, which by now has the whole step queued */
+    if ((r = sc__download_f32(m, m->rowloss_host, m->rowloss, 4, (size_t)N)) != SC_SUCCESS) goto fail;
+    for (int i = 0; i < N; i++) lsum += (double)m->rowloss_host[i];
+    *loss = (float)(lsum / (double)(m->B * (m->T - 1)));
     r = SC_SUCCESS;
 fail:
     sc__free(m, dres);

@@ -7,7 +7,7 @@ O=${OUT:-build/gpu}; mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/gpu.txt"
 nvcc --version | tail -n 2 | tee -a "$O/gpu.txt"
 make -j16 all build/test_gpu build/recompute_tradeoff > "$O/build.log" 2>&1 || { tail -30 "$O/build.log"; exit 1; }
-make test-gpu > "$O/test_gpu.log" 2>&1; echo "test-gpu rc=$?"; grep -E "^FAIL|passed, " "$O/test_gpu.log" | tail -n 20
+make test-gpu > "$O/test_gpu.log" 2>&1; echo "test-gpu rc=$?"; grep -E "FAIL|passed, " "$O/test_gpu.log" | tail -n 20
 make test-gpu-memcheck > "$O/memcheck.log" 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|passed, " "$O/memcheck.log" | tail -n 3
 ./build/slidecheck train --model tiny --device cuda --seq 64 --batch 2 --steps 3 --optim adamw --lr 1e-3 \
     --save "$O/ckpt" > "$O/save.log" 2>&1
