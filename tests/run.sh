@@ -19,7 +19,8 @@ run_one() {
     echo "[$label] $line"
 }
 if [ "$1" = "--gpu" ]; then
-    run_one gpu ./build/test_gpu
+    ./build/test_gpu > build/test_gpu.log 2>&1   # the whole log, with every measured error
+    run_one gpu cat build/test_gpu.log
 else
     for t in "$@"; do run_one "$t" "./build/test_$t"; done
     for t in "$@"; do ASAN_OPTIONS=detect_leaks=1 run_one "asan $t" "./build/asan/test_$t"; done
