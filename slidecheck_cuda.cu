@@ -1008,10 +1008,15 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
     }
 }
 
-/* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j */
+/* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j.
+   Two passes over the keys. The first computes Di_i = sum_j p_ij dp_ij from the very p and dp
+   the second uses (and writes it to Di for the dK/dV kernel), so that every row of dS sums to
+   zero up to f32 rounding. rowsum(dO * O) is equal in exact arithmetic, but O was made from
+   bf16-rounded p, and the mismatch breaks the cancellation that keeps the gradient of a
+   shift of all keys (the k bias) near zero. */
 template <int D, int NW>
 __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, const bf16 *qk, const bf16 *qkv,
-                                                  const float *lse, const float *Di, int T_, int H, int KV, float sl2,
+                                                  const float *lse, float *Di, int T_, int H, int KV, float sl2,
                                                   float scale)
 {
     constexpr int BM = 16 * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
@@ -1026,22 +1031,22 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
     const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
     fa_load<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
     fa_load<BM, D, NT>(sO, dout + (rowbase + q0) * (size_t)H * D + (size_t)h * D, (size_t)H * D, nq);
-    fa_load<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
-    fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
-    fa_commit();
     const int ntile = (q0 + nq - 1) / BN + 1;
     const int wr0 = q0 + 16 * w, row0 = wr0 + g, row1 = row0 + 8;
-    float L[2], Dd[2];
+    float L[2], Dd[2] = {0.0f, 0.0f};
     {
-        const float *lr = lse + ((size_t)b * H + h) * T_, *dr = Di + ((size_t)b * H + h) * T_;
+        const float *lr = lse + ((size_t)b * H + h) * T_;
         L[0] = row0 < T_ ? lr[row0] * 1.4426950408889634f : 0.0f;
         L[1] = row1 < T_ ? lr[row1] * 1.4426950408889634f : 0.0f;
-        Dd[0] = row0 < T_ ? dr[row0] : 0.0f;
-        Dd[1] = row1 < T_ ? dr[row1] : 0.0f;
     }
     float acc[D / 8][4];
 #pragma unroll
     for (int i = 0; i < D / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int pass = 0; pass < 2; pass++) {
+    float dsum[2] = {0.0f, 0.0f};
+    fa_load<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
+    fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    fa_commit();
     for (int n = 0; n < ntile; n++) {
         const int k0 = n * BN;
         if (n + 1 < ntile) {
@@ -1088,10 +1093,11 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
                         int j = k0 + nt * 8 + 2 * t + (e & 1), i = r ? row1 : row0;
                         if (j > i) p = 0.0f;
                     }
+                    dsum[r] += p * dp[nt][e];
                     s[nt][e] = p * (dp[nt][e] - Dd[r]);
                 }
 #pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) {
+            for (int kk = 0; kk < BN / 16 && pass == 1; kk++) {
                 uint32_t a[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
                                  fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
@@ -1104,6 +1110,19 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
             }
         }
         __syncthreads();
+    }
+    if (pass == 0) {
+        /* the quad's four partial sums, combined in a fixed order */
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float v = dsum[r];
+            v += __shfl_xor_sync(0xffffffffu, v, 1);
+            v += __shfl_xor_sync(0xffffffffu, v, 2);
+            Dd[r] = v;
+            int i = r ? row1 : row0;
+            if (t == 0 && i < T_) Di[((size_t)b * H + h) * T_ + i] = v;
+        }
+    }
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -2033,9 +2052,7 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
     int N = B * T_;
     float *Di = (float *)sc__scratch(cu, SC__SCR_ROWS, (size_t)N * H * sizeof(float));
     if (!Di) return;
-    size_t warps = (size_t)N * H;
-    k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N, T_, H, D);
-    sc__launched(cu, "attention row dots");
+    (void)out; /* Di comes from the dq kernel's first pass, not from rowsum(dO * O) */
     float scale = 1.0f / sqrtf((float)D), sl2 = scale * 1.4426950408889634f;
     size_t sm = sc__fa_smem_dq<D>();
     if (!sc__set_smem(cu, k_fa_dq<D, SC__FA_NW_DQ>, sm)) return;

@@ -910,7 +910,10 @@ static void test_model_cfg(const sc_config *c, int B, int T)
    (head_dim 64 and 128). test_model_cfg's configs use init 0.1 on purpose: sharper attention
    stresses the kernels, and there bf16 storage alone (the CPU's bf16 emulation) already moves
    the near-cancelling key gradients (k_norm.weight, k_proj.bias) by 2.5-7%, so those checks
-   use 5e-2. */
+   use 5e-2. The k_proj bias gradient is a near-cancelling sum (a shift of every key leaves the
+   softmax unchanged; only RoPE breaks it): it holds only because the attention backward uses
+   Di = sum_j p_ij dp_ij, consistent with its own p (2.1e-2 with rowsum(dO * O)). Both the
+   tensor-core and the reference attention kernels are checked. */
 static void test_bf16_hf_init(int arch, int D, int ref_attn)
 {
     sc_config c;
@@ -949,30 +952,7 @@ static void test_bf16_hf_init(int arch, int D, int ref_attn)
         snprintf(nm, sizeof nm, "%s bf16%s: loss within 1e-2 of CPU f32 (rel %.2e)", c.name, master ? "+master" : "", le);
         check(got.r == SC_SUCCESS && le <= 1e-2, nm, "rel %.3e", le);
         snprintf(nm, sizeof nm, "%s bf16%s vs CPU f32", c.name, master ? "+master" : "");
-        if (got.r == SC_SUCCESS && (ref_attn || arch != 2)) compare_grads(nm, &c, got.grads, ref.grads, 2e-2, 1);
-        else if (got.r == SC_SUCCESS) {
-            /* Qwen2 on the tensor-core kernels: the k_proj bias gradient is a near-cancelling sum
-               (a shift of every key leaves the softmax unchanged, only RoPE breaks it), and
-               FlashAttention-style bf16 rounding inside the kernels moves it by ~2.1e-2; every
-               other gradient is held to 2e-2, that one to 3e-2 (the reference kernels above
-               hold it to 2e-2) */
-            int npi2 = sc_config_params(&c, NULL, 0), bad = 0;
-            sc_param_info *q = (sc_param_info *)malloc(sizeof(sc_param_info) * npi2);
-            sc_config_params(&c, q, npi2);
-            double worst = 0, worst_kb = 0;
-            for (int i = 0; i < npi2; i++) {
-                double e = rel(got.grads + q[i].offset, ref.grads + q[i].offset, q[i].numel);
-                int kb = strstr(q[i].name, "k_proj.bias") != NULL;
-                note_err(e, 1, q[i].name);
-                if (kb) { if (e > worst_kb) worst_kb = e; if (!(e <= 3e-2)) bad++; }
-                else { if (e > worst) worst = e; if (!(e <= 2e-2)) bad++; }
-            }
-            char nm2[512];
-            snprintf(nm2, sizeof nm2, "%.200s: every gradient within 2e-02 (worst %.2e), k_proj.bias within 3e-02 (worst %.2e)",
-                     nm, worst, worst_kb);
-            check(bad == 0, nm2, "%d parameters over tolerance", bad);
-            free(q);
-        }
+        if (got.r == SC_SUCCESS) compare_grads(nm, &c, got.grads, ref.grads, 2e-2, 1);
         free(got.grads);
         sc_model_destroy(g);
     }
