@@ -19,6 +19,7 @@ typedef struct cli_opts {
     double lr, beta1, beta2, eps, wd;
     unsigned long long seed;
     size_t mem_cap, budget;
+    const char *budget_text;
     int have_lr;
 } cli_opts;
 
@@ -160,7 +161,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--mem-cap") || !strcmp(f, "--budget")) {
             size_t sz;
             if (sc_parse_size(v, &sz) || sz == 0) die_usage("bad size '%s' (e.g. 512MiB, 16GiB, 1.5GB)", v);
-            if (!strcmp(f, "--budget")) o->budget = sz; else o->mem_cap = sz;
+            if (!strcmp(f, "--budget")) { o->budget = sz; o->budget_text = v; } else o->mem_cap = sz;
         } else die_usage("unknown option '%s'", f);
     }
     if (strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16")) die_usage("--dtype must be fp32 or bf16, not '%s'", o->dtype);
@@ -299,6 +300,7 @@ static sc_plan plan_budget(sc_model *m, const sc_config *cfg, const sc_model_con
                 sc_last_error());
         exit(1);
     }
+    snprintf(plan.name, sizeof plan.name, "budget:%.3fGiB", (double)budget / 1073741824.0);
     printf("planner (costs measured in 3 profiling steps):\n");
     print_plan(&rep, &plan);
     free(costs);
@@ -350,6 +352,7 @@ static int cmd_plan(int argc, char **argv)
     size_t pb_budget = planner_budget(o.budget, &cfg, o.batch, o.seq);
     r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, fixed_bytes(&cfg, &mc), costs, pb_budget);
     free(costs);
+    if (r == SC_SUCCESS) snprintf(plan.name, sizeof plan.name, "budget:%s", o.budget_text);
     if (r != SC_SUCCESS) {
         fprintf(stderr, "slidecheck: plan: budget %.3f GiB (%.3f GiB after the allocator margin): %s\n",
                 (double)o.budget / 1073741824.0, (double)pb_budget / 1073741824.0, sc_last_error());

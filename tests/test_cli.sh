@@ -87,5 +87,17 @@ json.load(open(os.path.join(d, "memory_snapshot.json")))
 PY
 then ok "every CSV and JSON of train --out parses (3 step rows)"; else bad "CSV/JSON of train --out"; fi
 expect 0 "a saved checkpoint loads back" $S grad --hf "$T/ckpt" --tokens "$T/long.safetensors" --out "$T/g2.safetensors" --device cpu
+expect 0 "plan for the Qwen3-1.7B shape under 24GiB" $S plan --model qwen3-1.7b --seq 2048 --batch 4 --budget 24GiB --dtype bf16
+grep -q "predicted peak" "$T/out" && grep -q "layer" "$T/out" && ok "plan prints the table and the predicted peak" \
+    || bad "plan output: $(head -5 "$T/out")"
+expect 1 "plan: a budget below the fixed memory" $S plan --model qwen3-1.7b --seq 2048 --batch 4 --budget 1GiB --dtype bf16
+grep -q "smallest feasible budget" "$T/err" && ok "the refusal names the smallest feasible budget" || bad "plan refusal: $(cat "$T/err")"
+expect 2 "plan without --budget" $S plan --model tiny --seq 64 --batch 1
+expect 2 "malformed budget policy" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --ckpt budget:lots
+expect 1 "budget too small for any plan" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --ckpt budget:20MiB
+expect 0 "train under budget:40MiB" $S train --model tiny --seq 256 --batch 4 --steps 2 --device cpu --ckpt budget:40MiB
+peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
+if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 40) }'; then ok "budget:40MiB: measured peak allocated $peak GiB <= 40 MiB"
+else bad "budget:40MiB: measured peak allocated '$peak' GiB"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
