@@ -99,7 +99,8 @@ USAGE
      sc_tokens_read / sc_tokens_write / sc_tokens_check / sc_tokens_free
 
    CUDA backend (with SLIDECHECK_CUDA): sc_cuda_available / create / destroy / status /
-     synchronize / device_name / launch_count / raw_alloc / raw_free / event_* /
+     error_message / set_attention_reference / synchronize / device_name / launch_count /
+     raw_alloc / raw_free / event_* /
      mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert, and
      the ops above.
 
