@@ -5846,7 +5846,7 @@ SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, cons
         return sc__fail(SC_ERROR_INVALID_ARGS, "need batch >= 1 and sequence >= 2 (got %d x %d)", B, T);
     if (T > c->max_position)
         return sc__fail(SC_ERROR_RANGE, "sequence length %d exceeds max_position_embeddings %d", T, c->max_position);
-    if ((int64_t)B * T > ((int64_t)1 << 30) / (V > 0 ? 1 : 1))
+    if ((int64_t)B * T > ((int64_t)1 << 30))
         return sc__fail(SC_ERROR_RANGE, "batch x sequence = %lld is too large", (long long)B * T);
     for (int i = 0; i < B * T; i++)
         if (ids[i] < 0 || ids[i] >= V)

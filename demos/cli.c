@@ -504,7 +504,6 @@ static int cmd_train(int argc, char **argv)
         if (s == 0) first_loss = loss;
         if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
         if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
-        if (getenv("SC_DEBUG_PEAK")) printf("peak allocated bytes %lld\n", (long long)mem.peak_allocated);
         printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB\n",
                s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);

@@ -1,6 +1,6 @@
 /* recompute_tradeoff: what activation checkpointing costs in time and saves in memory.
 
-     build/recompute_tradeoff [--model tiny] [--seq 128 --batch 4] [--steps 6]
+     build/recompute_tradeoff [--model tiny] [--seq 128 --batch 4] [--steps 11]
                               [--device cpu|cuda|auto] [--out runs/recompute_tradeoff]
                               [--policies none,selective,selective:mlp,every:2,full]
 
@@ -63,7 +63,7 @@ static const char *usage =
     "                     model's max position)\n"
     "  --batch N          sequences per step (default 4)\n"
     "  --steps N          training steps per policy; the first is a warm-up that the medians leave\n"
-    "                     out (default 6)\n"
+    "                     out (default 11)\n"
     "  --device D         cpu, cuda or auto (default auto: the GPU when one is usable)\n"
     "  --out DIR          output directory (default runs/recompute_tradeoff)\n"
     "  --policies LIST    comma-separated checkpoint policies (default\n"
@@ -130,7 +130,7 @@ static void parse_args(opts *o, int argc, char **argv)
     o->out = "runs/recompute_tradeoff";
     o->policies = "none,selective,selective:mlp,every:2,full";
     o->seq = o->batch = 0; /* 0: the device's default */
-    o->steps = 6;
+    o->steps = 11;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
