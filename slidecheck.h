@@ -5300,30 +5300,31 @@ SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr)
     m->alloc.cfg.on_event_user = m;
 }
 
-static int sc__span_begin(sc_model *m, const char *name, sc_phase ph, int layer)
+/* Kernel launches since the last span boundary go to the span that was open (GPU only). */
+static void sc__flush_launches(sc_model *m)
 {
-    if (!m->tr) return -1;
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
         int64_t n = sc_cuda_launch_count(m->cu);
         sc_tracer_count_launches(m->tr, n - m->launch_mark);
         m->launch_mark = n;
     }
+#else
+    (void)m;
 #endif
+}
+
+static int sc__span_begin(sc_model *m, const char *name, sc_phase ph, int layer)
+{
+    if (!m->tr) return -1;
+    sc__flush_launches(m);
     return sc_tracer_span_begin(m->tr, name, ph, layer, 0);
 }
 
 static void sc__span_end(sc_model *m, int id)
 {
     if (!m->tr) return;
-#ifdef SLIDECHECK_CUDA
-    if (m->cu) {
-        int64_t n = sc_cuda_launch_count(m->cu);
-        sc_tracer_count_launches(m->tr, n - m->launch_mark);
-        m->launch_mark = n;
-    }
-#endif
-    if (!m->cu) sc_tracer_count_launches(m->tr, 0);
+    sc__flush_launches(m);
     sc_tracer_span_end(m->tr, id);
 }
 

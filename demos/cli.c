@@ -513,9 +513,11 @@ static int cmd_train(int argc, char **argv)
         /* steps after the warm-up: median wall time with n, and the run's peak memory */
         int w = o.warmup < o.steps ? o.warmup : 0;
         sc_stats st = sc_stats_compute(walls + w, o.steps - w);
-        printf("summary: first-step loss %.6f  median step %.2f ms (n=%d after %d warm-up; mean %.2f +- %.2f ms, 95%% CI)"
+        char ci[32] = "n/a (n < 2)";
+        if (st.n >= 2) snprintf(ci, sizeof ci, "%.2f ms", st.ci95);
+        printf("summary: first-step loss %.6f  median step %.2f ms (n=%d after %d warm-up; mean %.2f ms, 95%% CI +- %s)"
                "  peak allocated %.3f GiB  peak reserved %.3f GiB  device %s\n",
-               first_loss, st.median, st.n, w, st.mean, st.ci95, (double)peak_alloc / 1073741824.0,
+               first_loss, st.median, st.n, w, st.mean, ci, (double)peak_alloc / 1073741824.0,
                (double)peak_resv / 1073741824.0,
 #ifdef SLIDECHECK_CUDA
                sc_model_cuda(m) ? sc_cuda_device_name(sc_model_cuda(m)) : "cpu"
