@@ -51,6 +51,7 @@ build/asan/test_%: tests/test_%.c $(HDRS)
 build/cpp_check: tests/test_model.c $(HDRS)
 	@mkdir -p build
 	$(CXX) -x c++ -std=c++17 -O0 -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
+	$(CC) -std=c11 -DSLIDECHECK_STATIC -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
 	@touch $@
 
 test: all build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS))

@@ -18,7 +18,8 @@ ABOUT
 
 BUILDING
    SLIDECHECK_IMPLEMENTATION  in one translation unit: compile the implementation there.
-   SLIDECHECK_STATIC          every function static (a private copy per translation unit).
+   SLIDECHECK_STATIC          every function static (a private copy per translation unit);
+                              CPU only (not with SLIDECHECK_CUDA).
    SLIDECHECK_CUDA            the GPU backend: link slidecheck_cuda.o (nvcc, sm_90) with
                               -lcublasLt -lcublas -lcudart. Without it the header is CPU-only
                               and `SC_DEVICE_CUDA` fails with SC_ERROR_NO_DEVICE.
@@ -146,6 +147,15 @@ CREDITS
 #define SCDEF extern "C"
 #else
 #define SCDEF extern
+#endif
+/* The CUDA entry points live in slidecheck_cuda.cu, so they always have external linkage. */
+#ifdef __cplusplus
+#define SC_CUDA_DEF extern "C"
+#else
+#define SC_CUDA_DEF extern
+#endif
+#if defined(SLIDECHECK_STATIC) && defined(SLIDECHECK_CUDA)
+#error "SLIDECHECK_STATIC is CPU-only: slidecheck_cuda.cu links against the header's public functions"
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -898,65 +908,65 @@ typedef struct sc_cuda_config {
     int device;        /* CUDA device ordinal */
 } sc_cuda_config;
 
-SCDEF sc_result sc_cuda_available(void);  /* SC_SUCCESS if a usable GPU and driver exist */
-SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
-SCDEF void sc_cuda_destroy(sc_cuda *cu);
-SCDEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
-SCDEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
+SC_CUDA_DEF sc_result sc_cuda_available(void);  /* SC_SUCCESS if a usable GPU and driver exist */
+SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
+SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu);
+SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
+SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
 /* 1: attention runs on the plain f32-accumulating reference kernels even in bf16 (tests, A/B
    timing); 0 (default): bf16 with head_dim 64/128 uses the tensor-core kernels. */
-SCDEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on);
-SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu);
-SCDEF const char *sc_cuda_device_name(sc_cuda *cu);
-SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
+SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on);
+SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu);
+SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu);
+SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
 /* allocator and tracer callbacks (user = the sc_cuda*) */
-SCDEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
-SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
-SCDEF void *sc_cuda_event_record(int stream, void *user);
-SCDEF int sc_cuda_event_query(void *event, void *user);
-SCDEF void sc_cuda_event_destroy(void *event, void *user);
-SCDEF void sc_cuda_event_synchronize(void *event, void *user);
-SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user);
-SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes);
+SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
+SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
+SC_CUDA_DEF void *sc_cuda_event_record(int stream, void *user);
+SC_CUDA_DEF int sc_cuda_event_query(void *event, void *user);
+SC_CUDA_DEF void sc_cuda_event_destroy(void *event, void *user);
+SC_CUDA_DEF void sc_cuda_event_synchronize(void *event, void *user);
+SC_CUDA_DEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user);
+SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
-SCDEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
-SCDEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
-SCDEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes); /* waits */
-SCDEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n);
-SCDEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n); /* waits */
-SCDEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n);
+SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
+SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
+SC_CUDA_DEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes); /* waits */
+SC_CUDA_DEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n);
+SC_CUDA_DEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n); /* waits */
+SC_CUDA_DEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n);
 
-SCDEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C);
+SC_CUDA_DEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C);
 /* ids on the device; ids_host (the same ids) lets the kernel sum each token's rows in order */
-SCDEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
+SC_CUDA_DEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
                                       const int32_t *ids_host, int N, int C);
-SCDEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps);
-SCDEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+SC_CUDA_DEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps);
+SC_CUDA_DEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                                     const float *rstd, int N, int C);
-SCDEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
+SC_CUDA_DEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
                                        const void *w, int N, int C, float eps);
-SCDEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n);
-SCDEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC);
-SCDEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+SC_CUDA_DEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n);
+SC_CUDA_DEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC);
+SC_CUDA_DEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                                    const void *w, int N, int IC, int OC);
-SCDEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
+SC_CUDA_DEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
                                        const void *knorm_w, const float *cosb, const float *sinb,
                                        int B, int T, int H, int KV, int D, float eps);
-SCDEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
+SC_CUDA_DEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
                                         const void *qkv, const void *qnorm_w, const void *knorm_w, const float *rstd,
                                         const float *cosb, const float *sinb, int B, int T, int H, int KV, int D);
-SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
+SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
                                      int B, int T, int H, int KV, int D);
-SCDEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
+SC_CUDA_DEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
                                       const void *qkv, const void *out, const float *lse, int B, int T, int H, int KV, int D);
-SCDEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I);
-SCDEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
-SCDEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I);
+SC_CUDA_DEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
+SC_CUDA_DEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
                                                  const int32_t *target, int n, int V, float scale);
 /* p, m, v in dtype pt; g in dtype gt */
-SCDEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
+SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
                               float weight_decay);
-SCDEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
+SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
                                 size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 /* ------------------------------------------------------------------------------------------
    Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp or
@@ -1073,16 +1083,6 @@ static SC__TLS char sc__errbuf[1024];
 
 SCDEF const char *sc_last_error(void) { return sc__errbuf; }
 
-/* Record a detailed message and return the code, so callers write `return sc__fail(...)`. */
-static sc_result sc__fail(sc_result r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sc__errbuf, sizeof sc__errbuf, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 SCDEF sc_result sc_set_error(sc_result r, const char *fmt, ...)
 {
     va_list ap;
@@ -1091,6 +1091,9 @@ SCDEF sc_result sc_set_error(sc_result r, const char *fmt, ...)
     va_end(ap);
     return r;
 }
+
+/* The implementation's name for it: `return sc__fail(SC_ERROR_..., "message", ...)`. */
+#define sc__fail sc_set_error
 
 SCDEF const char *sc_result_string(sc_result r)
 {

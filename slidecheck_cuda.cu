@@ -1448,9 +1448,9 @@ static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const voi
 /* ==========================================================================================
    Entry points
    ========================================================================================== */
-SCDEF const char *sc_cuda_error_message(sc_cuda *cu) { return cu ? cu->msg : ""; }
+SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu) { return cu ? cu->msg : ""; }
 
-SCDEF sc_result sc_cuda_available(void)
+SC_CUDA_DEF sc_result sc_cuda_available(void)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -1462,7 +1462,7 @@ SCDEF sc_result sc_cuda_available(void)
     return SC_SUCCESS;
 }
 
-SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
+SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
 {
     if (!out) return SC_ERROR_INVALID_ARGS;
     *out = NULL;
@@ -1504,7 +1504,7 @@ SCDEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     return SC_SUCCESS;
 }
 
-SCDEF void sc_cuda_destroy(sc_cuda *cu)
+SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
 {
     if (!cu) return;
     if (cu->stream) (void)cudaStreamSynchronize(cu->stream);
@@ -1527,7 +1527,7 @@ SCDEF void sc_cuda_destroy(sc_cuda *cu)
     free(cu);
 }
 
-SCDEF sc_result sc_cuda_status(sc_cuda *cu)
+SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu)
 {
     if (!cu) return SC_ERROR_INVALID_ARGS;
     if (cu->status == SC_SUCCESS) {
@@ -1539,7 +1539,7 @@ SCDEF sc_result sc_cuda_status(sc_cuda *cu)
     return cu->status;
 }
 
-SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu)
+SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu)
 {
     if (!cu) return SC_ERROR_INVALID_ARGS;
     SC__CK(cu, cudaStreamSynchronize(cu->stream));
@@ -1547,10 +1547,10 @@ SCDEF sc_result sc_cuda_synchronize(sc_cuda *cu)
     return cu->status;
 }
 
-SCDEF const char *sc_cuda_device_name(sc_cuda *cu) { return cu ? cu->name : ""; }
-SCDEF int64_t sc_cuda_launch_count(sc_cuda *cu) { return cu ? (int64_t)cu->launches : 0; }
+SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu) { return cu ? cu->name : ""; }
+SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu) { return cu ? (int64_t)cu->launches : 0; }
 
-SCDEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
+SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
 {
     (void)user;
     void *p = NULL;
@@ -1561,7 +1561,7 @@ SCDEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
     return p;
 }
 
-SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
+SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
 {
     (void)bytes;
     sc_cuda *cu = (sc_cuda *)user;
@@ -1570,7 +1570,7 @@ SCDEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
     if (e != cudaSuccess && cu) sc__cu_fail(cu, SC_ERROR_CUDA, "cudaFree failed: %s", cudaGetErrorString(e));
 }
 
-SCDEF void *sc_cuda_event_record(int stream, void *user)
+SC_CUDA_DEF void *sc_cuda_event_record(int stream, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     cudaEvent_t ev = NULL;
@@ -1584,7 +1584,7 @@ SCDEF void *sc_cuda_event_record(int stream, void *user)
     return (void *)ev;
 }
 
-SCDEF int sc_cuda_event_query(void *event, void *user)
+SC_CUDA_DEF int sc_cuda_event_query(void *event, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     if (!event) return 1;
@@ -1595,19 +1595,19 @@ SCDEF int sc_cuda_event_query(void *event, void *user)
     return 1;
 }
 
-SCDEF void sc_cuda_event_synchronize(void *event, void *user)
+SC_CUDA_DEF void sc_cuda_event_synchronize(void *event, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     if (event) SC__CK(cu, cudaEventSynchronize((cudaEvent_t)event));
 }
 
-SCDEF void sc_cuda_event_destroy(void *event, void *user)
+SC_CUDA_DEF void sc_cuda_event_destroy(void *event, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     if (event) SC__CK(cu, cudaEventDestroy((cudaEvent_t)event));
 }
 
-SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user)
+SC_CUDA_DEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     float ms = 0.0f;
@@ -1617,7 +1617,7 @@ SCDEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user)
     return ms;
 }
 
-SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes)
+SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes)
 {
     size_t f = 0, t = 0;
     cudaError_t e = cudaMemGetInfo(&f, &t);
@@ -1632,46 +1632,30 @@ SCDEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *to
 }
 
 /* ---- copies ---- */
-SCDEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes)
+SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes)
 {
     if (!sc__ok(cu) || !bytes) return;
     SC__CK(cu, cudaMemsetAsync(dst, 0, bytes, cu->stream));
 }
 
-SCDEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes)
+SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes)
 {
     if (!sc__ok(cu) || !bytes) return;
     /* pageable source: cudaMemcpyAsync returns once the bytes are staged */
     SC__CK(cu, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cu->stream));
 }
 
-SCDEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes)
+SC_CUDA_DEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes)
 {
     if (!sc__ok(cu) || !bytes) return;
     SC__CK(cu, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cu->stream));
     SC__CK(cu, cudaStreamSynchronize(cu->stream));
 }
 
-static uint16_t sc__h_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static float sc__h_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
+/* host-side conversions: the header's sc_f32_to_bf16 / sc_bf16_to_f32 (round to nearest even) */
 #define SC__COPY_CHUNK ((size_t)1 << 24) /* elements converted per host pass */
 
-SCDEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n)
+SC_CUDA_DEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n)
 {
     if (!sc__ok(cu) || !n) return;
     if (dt == SC_F32) {
@@ -1685,14 +1669,14 @@ SCDEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *
     if (!tmp) { sc__cu_fail(cu, SC_ERROR_OUT_OF_MEMORY, "host malloc failed"); return; }
     for (size_t i0 = 0; i0 < n && sc__ok(cu); i0 += chunk) {
         size_t m = n - i0 < chunk ? n - i0 : chunk;
-        for (size_t i = 0; i < m; i++) tmp[i] = sc__h_f32_to_bf16(src[i0 + i]);
+        for (size_t i = 0; i < m; i++) tmp[i] = sc_f32_to_bf16(src[i0 + i]);
         SC__CK(cu, cudaMemcpyAsync((uint16_t *)dst + i0, tmp, m * 2, cudaMemcpyHostToDevice, cu->stream));
         SC__CK(cu, cudaStreamSynchronize(cu->stream));
     }
     free(tmp);
 }
 
-SCDEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n)
+SC_CUDA_DEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dtype dt, size_t n)
 {
     if (!sc__ok(cu) || !n) return;
     if (dt == SC_F32) {
@@ -1709,12 +1693,12 @@ SCDEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, sc_dty
         SC__CK(cu, cudaMemcpyAsync(tmp, (const uint16_t *)src + i0, m * 2, cudaMemcpyDeviceToHost, cu->stream));
         SC__CK(cu, cudaStreamSynchronize(cu->stream));
         if (!sc__ok(cu)) break;
-        for (size_t i = 0; i < m; i++) dst[i0 + i] = sc__h_bf16_to_f32(tmp[i]);
+        for (size_t i = 0; i < m; i++) dst[i0 + i] = sc_bf16_to_f32(tmp[i]);
     }
     free(tmp);
 }
 
-SCDEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n)
+SC_CUDA_DEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n)
 {
     if (!sc__ok(cu) || !n) return;
     unsigned g = sc__grid(n, 256);
@@ -1746,7 +1730,7 @@ template <typename T> static void op_embed_fwd(sc_cuda *cu, void *out, const int
     sc__launched(cu, "embedding_forward");
 }
 
-SCDEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C)
+SC_CUDA_DEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C)
 {
     if (!sc__ok(cu) || N <= 0 || C <= 0) return;
     SC__DISPATCH_A(cu, op_embed_fwd, out, ids, wte, N, C);
@@ -1781,7 +1765,7 @@ static void op_embed_bwd(sc_cuda *cu, void *dwte, const void *dout, const int32_
     sc__launched(cu, "embedding_backward");
 }
 
-SCDEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
+SC_CUDA_DEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
                                       const int32_t *ids_host, int N, int C)
 {
     (void)ids;
@@ -1797,7 +1781,7 @@ static void op_rmsnorm_fwd(sc_cuda *cu, void *out, float *rstd, const void *inp,
     sc__launched(cu, "rmsnorm_forward");
 }
 
-SCDEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps)
+SC_CUDA_DEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps)
 {
     if (!sc__ok(cu) || N <= 0 || C <= 0) return;
     SC__DISPATCH_A(cu, op_rmsnorm_fwd, out, rstd, inp, w, N, C, eps);
@@ -1830,7 +1814,7 @@ static void op_rmsnorm_bwd(sc_cuda *cu, void *dinp, void *dw, const void *dout, 
     }
 }
 
-SCDEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+SC_CUDA_DEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                                     const float *rstd, int N, int C)
 {
     if (!sc__ok(cu) || N <= 0 || C <= 0) return;
@@ -1846,7 +1830,7 @@ static void op_add_rmsnorm(sc_cuda *cu, void *res, void *out, float *rstd, const
     sc__launched(cu, "add_rmsnorm_forward");
 }
 
-SCDEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
+SC_CUDA_DEF void sc_cuda_add_rmsnorm_forward(sc_cuda *cu, void *res, void *out, float *rstd, const void *a, const void *b,
                                        const void *w, int N, int C, float eps)
 {
     if (!sc__ok(cu) || N <= 0 || C <= 0) return;
@@ -1859,7 +1843,7 @@ template <typename T> static void op_add(sc_cuda *cu, void *out, const void *a, 
     sc__launched(cu, "add_forward");
 }
 
-SCDEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n)
+SC_CUDA_DEF void sc_cuda_add_forward(sc_cuda *cu, void *out, const void *a, const void *b, size_t n)
 {
     if (!sc__ok(cu) || !n) return;
     SC__DISPATCH_A(cu, op_add, out, a, b, n);
@@ -1872,7 +1856,7 @@ static void op_bias_fill(sc_cuda *cu, void *out, const void *bias, int N, int OC
     sc__launched(cu, "bias fill");
 }
 
-SCDEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC)
+SC_CUDA_DEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const void *w, const void *bias, int N, int IC, int OC)
 {
     if (!sc__ok(cu) || N <= 0 || OC <= 0) return;
     if (bias) SC__DISPATCH_A(cu, op_bias_fill, out, bias, N, OC);
@@ -1880,7 +1864,7 @@ SCDEF void sc_cuda_matmul_forward(sc_cuda *cu, void *out, const void *inp, const
     sc__gemm(cu, 1, 0, OC, N, IC, w, IC, inp, IC, out, OC, cu->bf16, cu->bf16, bias ? 1.0f : 0.0f);
 }
 
-SCDEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+SC_CUDA_DEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                                    const void *w, int N, int IC, int OC)
 {
     if (!sc__ok(cu) || N <= 0 || IC <= 0 || OC <= 0) return;
@@ -1906,7 +1890,7 @@ static void op_qknorm_rope_fwd(sc_cuda *cu, void *qk, float *rstd, const void *q
     sc__launched(cu, "qknorm_rope_forward");
 }
 
-SCDEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
+SC_CUDA_DEF void sc_cuda_qknorm_rope_forward(sc_cuda *cu, void *qk, float *rstd, const void *qkv, const void *qnorm_w,
                                        const void *knorm_w, const float *cosb, const float *sinb,
                                        int B, int T, int H, int KV, int D, float eps)
 {
@@ -1944,7 +1928,7 @@ static void op_qknorm_rope_bwd(sc_cuda *cu, void *dqkv, void *dqw, void *dkw, co
     sc__launched(cu, "qknorm_rope_backward");
 }
 
-SCDEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
+SC_CUDA_DEF void sc_cuda_qknorm_rope_backward(sc_cuda *cu, void *dqkv, void *dqnorm_w, void *dknorm_w, const void *dqk,
                                         const void *qkv, const void *qnorm_w, const void *knorm_w, const float *rstd,
                                         const float *cosb, const float *sinb, int B, int T, int H, int KV, int D)
 {
@@ -2097,7 +2081,7 @@ static void op_attn_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, co
 #undef SC__CALL
 }
 
-SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
+SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv,
                                      int B, int T, int H, int KV, int D)
 {
     if (!sc__ok(cu) || B <= 0 || T <= 0) return;
@@ -2107,12 +2091,12 @@ SCDEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, const v
 
 /* 1: use the tiled f32-arithmetic attention kernels even in bf16 mode; 0 (default): the
    tensor-core kernels where they apply (bf16, D 64 or 128, aligned). Not yet in the header. */
-SCDEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on)
+SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on)
 {
     if (cu) cu->attn_ref = on != 0;
 }
 
-SCDEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
+SC_CUDA_DEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,
                                       const void *qkv, const void *out, const float *lse, int B, int T, int H, int KV, int D)
 {
     if (!sc__ok(cu) || B <= 0 || T <= 0) return;
@@ -2131,13 +2115,13 @@ template <typename T> static void op_swiglu_bwd(sc_cuda *cu, void *dgu, const vo
     sc__launched(cu, "swiglu_backward");
 }
 
-SCDEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I)
+SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I)
 {
     if (!sc__ok(cu) || N <= 0 || I <= 0) return;
     SC__DISPATCH_A(cu, op_swiglu_fwd, m, gu, N, I);
 }
 
-SCDEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I)
+SC_CUDA_DEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I)
 {
     if (!sc__ok(cu) || N <= 0 || I <= 0) return;
     SC__DISPATCH_A(cu, op_swiglu_bwd, dgu, dm, gu, N, I);
@@ -2150,14 +2134,14 @@ static void op_ce(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits
     sc__launched(cu, "crossentropy_forward_backward");
 }
 
-SCDEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+SC_CUDA_DEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
                                                  const int32_t *target, int n, int V, float scale)
 {
     if (!sc__ok(cu) || n <= 0 || V <= 0) return;
     SC__DISPATCH_A(cu, op_ce, dlogits, rowloss, logits, target, n, V, scale);
 }
 
-SCDEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
+SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
                               float weight_decay)
 {
     if (!sc__ok(cu) || !n) return;
@@ -2170,7 +2154,7 @@ SCDEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, 
     sc__launched(cu, "sgd_update");
 }
 
-SCDEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
+SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
                                 size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t)
 {
     if (!sc__ok(cu) || !n) return;
