@@ -513,6 +513,7 @@ typedef struct sc_tracer_config {
 typedef struct sc_tracer_mem {
     int64_t allocated, reserved;            /* current */
     int64_t peak_allocated, peak_reserved;  /* peak during the step */
+    int64_t host_pinned;                    /* pinned host bytes held (slide mode), 0 if none */
 } sc_tracer_mem;
 
 /* One step's metrics (one row of step_metrics.csv). Phase times in ms follow the nesting
@@ -523,6 +524,7 @@ typedef struct sc_step_metrics {
     double wall_ms, cum_wall_ms;
     double phase_ms[SC_PHASE_COUNT];
     int64_t launches[SC_PHASE_COUNT];
+    int64_t bytes[SC_PHASE_COUNT];          /* bytes of the spans that carry them (h2d, d2h) */
     double loss, tokens, tps;
     int64_t cpu_rss, cpu_peak_rss;          /* bytes: at step end, and true peak in the step */
     int cpu_peak_method;                    /* 0 none, 1 clear_refs+VmHWM, 2 samples */
@@ -539,7 +541,7 @@ typedef struct sc__trace_span {
     int phase, layer, stream, parent;   /* parent: span index, -1 none */
     int counts_phase, counts_layer;     /* passes the nesting rule (see above) */
     int open;
-    int64_t launches;
+    int64_t launches, bytes;
     int64_t t0_ns, t1_ns;               /* CPU clock, ns since tracer init */
     void *ev0, *ev1;
     double ts_ms, dur_ms;               /* resolved: start since tracer init, duration */
@@ -589,6 +591,14 @@ SCDEF sc_result sc_tracer_step_end(sc_tracer *tr, double loss, double tokens,
 SCDEF int sc_tracer_span_begin(sc_tracer *tr, const char *name, sc_phase phase, int layer,
                                int stream);
 SCDEF void sc_tracer_span_end(sc_tracer *tr, int id);
+/* Bytes a span moved (copies): summed per phase into the step and shown with GB/s in trace.json. */
+SCDEF void sc_tracer_span_bytes(sc_tracer *tr, int id, int64_t bytes);
+/* A span timed elsewhere, on the host clock of sc_tracer_now_ns() (host worker threads, the CPU
+   backend's copy threads): added as it is, with no parent. Returns its id or -1. Streams: 0
+   compute, 1 upload, 2 download, 3 and up host optimizer threads. */
+SCDEF int sc_tracer_span_add(sc_tracer *tr, const char *name, sc_phase phase, int layer, int stream,
+                             int64_t t0_ns, int64_t t1_ns);
+SCDEF int64_t sc_tracer_now_ns(void);
 /* Adds n kernel launches to the phase of the innermost open span (any stream), or to
    SC_PHASE_OTHER when none is open. */
 SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n);
@@ -817,6 +827,31 @@ SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, 
 SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay);
 SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1,
                                float beta2, float eps, float weight_decay, int t);
+/* Optimizers on host arrays for slide mode (and the CPU backend): the constants of one step are
+   computed once; per element the arithmetic is exactly that of the CUDA kernels (every operation
+   rounded on its own, no FMA), so host and device updates give the same bits. p, m, v have dtype
+   pt (SC_BF16: uint16_t bits, stored round-to-nearest-even), g has dtype gt; wout (may be NULL)
+   receives the updated p as bf16 (the working copy uploaded in master-weights mode). */
+typedef struct sc_optim_consts {
+    float lr, beta1, beta2, eps, weight_decay;
+    float decay;      /* 1 - lr * weight_decay */
+    float omb1, omb2; /* 1 - beta1, 1 - beta2 */
+    float step;       /* lr / (1 - beta1^t) */
+    float bc2s;       /* sqrt(1 - beta2^t) */
+} sc_optim_consts;
+SCDEF sc_optim_consts sc_optim_consts_make(float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+/* AdamW / SGD over [0, n) on the calling thread (AVX-512 / AVX2 chosen at run time). */
+SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
+                              size_t n, const sc_optim_consts *k);
+SCDEF void sc_cpu_sgd_range(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
+                            const sc_optim_consts *k);
+/* The same split in fixed chunks over `threads` OpenMP threads (0: all); bits do not depend on it. */
+SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
+                           size_t n, const sc_optim_consts *k, int threads);
+SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
+                         const sc_optim_consts *k, int threads);
+/* "avx512", "avx2" or "scalar": the path the range functions take on this CPU. */
+SCDEF const char *sc_cpu_optim_isa(void);
 
 /* ------------------------------------------------------------------------------------------
    Checkpoint policies. A policy is a per-layer plan:
@@ -851,6 +886,12 @@ SCDEF size_t sc_plan_saved_bytes(const sc_config *cfg, const sc_plan *plan, int 
    Model and training
    ------------------------------------------------------------------------------------------ */
 typedef enum sc_optim { SC_OPTIM_SGD = 0, SC_OPTIM_ADAMW = 1 } sc_optim;
+/* resident: everything on the device. slide: weights, gradients and optimizer state live on the
+   host; each layer's weights are uploaded just before use (prefetched on their own stream), its
+   gradients go back to pinned host memory as soon as they are complete, and host threads update
+   it while the device works on the layers below. The arithmetic is that of resident mode: losses,
+   gradients and weights are bitwise equal, for every checkpoint policy. */
+typedef enum sc_mode { SC_MODE_RESIDENT = 0, SC_MODE_SLIDE = 1 } sc_mode;
 
 typedef struct sc_model_config {
     sc_device device;          /* SC_DEVICE_CPU (default) or SC_DEVICE_CUDA */
@@ -862,7 +903,12 @@ typedef struct sc_model_config {
     float beta1, beta2, eps;   /* 0 -> 0.9, 0.999, 1e-8 */
     float weight_decay;        /* plain value (0 means 0) */
     int keep_logits;           /* copy logits of the last forward to host (for `grad`) */
-    int master_weights;        /* CUDA bf16: f32 master weights, f32 gradients and optimizer state */
+    int master_weights;        /* CUDA bf16: f32 master weights, f32 gradients and optimizer state
+                                  (slide: f32 master and state on the host, bf16 working copies) */
+    sc_mode mode;              /* SC_MODE_RESIDENT (default) or SC_MODE_SLIDE */
+    int prefetch;              /* slide: layers uploaded ahead of the one computing (0 -> 1) */
+    int cpu_threads;           /* slide: threads of the host optimizer (0 -> all cores) */
+    int verbose;               /* 1: progress lines on stderr (host allocation in slide mode) */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -881,6 +927,24 @@ SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr);
 SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
                                           float *loss);
 SCDEF sc_result sc_model_optimizer_step(sc_model *m);
+/* One training step over `accum` micro-batches of [B, T] (ids holds accum*B*T tokens):
+   gradients summed in micro-batch order, loss = mean over all accum*B*(T-1) targets, then (with
+   update) the optimizer. In slide mode the update of each layer overlaps the backward of the
+   layers below, and each layer crosses to the device once for all micro-batches. */
+SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
+                              int update, float *loss);
+/* Slide mode: bytes the last step moved host -> device and device -> host, host bytes held
+   (pinned and pageable) and the device bytes of the smallest window a plan needs (weight slots
+   of the widest recomputed segment + prefetch, the head slot and one layer's gradients). */
+typedef struct sc_slide_info {
+    uint64_t h2d_bytes, d2h_bytes;   /* last step */
+    size_t pinned_bytes, host_bytes; /* held now */
+    size_t window_bytes;             /* device bytes of the slots and gradient buffers */
+    double opt_ms;                   /* host optimizer time in the last step (summed over updates) */
+    double opt_wait_ms;              /* time the step waited for the optimizer at its end */
+} sc_slide_info;
+SCDEF sc_slide_info sc_model_slide_info(const sc_model *m);
+SCDEF size_t sc_slide_window_bytes(const sc_config *cfg, const sc_model_config *mc, const sc_plan *plan);
 /* Copy parameters / gradients / last logits ([B,T,V]) to host floats. */
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst);
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst);
@@ -963,11 +1027,20 @@ SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, in
 SC_CUDA_DEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
 SC_CUDA_DEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
                                                  const int32_t *target, int n, int V, float scale);
-/* p, m, v in dtype pt; g in dtype gt */
+/* p, m, v in dtype pt; g in dtype gt. Every operation rounded on its own (no FMA), so the host
+   optimizer (sc_cpu_adamw_range) gives the same bits. */
 SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
                               float weight_decay);
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
-                                size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+                                size_t n, const sc_optim_consts *k);
+/* Slide mode. Streams: 0 compute, 1 upload, 2 download (sc_cuda_event_record takes the same
+   numbers). Pinned host memory: NULL on failure (message in sc_last_error()). */
+SC_CUDA_DEF void *sc_cuda_host_alloc(sc_cuda *cu, size_t bytes);
+SC_CUDA_DEF void sc_cuda_host_free(sc_cuda *cu, void *p);
+/* bytes from src to dst (host or device, either way) queued on `stream` */
+SC_CUDA_DEF void sc_cuda_copy_async(sc_cuda *cu, int stream, void *dst, const void *src, size_t bytes);
+/* work queued on `stream` after this call waits for `event` */
+SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
 /* ------------------------------------------------------------------------------------------
    Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp or
    a recomputed segment so that the predicted peak fits the budget and the recompute time is
@@ -2600,6 +2673,7 @@ SCDEF sc_result sc_tracer_step_end(sc_tracer *tr, double loss, double tokens,
             s->ev0 = s->ev1 = NULL;
         }
         if (s->counts_phase) m->phase_ms[s->phase] += s->dur_ms;
+        m->bytes[s->phase] += s->bytes;
         if (s->counts_layer) {
             cells[(int64_t)s->layer * SC_PHASE_COUNT + s->phase] += s->dur_ms;
             tr->layer_seen[(int64_t)s->layer * SC_PHASE_COUNT + s->phase] = 1;
@@ -2718,6 +2792,47 @@ SCDEF void sc_tracer_span_end(sc_tracer *tr, int id)
             break;
         }
     if (tr->clear_refs_ok != 1) sc__trace_rss_sample(tr);
+}
+
+SCDEF int64_t sc_tracer_now_ns(void) { return sc__trace_now_ns(); }
+
+SCDEF void sc_tracer_span_bytes(sc_tracer *tr, int id, int64_t bytes)
+{
+    if (!tr || !tr->in_step || id < 0) return;
+    int64_t idx = tr->cur.span_first + id;
+    if (idx < tr->nspans) tr->spans[idx].bytes += bytes;
+}
+
+SCDEF int sc_tracer_span_add(sc_tracer *tr, const char *name, sc_phase phase, int layer, int stream,
+                             int64_t t0_ns, int64_t t1_ns)
+{
+    if (!tr || !tr->in_step) return -1;
+    /* begin it with nothing open (no parent) and no events (host clock), then set its times */
+    int64_t nopen = tr->nopen;
+    int *saved = NULL;
+    if (nopen) {
+        saved = (int *)SC_MALLOC(sizeof(int) * (size_t)nopen);
+        if (!saved) return -1;
+        memcpy(saved, tr->open, sizeof(int) * (size_t)nopen);
+    }
+    tr->nopen = 0;
+    int gpu = tr->gpu;
+    tr->gpu = 0;
+    int id = sc_tracer_span_begin(tr, name, phase, layer, stream);
+    tr->gpu = gpu;
+    if (id >= 0) {
+        sc__trace_span *sp = &tr->spans[tr->cur.span_first + id];
+        sp->t0_ns = t0_ns;
+        sp->t1_ns = t1_ns;
+        sp->open = 0;
+    }
+    tr->nopen = 0;
+    if (nopen) {
+        memcpy(tr->open, saved, sizeof(int) * (size_t)nopen);
+        tr->nopen = nopen;
+        SC_FREE(saved);
+    }
+    return id;
 }
 
 SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n)
@@ -3067,6 +3182,7 @@ SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *pa
           "gpu_alloc_gib,gpu_resv_gib,peak_alloc_gib,peak_resv_gib,cum_wall_ms,"
           "recompute_ms,h2d_ms,d2h_ms,loss_ms,other_ms,tokens,cpu_peak_rss_gib,launches", f);
     for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",launches_%s", sc_phase_name((sc_phase)p));
+    fputs(",h2d_bytes,d2h_bytes,host_pinned_gib", f);
     fputc('\n', f);
     for (int64_t i = 0; i < tr->nsteps; i++) {
         const sc_step_metrics *m = &tr->steps[i];
@@ -3084,6 +3200,8 @@ SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *pa
                 m->phase_ms[SC_PHASE_OTHER], m->tokens, (double)m->cpu_peak_rss / gib,
                 (long long)l);
         for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",%lld", (long long)m->launches[p]);
+        fprintf(f, ",%lld,%lld,%.9g", (long long)m->bytes[SC_PHASE_H2D], (long long)m->bytes[SC_PHASE_D2H],
+                (double)m->gpu.host_pinned / gib);
         fputc('\n', f);
     }
     return sc__trace_close(f, path);
@@ -3168,9 +3286,14 @@ SCDEF sc_result sc_tracer_write_chrome_trace(const sc_tracer *tr, const char *pa
     fputs("{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"slidecheck\"}}", f);
     fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"steps\"}}", steps_tid);
     fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":-1}}", steps_tid);
-    for (int k = 0; k < tr->nstreams; k++)
-        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"%s %d\"}}",
-                tr->streams[k], tr->gpu ? "gpu stream" : "cpu thread", tr->streams[k]);
+    for (int k = 0; k < tr->nstreams; k++) {
+        /* 0 compute, 1 upload, 2 download, 3.. host optimizer threads (slide mode) */
+        int id = tr->streams[k];
+        const char *nm = id == 1 ? "h2d (upload stream)" : id == 2 ? "d2h (download stream)"
+                         : id >= 3 ? "cpu optimizer" : tr->gpu ? "gpu compute" : "cpu compute";
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
+                id, nm);
+    }
     for (int64_t i = 0; i < tr->nsteps; i++) {
         const sc_step_metrics *m = &tr->steps[i];
         fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"name\":\"step %lld\",\"cat\":\"step\",\"ts\":",
@@ -3191,9 +3314,14 @@ SCDEF sc_result sc_tracer_write_chrome_trace(const sc_tracer *tr, const char *pa
             sc__trace_json_us(f, s->ts_ms * 1e3);
             fputs(",\"dur\":", f);
             sc__trace_json_us(f, s->dur_ms * 1e3);
-            fprintf(f, ",\"args\":{\"phase\":\"%s\",\"layer\":%d,\"step\":%lld,\"launches\":%lld}}",
+            fprintf(f, ",\"args\":{\"phase\":\"%s\",\"layer\":%d,\"step\":%lld,\"launches\":%lld",
                     sc_phase_name((sc_phase)s->phase), s->layer, (long long)m->global_step,
                     (long long)s->launches);
+            if (s->bytes) {
+                fprintf(f, ",\"bytes\":%lld,\"GB/s\":", (long long)s->bytes);
+                sc__trace_json_num(f, s->dur_ms > 0 ? (double)s->bytes / (s->dur_ms * 1e6) : 0.0);
+            }
+            fputs("}}", f);
         }
     }
     for (int64_t i = 0; i < tr->nrows; i++) {
@@ -5047,25 +5175,118 @@ SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, 
     }
 }
 
+/* element i of an f32 or bf16 host buffer */
+static float sc__ld(const void *p, sc_dtype t, size_t i)
+{
+    return t == SC_BF16 ? sc_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static void sc__st(void *p, sc_dtype t, size_t i, float v)
+{
+    if (t == SC_BF16) ((uint16_t *)p)[i] = sc_f32_to_bf16(v);
+    else ((float *)p)[i] = v;
+}
+/* SC_OPTIM_IMPL_BEGIN */
+SCDEF sc_optim_consts sc_optim_consts_make(float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+{
+    sc_optim_consts c;
+    c.lr = lr; c.beta1 = beta1; c.beta2 = beta2; c.eps = eps; c.weight_decay = weight_decay;
+    c.decay = 1.0f - lr * weight_decay;
+    c.omb1 = 1.0f - beta1;
+    c.omb2 = 1.0f - beta2;
+    c.step = lr / (1.0f - powf(beta1, (float)t));
+    c.bc2s = sqrtf(1.0f - powf(beta2, (float)t));
+    return c;
+}
+SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
+                              size_t n, const sc_optim_consts *k)
+{
+    for (size_t i = 0; i < n; i++) {
+        float gi = sc__ld(g, gt, i), pd = sc__ld(p, pt, i) * k->decay;
+        float a = k->beta1 * sc__ld(m, pt, i), b = k->omb1 * gi;
+        float mi = a + b;
+        float c = k->omb2 * gi, d = k->beta2 * sc__ld(v, pt, i);
+        float e = c * gi;
+        float vi = d + e;
+        sc__st(m, pt, i, mi);
+        sc__st(v, pt, i, vi);
+        float den = sqrtf(vi) / k->bc2s + k->eps;
+        float q = mi / den, u = k->step * q;
+        float pn = pd - u;
+        sc__st(p, pt, i, pn);
+        if (wout) wout[i] = sc_f32_to_bf16(pn);
+    }
+}
+SCDEF void sc_cpu_sgd_range(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
+                            const sc_optim_consts *k)
+{
+    for (size_t i = 0; i < n; i++) {
+        float pi = sc__ld(p, pt, i), w = k->weight_decay * pi;
+        float s = sc__ld(g, gt, i) + w, u = k->lr * s;
+        float pn = pi - u;
+        sc__st(p, pt, i, pn);
+        if (wout) wout[i] = sc_f32_to_bf16(pn);
+    }
+}
+#define SC__OPT_CHUNK ((size_t)1 << 16)
+SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
+                           size_t n, const sc_optim_consts *k, int threads)
+{
+    size_t pe = sc_dtype_size(pt), ge = sc_dtype_size(gt);
+    long long nc = (long long)((n + SC__OPT_CHUNK - 1) / SC__OPT_CHUNK);
+    int nt = threads > 0 ? threads : 1;
+    (void)nt;
+    if (threads > 0) {
+        SC__OMP(omp parallel for num_threads(nt) schedule(static))
+        for (long long c = 0; c < nc; c++) {
+            size_t i0 = (size_t)c * SC__OPT_CHUNK, len = n - i0 < SC__OPT_CHUNK ? n - i0 : SC__OPT_CHUNK;
+            sc_cpu_adamw_range((char *)p + i0 * pe, (char *)m + i0 * pe, (char *)v + i0 * pe, pt,
+                               (const char *)g + i0 * ge, gt, wout ? wout + i0 : NULL, len, k);
+        }
+    } else {
+        SC__OMP(omp parallel for schedule(static))
+        for (long long c = 0; c < nc; c++) {
+            size_t i0 = (size_t)c * SC__OPT_CHUNK, len = n - i0 < SC__OPT_CHUNK ? n - i0 : SC__OPT_CHUNK;
+            sc_cpu_adamw_range((char *)p + i0 * pe, (char *)m + i0 * pe, (char *)v + i0 * pe, pt,
+                               (const char *)g + i0 * ge, gt, wout ? wout + i0 : NULL, len, k);
+        }
+    }
+}
+SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
+                         const sc_optim_consts *k, int threads)
+{
+    size_t pe = sc_dtype_size(pt), ge = sc_dtype_size(gt);
+    long long nc = (long long)((n + SC__OPT_CHUNK - 1) / SC__OPT_CHUNK);
+    int nt = threads > 0 ? threads : 1;
+    (void)nt;
+    if (threads > 0) {
+        SC__OMP(omp parallel for num_threads(nt) schedule(static))
+        for (long long c = 0; c < nc; c++) {
+            size_t i0 = (size_t)c * SC__OPT_CHUNK, len = n - i0 < SC__OPT_CHUNK ? n - i0 : SC__OPT_CHUNK;
+            sc_cpu_sgd_range((char *)p + i0 * pe, pt, (const char *)g + i0 * ge, gt, wout ? wout + i0 : NULL, len, k);
+        }
+    } else {
+        SC__OMP(omp parallel for schedule(static))
+        for (long long c = 0; c < nc; c++) {
+            size_t i0 = (size_t)c * SC__OPT_CHUNK, len = n - i0 < SC__OPT_CHUNK ? n - i0 : SC__OPT_CHUNK;
+            sc_cpu_sgd_range((char *)p + i0 * pe, pt, (const char *)g + i0 * ge, gt, wout ? wout + i0 : NULL, len, k);
+        }
+    }
+}
+SCDEF const char *sc_cpu_optim_isa(void) { return "scalar"; }
+/* SC_OPTIM_IMPL_END */
+
 SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay)
 {
-    SC__OMP(omp parallel for)
-    for (long long i = 0; i < (long long)n; i++) p[i] -= lr * (g[i] + weight_decay * p[i]);
+    sc_optim_consts k = sc_optim_consts_make(lr, 0.0f, 0.0f, 0.0f, weight_decay, 1);
+    sc_cpu_sgd_mt(p, SC_F32, g, SC_F32, NULL, n, &k, 0);
 }
 
 SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1,
                                float beta2, float eps, float weight_decay, int t)
 {
     /* torch.optim.AdamW (foreach=False): decoupled decay, bias correction, eps outside sqrt */
-    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-    float step = lr / bc1, bc2s = sqrtf(bc2);
-    SC__OMP(omp parallel for)
-    for (long long i = 0; i < (long long)n; i++) {
-        float pi = p[i] * (1.0f - lr * weight_decay);
-        m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
-        v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-        p[i] = pi - step * (m[i] / (sqrtf(v[i]) / bc2s + eps));
-    }
+    sc_optim_consts k = sc_optim_consts_make(lr, beta1, beta2, eps, weight_decay, t);
+    sc_cpu_adamw_mt(p, m, v, SC_F32, g, SC_F32, NULL, n, &k, 0);
 }
 
 /* ==========================================================================================
@@ -5228,10 +5449,17 @@ struct sc_model {
     float *rope_cos, *rope_sin;
     int rope_T;
     int t;                         /* optimizer steps taken */
-    float *acts[SC_MAX_LAYERS + 1][SC__A_COUNT];
-    const int32_t *ids;            /* host */
-    int32_t *ids_dev, *targets;    /* device */
-    float *rowloss;                /* device, [N] */
+    /* activation slots of the current micro-batch (act_store + mb * (L + 1)) */
+    float *(*acts)[SC__A_COUNT];
+    float *(*act_store)[SC__A_COUNT];
+    int accum, mb, accum_cap;      /* micro-batches of the step, the current one, slots held for */
+    const int32_t *ids, *ids_all;  /* host: the current micro-batch, all of them */
+    int32_t *ids_dev, *targets;    /* device, current micro-batch (views into the *_all buffers) */
+    int32_t *ids_dev_all, *targets_all;
+    float *rowloss, *rowloss_all;  /* device, [N] / [accum * N] */
+    float **dres0;                 /* per micro-batch: dL/dx_0, kept for the embedding backward */
+    float lscale;                  /* 1 / (accum * B * (T - 1)): the loss is the mean over all */
+    struct sc__slide *sl;          /* slide mode state (NULL when resident) */
     int B, T;
     float *logits_host, *rowloss_host;
     size_t logits_cap, rowloss_cap;
@@ -5394,24 +5622,292 @@ static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *
     return SC_SUCCESS;
 }
 
+/* ==========================================================================================
+   Slide mode, part 1: streams, events and host threads
+   Streams: 0 compute, 1 upload (h2d), 2 download (d2h). On the GPU they are CUDA streams and
+   events. On the CPU backend compute runs on the calling thread (stream 0 is always complete)
+   and streams 1 and 2 are copy threads working through FIFO queues; an event there is a
+   (stream, sequence number) pair, complete once the stream has done that many operations. The
+   host optimizer is one more thread that takes a layer's update as soon as the event of its
+   gradients' download has completed, and runs it over cpu_threads OpenMP threads.
+   ========================================================================================== */
+#ifndef _WIN32
+#include <pthread.h>
+#define SC__HAVE_THREADS 1
+#endif
+
+typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a CUDA event */
+typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
+typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
+enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2 };
+typedef struct sc__task { int kind, unit; sc__ev ev; } sc__task;
+typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
+typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
+
+typedef struct sc__slide {
+    /* host: parameters (f32, or bf16 in pure-bf16 mode), the bf16 working copy of master mode
+       (uploaded; NULL otherwise: uploads read hp), gradients, AdamW state (dtype of hp) */
+    void *hp, *hg, *hm, *hv;
+    uint16_t *hw;
+    sc_dtype hpt;
+    void *stage;                   /* pinned: embedding rows up, dL/dx_0 down */
+    size_t stage_bytes, pinned_bytes, host_bytes;
+    int hp_pinned;
+    /* device: weight slots of the layers, the head slot, per-unit pointers while resident */
+    sc__slot *slots, head;
+    int nslots;
+    float *lw[SC_MAX_LAYERS + 1], *lg[SC_MAX_LAYERS + 1];
+    float *head_g;
+    /* the step's schedule: groups of units that must be resident together (unit L = head) */
+    int ngroups, gfirst[2 * SC_MAX_LAYERS + 2], glast[2 * SC_MAX_LAYERS + 2];
+    unsigned char *touched;        /* [V]: token rows the step's ids touch */
+    int32_t *touched_list; int ntouched, touched_cap;
+    sc_optim_consts k;
+    int update;
+    sc_result task_err;            /* a host task that failed (reported at the step's end) */
+    uint64_t h2d, d2h;
+    double opt_ms, wait_ms;
+#ifdef SC__HAVE_THREADS
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t qth[2], oth;
+    int qstarted[2], ostarted, stop, sync_ok;
+    struct sc__qarg { struct sc__slide *sl; int i; } qarg[2];
+#endif
+    sc__cq q[2];
+    sc__task *tasks; size_t tcap, thead, tn; uint64_t tqueued, tdone;
+    sc__hspan *hspans; size_t nhspans, chspans;
+    struct sc_model *m;
+} sc__slide;
+
+#ifdef SC__HAVE_THREADS
+#define SC__LOCK(sl) pthread_mutex_lock(&(sl)->mu)
+#define SC__UNLOCK(sl) pthread_mutex_unlock(&(sl)->mu)
+#define SC__WAIT(sl) pthread_cond_wait(&(sl)->cv, &(sl)->mu)
+#define SC__WAKE(sl) pthread_cond_broadcast(&(sl)->cv)
+#else
+#define SC__LOCK(sl) (void)0
+#define SC__UNLOCK(sl) (void)0
+#define SC__WAIT(sl) (void)0
+#define SC__WAKE(sl) (void)0
+#endif
+
+static int sc__ev_done_locked(const sc__slide *sl, const sc__ev *e)
+{
+    return e->stream <= 0 || e->seq == 0 || sl->q[e->stream - 1].done >= e->seq;
+}
+
+/* a host span from a worker thread (under the lock); flushed to the tracer at the step's end */
+static void sc__hspan_push(sc__slide *sl, int phase, int unit, int stream, int64_t t0, int64_t t1, int64_t bytes)
+{
+    if (sl->nhspans == sl->chspans) {
+        size_t n = sl->chspans ? 2 * sl->chspans : 256;
+        sc__hspan *p = (sc__hspan *)SC_REALLOC(sl->hspans, n * sizeof *p);
+        if (!p) return; /* a lost span, never a lost result */
+        sl->hspans = p;
+        sl->chspans = n;
+    }
+    sc__hspan h;
+    h.phase = phase; h.unit = unit; h.stream = stream; h.t0 = t0; h.t1 = t1; h.bytes = bytes;
+    sl->hspans[sl->nhspans++] = h;
+}
+
+#ifdef SC__HAVE_THREADS
+/* a CPU-backend copy stream: runs its queue in order */
+static void *sc__cq_main(void *arg)
+{
+    struct sc__qarg *qa = (struct sc__qarg *)arg;
+    sc__slide *sl = qa->sl;
+    sc__cq *q = &sl->q[qa->i];
+    SC__LOCK(sl);
+    for (;;) {
+        while (!sl->stop && q->n == 0) SC__WAIT(sl);
+        if (q->n == 0) break;
+        sc__op op = q->ops[q->head];
+        if (op.wait) {
+            sc__ev e;
+            e.cu = NULL; e.stream = op.wstream; e.seq = op.wseq;
+            while (!sc__ev_done_locked(sl, &e)) SC__WAIT(sl);
+        } else {
+            SC__UNLOCK(sl);
+            int64_t t0 = sc__trace_now_ns();
+            memcpy(op.dst, op.src, op.bytes);
+            int64_t t1 = sc__trace_now_ns();
+            SC__LOCK(sl);
+            sc__hspan_push(sl, op.phase, op.unit, qa->i + 1, t0, t1, (int64_t)op.bytes);
+        }
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        q->done++;
+        SC__WAKE(sl);
+    }
+    SC__UNLOCK(sl);
+    return NULL;
+}
+#endif
+
+/* queue an operation on CPU stream s (1 or 2); returns its sequence number, 0 on no memory */
+static uint64_t sc__cq_push(sc__slide *sl, int s, const sc__op *op)
+{
+    sc__cq *q = &sl->q[s - 1];
+    uint64_t seq = 0;
+    SC__LOCK(sl);
+    if (q->n == q->cap) {
+        size_t n = q->cap ? 2 * q->cap : 64;
+        sc__op *p = (sc__op *)SC_MALLOC(n * sizeof *p);
+        if (!p) { SC__UNLOCK(sl); return 0; }
+        for (size_t i = 0; i < q->n; i++) p[i] = q->ops[(q->head + i) % q->cap];
+        SC_FREE(q->ops);
+        q->ops = p;
+        q->cap = n;
+        q->head = 0;
+    }
+    q->ops[(q->head + q->n) % q->cap] = *op;
+    q->n++;
+    seq = ++q->enq;
+    SC__WAKE(sl);
+    SC__UNLOCK(sl);
+    return seq;
+}
+
+static sc__ev sc__ev_record(sc_model *m, int stream)
+{
+    sc__ev e;
+    e.cu = NULL; e.stream = stream; e.seq = 0;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { e.cu = sc_cuda_event_record(stream, m->cu); return e; }
+#endif
+    if (stream > 0) {
+        SC__LOCK(m->sl);
+        e.seq = m->sl->q[stream - 1].enq;
+        SC__UNLOCK(m->sl);
+    }
+    return e;
+}
+
+/* host waits for the event */
+static void sc__ev_sync(sc_model *m, const sc__ev *e)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { if (e->cu) sc_cuda_event_synchronize(e->cu, m->cu); return; }
+#endif
+    sc__slide *sl = m->sl;
+    SC__LOCK(sl);
+    while (!sc__ev_done_locked(sl, e)) SC__WAIT(sl);
+    SC__UNLOCK(sl);
+}
+
+static void sc__ev_release(sc_model *m, sc__ev *e)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu && e->cu) sc_cuda_event_destroy(e->cu, m->cu);
+#else
+    (void)m;
+#endif
+    e->cu = NULL;
+    e->seq = 0;
+    e->stream = 0;
+}
+
+/* work queued on `stream` from now on waits for e */
+static void sc__stream_wait(sc_model *m, int stream, const sc__ev *e)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { if (e->cu) sc_cuda_stream_wait(m->cu, stream, e->cu); return; }
+#endif
+    if (e->stream <= 0 || e->seq == 0 || e->stream == stream) return;
+    if (stream == 0) { sc__ev_sync(m, e); return; }
+    sc__op op;
+    memset(&op, 0, sizeof op);
+    op.wait = 1; op.wstream = e->stream; op.wseq = e->seq;
+    sc__cq_push(m->sl, stream, &op);
+}
+
+/* bytes from src to dst on `stream`; a span of `phase` for `unit` (layer, or -1 for the head) */
+static void sc__copy_async(sc_model *m, int stream, void *dst, const void *src, size_t bytes, sc_phase phase, int unit)
+{
+    if (!bytes) return;
+    if (phase == SC_PHASE_H2D) m->sl->h2d += bytes;
+    if (phase == SC_PHASE_D2H) m->sl->d2h += bytes;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        int sp = -1;
+        if (m->tr && stream > 0) {
+            sp = sc_tracer_span_begin(m->tr, phase == SC_PHASE_H2D ? "h2d" : "d2h", phase, unit, stream);
+            sc_tracer_span_bytes(m->tr, sp, (int64_t)bytes);
+        }
+        sc_cuda_copy_async(m->cu, stream, dst, src, bytes);
+        if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+        return;
+    }
+#endif
+    if (stream == 0) { memcpy(dst, src, bytes); return; }
+    sc__op op;
+    memset(&op, 0, sizeof op);
+    op.dst = dst; op.src = src; op.bytes = bytes; op.unit = unit; op.phase = (int)phase;
+    if (!sc__cq_push(m->sl, stream, &op)) memcpy(dst, src, bytes); /* no memory for the queue: copy now */
+}
+
+/* CPU-backend events for the caching allocator, so that a block freed while a copy thread still
+   reads it is reused only after that copy (record_stream, as on the GPU) */
+static void *sc__cpu_event_record(int stream, void *user)
+{
+    sc_model *m = (sc_model *)user;
+    if (stream <= 0 || !m->sl) return NULL;
+    sc__ev *e = (sc__ev *)SC_MALLOC(sizeof *e);
+    if (!e) { sc__ev ev = sc__ev_record(m, stream); sc__ev_sync(m, &ev); return NULL; }
+    *e = sc__ev_record(m, stream);
+    return e;
+}
+static int sc__cpu_event_query(void *event, void *user)
+{
+    sc_model *m = (sc_model *)user;
+    SC__LOCK(m->sl);
+    int done = sc__ev_done_locked(m->sl, (const sc__ev *)event);
+    SC__UNLOCK(m->sl);
+    return done;
+}
+static void sc__cpu_event_destroy(void *event, void *user) { (void)user; SC_FREE(event); }
+static void sc__cpu_event_synchronize(void *event, void *user) { sc__ev_sync((sc_model *)user, (const sc__ev *)event); }
+
+static void sc__slide_destroy(sc_model *m);
+static sc_result sc__slide_create(sc_model *m, const float *init);
+
 static void sc__act_drop(sc_model *m, int l, int a)
 {
     sc__free(m, m->acts[l][a]);
     m->acts[l][a] = NULL;
 }
 
+/* every micro-batch's activations */
 static void sc__model_drop_acts(sc_model *m)
 {
-    for (int l = 0; l <= SC_MAX_LAYERS; l++)
-        for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
+    size_t n = (size_t)m->accum_cap * (size_t)(m->cfg.num_layers + 1);
+    for (size_t i = 0; i < n; i++)
+        for (int a = 0; a < SC__A_COUNT; a++) {
+            sc__free(m, m->act_store[i][a]);
+            m->act_store[i][a] = NULL;
+        }
+}
+
+static void sc__free_dres(sc_model *m)
+{
+    for (int k = 0; k < m->accum_cap; k++) {
+        sc__free(m, m->dres0[k]);
+        m->dres0[k] = NULL;
+    }
 }
 
 SCDEF void sc_model_destroy(sc_model *m)
 {
     if (!m) return;
-    sc__model_drop_acts(m);
+    if (m->sl) sc__slide_destroy(m);
+    if (m->act_store) sc__model_drop_acts(m);
+    if (m->dres0) sc__free_dres(m);
+    SC_FREE(m->act_store);
+    SC_FREE(m->dres0);
     void *bufs[] = {m->params, m->grads, m->master, m->opt_m, m->opt_v, m->rope_cos, m->rope_sin,
-                    m->ids_dev, m->targets, m->rowloss};
+                    m->ids_dev_all, m->targets_all, m->rowloss_all};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sc__free(m, bufs[i]);
     sc_allocator_uninit(&m->alloc);
 #ifdef SLIDECHECK_CUDA
@@ -5497,6 +5993,14 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         return sc__fail(SC_ERROR_NO_DEVICE, "this build has no CUDA backend (build with nvcc: make)");
 #endif
     }
+    if (mc.mode == SC_MODE_SLIDE && !m->cu) {
+        /* the CPU backend's copy threads read "device" blocks: reuse waits for them, as on a GPU */
+        ac.event_record = sc__cpu_event_record;
+        ac.event_query = sc__cpu_event_query;
+        ac.event_destroy = sc__cpu_event_destroy;
+        ac.event_synchronize = sc__cpu_event_synchronize;
+        ac.event_user = m;
+    }
     if ((r = sc_allocator_init(&m->alloc, &ac)) != SC_SUCCESS) {
 #ifdef SLIDECHECK_CUDA
         sc_cuda_destroy(m->cu);
@@ -5506,6 +6010,27 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     }
     m->nparams = sc_config_num_params(cfg);
     float *host = NULL;
+    if (mc.mode != SC_MODE_RESIDENT && mc.mode != SC_MODE_SLIDE) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "unknown mode %d", (int)mc.mode);
+        goto fail;
+    }
+    if (mc.prefetch < 0 || (mc.mode == SC_MODE_SLIDE && mc.prefetch > cfg->num_layers)) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "prefetch %d: must be between 1 and the layer count (%d)", mc.prefetch,
+                     cfg->num_layers);
+        goto fail;
+    }
+    if (mc.mode == SC_MODE_SLIDE) {
+        /* weights, gradients and optimizer state on the host; the device holds only slots */
+        host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
+        if (!host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of %zu parameters failed", m->nparams); goto fail; }
+        if (params) memcpy(host, params, sizeof(float) * m->nparams);
+        else if ((r = sc__init_params(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
+        if (mc.bf16) sc_round_bf16_inplace(host, m->nparams);
+        if ((r = sc__slide_create(m, host)) != SC_SUCCESS) goto fail;
+        SC_FREE(host);
+        *out = m;
+        return SC_SUCCESS;
+    }
     if ((r = sc__alloc_bytes(m, &m->params, m->nparams, m->pb, "weights")) != SC_SUCCESS ||
         (r = sc__alloc_bytes(m, &m->grads, m->nparams, m->gb, "grad")) != SC_SUCCESS)
         goto fail;
@@ -5561,13 +6086,31 @@ static sc_result sc__act_get(sc_model *m, int l, int a)
     return sc__alloc_bytes(m, &m->acts[l][a], n, sc__act_is_stat(a) ? 4 : m->ab, tag);
 }
 
+/* Layer l's weights and gradients: in the flat buffers (resident), or in its slot and its
+   gradient buffer (slide). */
 static float *sc__lw(sc_model *m, int l, size_t off)
 {
-    return off == SIZE_MAX ? NULL : sc__at(m->params, sc_config_layer_base(&m->cfg, l) + off, m->pb);
+    if (off == SIZE_MAX) return NULL;
+    if (m->sl) return sc__at(m->sl->lw[l], off, m->pb);
+    return sc__at(m->params, sc_config_layer_base(&m->cfg, l) + off, m->pb);
 }
 static float *sc__lg(sc_model *m, int l, size_t off)
 {
-    return off == SIZE_MAX ? NULL : sc__at(m->grads, sc_config_layer_base(&m->cfg, l) + off, m->gb);
+    if (off == SIZE_MAX) return NULL;
+    if (m->sl) return sc__at(m->sl->lg[l], off, m->gb);
+    return sc__at(m->grads, sc_config_layer_base(&m->cfg, l) + off, m->gb);
+}
+/* The LM head (norm = 0) or final norm (norm = 1) weights / gradients (grad = 1). Slide keeps
+   them in the head slot: [lm head: V*C | norm: C]. */
+static float *sc__head_ptr(sc_model *m, int grad, int norm)
+{
+    const sc_config *c = &m->cfg;
+    if (m->sl) {
+        size_t off = norm ? (size_t)c->vocab_size * c->hidden_size : 0;
+        return grad ? sc__at(m->sl->head_g, off, m->gb) : sc__at(m->sl->head.w, off, m->pb);
+    }
+    size_t off = norm ? sc_config_norm_offset(c) : sc_config_lm_head_offset(c);
+    return grad ? sc__at(m->grads, off, m->gb) : sc__at(m->params, off, m->pb);
 }
 
 /* Compute every activation of layer l that is missing, from what is there (x at least).
@@ -5731,19 +6274,19 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
     int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T;
     int chunk = N < 1024 ? N : 1024;
     float *xn = NULL, *rstd = NULL, *dxn = NULL, *lg = NULL, *dres = NULL;
-    const float *wlm = sc__at(m->params, sc_config_lm_head_offset(c), m->pb);
-    float *dwlm = sc__at(m->grads, sc_config_lm_head_offset(c), m->gb);
-    const float *nw = sc__at(m->params, sc_config_norm_offset(c), m->pb);
+    const float *wlm = sc__head_ptr(m, 0, 0), *nw = sc__head_ptr(m, 0, 1);
+    float *dwlm = sc__head_ptr(m, 1, 0);
     sc_result r;
     if ((r = sc__alloc_act(m, &xn, (size_t)N * C, "final norm out")) != SC_SUCCESS ||
         (r = sc__alloc_f32(m, &rstd, (size_t)N, "final norm rstd")) != SC_SUCCESS ||
         (r = sc__alloc_act(m, &dxn, (size_t)N * C, "final norm grad")) != SC_SUCCESS ||
         (r = sc__alloc_act(m, &lg, (size_t)chunk * V, "logits chunk")) != SC_SUCCESS)
         goto done;
-    if (m->mc.keep_logits && m->logits_cap < (size_t)N * V) {
+    size_t lrows = (size_t)m->accum * N;
+    if (m->mc.keep_logits && m->logits_cap < lrows * V) {
         SC_FREE(m->logits_host);
-        m->logits_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N * V);
-        m->logits_cap = m->logits_host ? (size_t)N * V : 0;
+        m->logits_host = (float *)SC_MALLOC(sizeof(float) * lrows * V);
+        m->logits_cap = m->logits_host ? lrows * V : 0;
         if (!m->logits_host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the logits failed"); goto done; }
     }
     SC__OP(m, rmsnorm_forward, xn, rstd, m->acts[L][SC__A_X], nw, N, C, (float)c->rms_eps);
@@ -5753,11 +6296,10 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
         float *xr = sc__at(xn, (size_t)r0 * C, m->ab);
         SC__OP(m, matmul_forward, lg, xr, wlm, NULL, n, C, V);
         sc__round(m, lg, (size_t)n * V);
-        if (m->mc.keep_logits && (r = sc__download_f32(m, m->logits_host + (size_t)r0 * V, lg, m->ab,
+        if (m->mc.keep_logits && (r = sc__download_f32(m, m->logits_host + ((size_t)m->mb * N + r0) * V, lg, m->ab,
                                                         (size_t)n * V)) != SC_SUCCESS)
             goto done;
-        SC__OP(m, crossentropy_forward_backward, lg, m->rowloss + r0, lg, m->targets + r0, n, V,
-               1.0f / (float)(m->B * (m->T - 1)));
+        SC__OP(m, crossentropy_forward_backward, lg, m->rowloss + r0, lg, m->targets + r0, n, V, m->lscale);
         sc__round(m, lg, (size_t)n * V);
         SC__OP(m, matmul_backward, sc__at(dxn, (size_t)r0 * C, m->ab), dwlm, NULL, lg, xr, wlm, n, C, V);
     }
@@ -5766,8 +6308,7 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
     /* dres = dL/d(x_L): the final norm's backward adds into zeros */
     if ((r = sc__alloc_act(m, &dres, (size_t)N * C, "residual grad")) != SC_SUCCESS) goto done;
     sc__memset0(m, dres, (size_t)N * C * (size_t)m->ab);
-    SC__OP(m, rmsnorm_backward, dres, sc__at(m->grads, sc_config_norm_offset(c), m->gb), dxn, m->acts[L][SC__A_X],
-           nw, rstd, N, C);
+    SC__OP(m, rmsnorm_backward, dres, sc__head_ptr(m, 1, 1), dxn, m->acts[L][SC__A_X], nw, rstd, N, C);
     sc__act_drop(m, L, SC__A_X);
 done:
     sc__free(m, xn);
@@ -5778,134 +6319,920 @@ done:
     return r;
 }
 
-static sc_result sc__forward_backward(sc_model *m, const sc_plan *plan, float *loss)
+/* ==========================================================================================
+   Slide mode, part 2: host buffers, the host optimizer, the slot cache and the step
+   ========================================================================================== */
+static size_t sc__layer_numel(const sc_config *c) { return sc_config_layer_offsets(c).size; }
+static size_t sc__head_numel(const sc_config *c) { return (size_t)c->vocab_size * c->hidden_size + c->hidden_size; }
+
+static int sc__slide_threads(const sc_model *m) { return m->mc.cpu_threads > 0 ? m->mc.cpu_threads : 0; }
+
+/* Update [off, off + n) of the host parameters with the step's constants. */
+static void sc__slide_update(sc_model *m, size_t off, size_t n, int threads)
 {
-    const sc_config *c = &m->cfg;
-    int L = c->num_layers, C = c->hidden_size, N = m->B * m->T;
-    float *dres = NULL;
-    double lsum = 0.0;
-    int sp;
-    sc_result r;
-    SC__TRY(sc__act_get(m, 0, SC__A_X));
-    sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
-    SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, C);
-    sc__span_end(m, sp);
-    for (int l = 0; l < L; l++) {
-        unsigned mask = sc__plan_mask(plan, l);
-        sp = sc__span_begin(m, "layer", SC_PHASE_FWD, l);
-        SC__TRY(sc__layer_fill(m, l, mask));
-        SC__TRY(sc__layer_output(m, l, mask));
-        if (!(mask & (1u << SC__A_X))) sc__act_drop(m, l, SC__A_X);
-        sc__span_end(m, sp);
+    sc__slide *sl = m->sl;
+    size_t pe = sc_dtype_size(sl->hpt), ge = sc_dtype_size(m->gdt);
+    void *p = (char *)sl->hp + off * pe;
+    const void *g = (const char *)sl->hg + off * ge;
+    uint16_t *w = sl->hw ? sl->hw + off : NULL;
+    if (m->mc.optim == SC_OPTIM_ADAMW) {
+        if (threads < 0) sc_cpu_adamw_range(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, &sl->k);
+        else sc_cpu_adamw_mt(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, &sl->k, threads);
+    } else {
+        if (threads < 0) sc_cpu_sgd_range(p, sl->hpt, g, m->gdt, w, n, &sl->k);
+        else sc_cpu_sgd_mt(p, sl->hpt, g, m->gdt, w, n, &sl->k, threads);
     }
-    m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
-    sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
-    SC__TRY(sc__head_forward_backward(m, &dres));
+    if (!m->cu && m->mc.bf16) sc_round_bf16_inplace((float *)p, n); /* the CPU backend's bf16 storage */
+}
+
+/* Update the embedding rows that the step's tokens touched (want = 1) or the others (want = 0),
+   in blocks of rows over the optimizer's threads. */
+static void sc__slide_update_rows(sc_model *m, int want)
+{
+    sc__slide *sl = m->sl;
+    int V = m->cfg.vocab_size, C = m->cfg.hidden_size, nt = sc__slide_threads(m);
+    long long nb = (V + 63) / 64;
+    if (nt <= 0) nt = 1 << 20; /* "all": OpenMP's default team */
+    (void)nt;
+    SC__OMP(omp parallel for schedule(dynamic, 4) if (nt > 1))
+    for (long long b = 0; b < nb; b++) {
+        int r0 = (int)b * 64, r1 = r0 + 64 < V ? r0 + 64 : V;
+        for (int r = r0; r < r1;) {
+            if ((sl->touched[r] != 0) != want) { r++; continue; }
+            int e = r;
+            while (e < r1 && (sl->touched[e] != 0) == want) e++;
+            sc__slide_update(m, (size_t)r * C, (size_t)(e - r) * C, -1);
+            r = e;
+        }
+    }
+}
+
+/* The embedding backward on the host, with the CUDA kernel's arithmetic: each token's rows are
+   summed in position order into an f32 accumulator that starts from the stored gradient, and
+   stored once (in f32 the same as adding row by row, as sc_cpu_embedding_backward does). */
+static int sc__cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+static sc_result sc__host_embedding_backward(void *dwte, sc_dtype gt, const void *dout, sc_dtype at, const int32_t *ids,
+                                             int N, int C)
+{
+    uint64_t *key = (uint64_t *)SC_MALLOC(sizeof(uint64_t) * (size_t)N);
+    int *run = (int *)SC_MALLOC(sizeof(int) * ((size_t)N + 1));
+    if (!key || !run) {
+        SC_FREE(key);
+        SC_FREE(run);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc in the embedding backward failed");
+    }
+    for (int n = 0; n < N; n++) key[n] = ((uint64_t)(uint32_t)ids[n] << 32) | (uint32_t)n;
+    qsort(key, (size_t)N, sizeof *key, sc__cmp_u64); /* by token, then position */
+    int nu = 0;
+    for (int i = 0; i < N; i++)
+        if (i == 0 || (key[i] >> 32) != (key[i - 1] >> 32)) run[nu++] = i;
+    run[nu] = N;
+    SC__OMP(omp parallel for schedule(dynamic, 4))
+    for (int u = 0; u < nu; u++) {
+        size_t row = (size_t)(key[run[u]] >> 32) * (size_t)C;
+        for (int c = 0; c < C; c++) {
+            float acc = sc__ld(dwte, gt, row + (size_t)c);
+            for (int i = run[u]; i < run[u + 1]; i++)
+                acc += sc__ld(dout, at, (size_t)(uint32_t)key[i] * C + (size_t)c);
+            sc__st(dwte, gt, row + (size_t)c, acc);
+        }
+    }
+    SC_FREE(key);
+    SC_FREE(run);
+    return SC_SUCCESS;
+}
+
+static void sc__slide_run_task(sc_model *m, const sc__task *t)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    int nt = sc__slide_threads(m);
+    if (t->kind == SC__TASK_LAYER) {
+        if (sl->update) sc__slide_update(m, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt);
+    } else if (t->kind == SC__TASK_HEAD_EARLY) {
+        /* every parameter outside the layers whose gradient is final: the final norm, an untied
+           LM head and the embedding rows no token of this step touched */
+        if (sl->update) {
+            size_t off = sc_config_norm_offset(c);
+            sc__slide_update(m, off, m->nparams - off, nt);
+            sc__slide_update_rows(m, 0);
+        }
+    } else {
+        int N = m->B * m->T;
+        for (int k = 0; k < m->accum; k++) /* micro-batches in order, as resident mode adds them */
+            if (sc__host_embedding_backward(sl->hg, m->gdt, (const char *)sl->stage + (size_t)k * N * c->hidden_size * m->ab,
+                                            m->ab == 2 ? SC_BF16 : SC_F32, m->ids_all + (size_t)k * N, N,
+                                            c->hidden_size) != SC_SUCCESS)
+                sl->task_err = SC_ERROR_OUT_OF_MEMORY;
+        if (sl->update) sc__slide_update_rows(m, 1);
+    }
+}
+
+#ifdef SC__HAVE_THREADS
+static void *sc__opt_main(void *arg)
+{
+    sc__slide *sl = (sc__slide *)arg;
+    sc_model *m = sl->m;
+    SC__LOCK(sl);
+    for (;;) {
+        while (!sl->stop && sl->tn == 0) SC__WAIT(sl);
+        if (sl->tn == 0) break;
+        sc__task t = sl->tasks[sl->thead];
+        sl->thead = (sl->thead + 1) % sl->tcap;
+        sl->tn--;
+        SC__UNLOCK(sl);
+        sc__ev_sync(m, &t.ev); /* its gradients have landed */
+        sc__ev_release(m, &t.ev);
+        int64_t t0 = sc__trace_now_ns();
+        sc__slide_run_task(m, &t);
+        int64_t t1 = sc__trace_now_ns();
+        SC__LOCK(sl);
+        sc__hspan_push(sl, SC_PHASE_OPT, t.kind == SC__TASK_LAYER ? t.unit : -1, 3, t0, t1, 0);
+        sl->opt_ms += (double)(t1 - t0) / 1e6;
+        sl->tdone++;
+        SC__WAKE(sl);
+    }
+    SC__UNLOCK(sl);
+    return NULL;
+}
+#endif
+
+static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
+{
+    sc__slide *sl = m->sl;
+    sc__task t;
+    t.kind = kind; t.unit = unit; t.ev = ev;
+    SC__LOCK(sl);
+    if (sl->tn == sl->tcap) {
+        size_t n = sl->tcap ? 2 * sl->tcap : 64;
+        sc__task *p = (sc__task *)SC_MALLOC(n * sizeof *p);
+        if (!p) { /* no room to queue: run it here */
+            SC__UNLOCK(sl);
+            sc__ev_sync(m, &t.ev);
+            sc__ev_release(m, &t.ev);
+            sc__slide_run_task(m, &t);
+            return;
+        }
+        for (size_t i = 0; i < sl->tn; i++) p[i] = sl->tasks[(sl->thead + i) % sl->tcap];
+        SC_FREE(sl->tasks);
+        sl->tasks = p;
+        sl->tcap = n;
+        sl->thead = 0;
+    }
+    sl->tasks[(sl->thead + sl->tn) % sl->tcap] = t;
+    sl->tn++;
+    sl->tqueued++;
+    SC__WAKE(sl);
+    SC__UNLOCK(sl);
+}
+
+/* wait until every queued update has run */
+static void sc__slide_drain(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    SC__LOCK(sl);
+    while (sl->tdone < sl->tqueued) SC__WAIT(sl);
+    SC__UNLOCK(sl);
+}
+
+static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu && pinned) {
+        void *p = sc_cuda_host_alloc(m->cu, bytes);
+        if (p) m->sl->pinned_bytes += bytes;
+        return p;
+    }
+#endif
+    (void)pinned;
+    void *p = SC_MALLOC(bytes ? bytes : 1);
+    if (p) m->sl->host_bytes += bytes;
+    return p;
+}
+static void sc__host_free(sc_model *m, void *p, int pinned)
+{
+    if (!p) return;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu && pinned) { sc_cuda_host_free(m->cu, p); return; }
+#endif
+    (void)m; (void)pinned;
+    SC_FREE(p);
+}
+
+static void sc__slide_destroy(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    if (!sl) return;
+#ifdef SC__HAVE_THREADS
+    SC__LOCK(sl);
+    sl->stop = 1;
+    SC__WAKE(sl);
+    SC__UNLOCK(sl);
+    for (int i = 0; i < 2; i++)
+        if (sl->qstarted[i]) pthread_join(sl->qth[i], NULL);
+    if (sl->ostarted) pthread_join(sl->oth, NULL);
+#endif
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_synchronize(m->cu);
+#endif
+    for (int i = 0; i < sl->nslots; i++) {
+        sc__ev_release(m, &sl->slots[i].ready);
+        sc__ev_release(m, &sl->slots[i].free);
+        sc__free(m, sl->slots[i].w);
+    }
+    sc__ev_release(m, &sl->head.ready);
+    sc__ev_release(m, &sl->head.free);
+    sc__free(m, sl->head.w);
+    SC_FREE(sl->slots);
+    int gpu = m->cu != NULL;
+    sc__host_free(m, sl->hp, sl->hp_pinned);
+    sc__host_free(m, sl->hw, gpu);
+    sc__host_free(m, sl->hg, gpu);
+    sc__host_free(m, sl->stage, gpu);
+    SC_FREE(sl->hm);
+    SC_FREE(sl->hv);
+    SC_FREE(sl->touched);
+    SC_FREE(sl->touched_list);
+    SC_FREE(sl->q[0].ops);
+    SC_FREE(sl->q[1].ops);
+    SC_FREE(sl->tasks);
+    SC_FREE(sl->hspans);
+#ifdef SC__HAVE_THREADS
+    if (sl->sync_ok) {
+        pthread_mutex_destroy(&sl->mu);
+        pthread_cond_destroy(&sl->cv);
+    }
+#endif
+    SC_FREE(sl);
+    m->sl = NULL;
+}
+
+/* Host memory the machine has (0: unknown). */
+static size_t sc__host_phys_bytes(void)
+{
+#if defined(__linux__)
+    long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && ps > 0) return (size_t)pages * (size_t)ps;
+#endif
+    return 0;
+}
+
+static void sc__gib_str(char *buf, size_t cap, size_t b) { snprintf(buf, cap, "%.2f GiB", (double)b / 1073741824.0); }
+
+/* Host buffers of slide mode, allocated and touched up front; `init` = the f32 initial weights. */
+static sc_result sc__slide_create(sc_model *m, const float *init)
+{
+#ifndef SC__HAVE_THREADS
+    (void)init;
+    return sc__fail(SC_ERROR_UNSUPPORTED, "slide mode needs POSIX threads (not available in this build)");
+#else
+    const sc_config *c = &m->cfg;
+    sc__slide *sl = (sc__slide *)SC_MALLOC(sizeof *sl);
+    if (!sl) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the slide state failed");
+    memset(sl, 0, sizeof *sl);
+    sl->m = m;
+    m->sl = sl;
+    sl->head.unit = -1;
+    if (pthread_mutex_init(&sl->mu, NULL) || pthread_cond_init(&sl->cv, NULL))
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: pthread mutex/cond init failed");
+    sl->sync_ok = 1;
+    int gpu = m->cu != NULL, master = gpu && m->mc.bf16 && m->mc.master_weights;
+    size_t n = m->nparams;
+    sl->hpt = (gpu && m->mc.bf16 && !master) ? SC_BF16 : SC_F32;
+    size_t pe = sc_dtype_size(sl->hpt), ge = (size_t)m->gb;
+    int adam = m->mc.optim == SC_OPTIM_ADAMW;
+    sl->hp_pinned = gpu && !master; /* uploads read hp unless there is a bf16 working copy */
+    size_t pinned = n * ge + (sl->hp_pinned ? n * pe : 0) + (master ? n * 2 : 0);
+    size_t pageable = (sl->hp_pinned ? 0 : n * pe) + (adam ? 2 * n * pe : 0);
+    size_t phys = sc__host_phys_bytes();
+    char a[32], b[32], d[32];
+    sc__gib_str(a, sizeof a, pinned);
+    sc__gib_str(b, sizeof b, pageable);
+    sc__gib_str(d, sizeof d, phys);
+    if (phys && pinned + pageable > phys)
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs %s pinned + %s pageable host memory for weights, "
+                        "gradients and optimizer state; this machine has %s", a, b, d);
+    if (m->mc.verbose)
+        fprintf(stderr, "slide: allocating and touching %s pinned + %s pageable host memory up front "
+                "(weights, gradients, optimizer state)...\n", a, b);
+    if (!(sl->hp = sc__host_alloc(m, n * pe, sl->hp_pinned)) || !(sl->hg = sc__host_alloc(m, n * ge, gpu)) ||
+        (master && !(sl->hw = (uint16_t *)sc__host_alloc(m, n * 2, gpu))) ||
+        (adam && (!(sl->hm = sc__host_alloc(m, n * pe, 0)) || !(sl->hv = sc__host_alloc(m, n * pe, 0)))) ||
+        !(sl->touched = (unsigned char *)SC_MALLOC((size_t)c->vocab_size))) {
+        char e[1100];
+        snprintf(e, sizeof e, "%s", sc_last_error());
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode: host allocation failed (needs %s pinned + %s pageable; "
+                        "this machine has %s): %s", a, b, d, e);
+    }
+    memset(sl->touched, 0, (size_t)c->vocab_size);
+    /* weights (and master copy), zero gradients and state, touched now in parallel */
+    SC__OMP(omp parallel for schedule(static))
+    for (long long i = 0; i < (long long)n; i++) {
+        float v = init[i];
+        sc__st(sl->hp, sl->hpt, (size_t)i, v);
+        if (sl->hw) sl->hw[i] = sc_f32_to_bf16(v);
+        sc__st(sl->hg, m->gdt, (size_t)i, 0.0f);
+        if (adam) { sc__st(sl->hm, sl->hpt, (size_t)i, 0.0f); sc__st(sl->hv, sl->hpt, (size_t)i, 0.0f); }
+    }
+    if (!gpu)
+        for (int i = 0; i < 2; i++) {
+            sl->qarg[i].sl = sl;
+            sl->qarg[i].i = i;
+            if (pthread_create(&sl->qth[i], NULL, sc__cq_main, &sl->qarg[i]))
+                return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: could not start a copy thread");
+            sl->qstarted[i] = 1;
+        }
+    if (pthread_create(&sl->oth, NULL, sc__opt_main, sl))
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: could not start the optimizer thread");
+    sl->ostarted = 1;
+    if (m->mc.verbose) fprintf(stderr, "slide: host memory ready\n");
+    return SC_SUCCESS;
+#endif
+}
+
+/* The widest group of layers that must be resident together (a recomputed segment). */
+static int sc__plan_widest(const sc_plan *p)
+{
+    int w = 1;
+    for (int l = 0; l < p->num_layers; l++)
+        if (p->seg[l] >= 0 && l - p->seg[l] + 1 > w) w = l - p->seg[l] + 1;
+    return w;
+}
+
+SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc, const sc_plan *plan)
+{
+    int P = mc && mc->prefetch > 0 ? mc->prefetch : 1, W = plan ? sc__plan_widest(plan) : 1;
+    int gpu = mc && mc->device == SC_DEVICE_CUDA, bf = gpu && mc->bf16;
+    size_t pb = bf ? 2 : 4, gb = bf && !mc->master_weights ? 2 : 4;
+    size_t ln = sc__layer_numel(c), hn = sc__head_numel(c);
+    size_t grads = (size_t)W * ln * gb > hn * gb ? (size_t)W * ln * gb : hn * gb;
+    return (size_t)(P + W) * ln * pb + hn * pb + grads;
+}
+
+static int sc__group_has(const sc__slide *sl, int g, int unit)
+{
+    return g >= 0 && g < sl->ngroups && unit >= sl->gfirst[g] && unit <= sl->glast[g];
+}
+
+/* the first group after g that needs `unit` (INT_MAX: none this step) */
+static int sc__next_use(const sc__slide *sl, int unit, int g)
+{
+    for (int h = g + 1; h < sl->ngroups; h++)
+        if (sc__group_has(sl, h, unit)) return h;
+    return INT_MAX;
+}
+
+static sc__slot *sc__slot_of(sc__slide *sl, int unit, int L)
+{
+    if (unit == L) return sl->head.unit == L ? &sl->head : NULL;
+    for (int i = 0; i < sl->nslots; i++)
+        if (sl->slots[i].unit == unit) return &sl->slots[i];
+    return NULL;
+}
+
+/* Upload `unit` into a slot, for its use in group `gu` while group g computes. Returns 0 when no
+   slot can take it without evicting a layer needed sooner (Belady's rule). */
+static int sc__slide_load(sc_model *m, int unit, int gu, int g)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers;
+    sc__slot *s = NULL;
+    if (unit == L) s = &sl->head;
+    else {
+        int best = -1, best_score = -1;
+        for (int i = 0; i < sl->nslots; i++) {
+            int u = sl->slots[i].unit, score;
+            if (u < 0) score = INT_MAX;
+            else if (sc__group_has(sl, g, u) || sc__group_has(sl, gu, u)) continue;
+            else if ((score = sc__next_use(sl, u, g)) <= gu) continue; /* needed sooner */
+            if (score > best_score) { best = i; best_score = score; }
+        }
+        if (best < 0) return 0;
+        s = &sl->slots[best];
+    }
+    if (s->unit >= 0 && s->unit != L) sl->lw[s->unit] = NULL;
+    sc__stream_wait(m, 1, &s->free); /* the compute that read the old layer is done */
+    sc__ev_release(m, &s->free);
+    sc__ev_release(m, &s->ready);
+    const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
+    size_t pb = (size_t)m->pb;
+    if (unit == L) {
+        size_t lm = (size_t)c->vocab_size * c->hidden_size;
+        sc__copy_async(m, 1, s->w, src + sc_config_lm_head_offset(c) * pb, lm * pb, SC_PHASE_H2D, -1);
+        sc__copy_async(m, 1, (char *)s->w + lm * pb, src + sc_config_norm_offset(c) * pb, (size_t)c->hidden_size * pb,
+                       SC_PHASE_H2D, -1);
+    } else {
+        sc__copy_async(m, 1, s->w, src + sc_config_layer_base(c, unit) * pb, sc__layer_numel(c) * pb, SC_PHASE_H2D, unit);
+        sl->lw[unit] = (float *)s->w;
+    }
+    s->ready = sc__ev_record(m, 1);
+    s->unit = unit;
+    return 1;
+}
+
+/* Make group g's units resident (the compute stream waits for their uploads), then prefetch the
+   next `prefetch` units in schedule order while slots allow. */
+static void sc__slide_acquire(sc_model *m, int g)
+{
+    sc__slide *sl = m->sl;
+    int L = m->cfg.num_layers, P = m->mc.prefetch > 0 ? m->mc.prefetch : 1;
+    for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
+        if (!sc__slot_of(sl, u, L)) sc__slide_load(m, u, g, g);
+    int ahead = 0;
+    for (int h = g + 1; h < sl->ngroups && ahead < P; h++)
+        for (int u = sl->gfirst[h]; u <= sl->glast[h] && ahead < P; u++) {
+            if (sc__group_has(sl, g, u)) continue;
+            if (!sc__slot_of(sl, u, L) && !sc__slide_load(m, u, h, g)) { ahead = P; break; }
+            ahead++;
+        }
+    int sp = sc__span_begin(m, "wait h2d", SC_PHASE_OTHER, sl->gfirst[g] == L ? -1 : sl->gfirst[g]);
+    for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++) {
+        sc__slot *s = sc__slot_of(sl, u, L);
+        sc__stream_wait(m, 0, &s->ready);
+        sc__ev_release(m, &s->ready);
+    }
     sc__span_end(m, sp);
-    for (int l = L - 1; l >= 0; l--) {
-        if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
-            /* the last layer of a recomputed segment: replay the segment's forward once */
-            for (int j = plan->seg[l]; j <= l; j++) {
-                sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, j);
-                if ((r = sc__layer_fill(m, j, ~0u)) != SC_SUCCESS) goto fail;
-                if (j < l && (r = sc__layer_output(m, j, ~0u)) != SC_SUCCESS) goto fail;
-                sc__span_end(m, sp);
-            }
-        } else if (plan->seg[l] < 0 && plan->keep[l] != SC_KEEP_ALL) {
-            sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, l);
-            if ((r = sc__layer_fill(m, l, ~0u)) != SC_SUCCESS) goto fail;
+}
+
+/* Group g's compute is queued: its slots may be overwritten once it has run. */
+static void sc__slide_release(sc_model *m, int g)
+{
+    sc__slide *sl = m->sl;
+    int L = m->cfg.num_layers;
+    for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++) {
+        sc__slot *s = sc__slot_of(sl, u, L);
+        sc__ev_release(m, &s->free);
+        s->free = sc__ev_record(m, 0);
+    }
+}
+
+/* Download a device gradient buffer to the host, free it once the copy has read it, and queue
+   the host work that waits for it. */
+static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t bytes, int unit)
+{
+    sc__ev done = sc__ev_record(m, 0);
+    sc__stream_wait(m, 2, &done);
+    sc__ev_release(m, &done);
+    sc__copy_async(m, 2, host, dev, bytes, SC_PHASE_D2H, unit);
+    sc_allocator_record_stream(&m->alloc, dev, 2);
+    sc__free(m, dev);
+}
+/* ==========================================================================================
+   The step: shared per-layer pieces, the resident order and the slide order
+   ========================================================================================== */
+static void sc__mb_select(sc_model *m, int k)
+{
+    size_t N = (size_t)m->B * m->T;
+    m->mb = k;
+    m->acts = m->act_store + (size_t)k * (size_t)(m->cfg.num_layers + 1);
+    m->ids = m->ids_all + (size_t)k * N;
+    m->ids_dev = m->ids_dev_all + (size_t)k * N;
+    m->targets = m->targets_all + (size_t)k * N;
+    m->rowloss = m->rowloss_all + (size_t)k * N;
+}
+
+static sc_result sc__layer_forward(sc_model *m, const sc_plan *plan, int l)
+{
+    unsigned mask = sc__plan_mask(plan, l);
+    int sp = sc__span_begin(m, "layer", SC_PHASE_FWD, l);
+    SC__TRY(sc__layer_fill(m, l, mask));
+    SC__TRY(sc__layer_output(m, l, mask));
+    if (!(mask & (1u << SC__A_X))) sc__act_drop(m, l, SC__A_X);
+    sc__span_end(m, sp);
+    return SC_SUCCESS;
+}
+
+/* Backward of layer l for the current micro-batch: first replay what the plan dropped (a
+   segment's forward at its last layer, or a selective layer's cheap parts), then back-propagate;
+   dres goes from dL/d(output of l) to dL/d(its input). */
+static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l, float *dres)
+{
+    int sp;
+    if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
+        for (int j = plan->seg[l]; j <= l; j++) {
+            sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, j);
+            SC__TRY(sc__layer_fill(m, j, ~0u));
+            if (j < l) SC__TRY(sc__layer_output(m, j, ~0u));
             sc__span_end(m, sp);
         }
-        sp = sc__span_begin(m, "layer", SC_PHASE_BWD, l);
-        if ((r = sc__layer_backward(m, l, dres)) != SC_SUCCESS) goto fail;
-        for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
+    } else if (plan->seg[l] < 0 && plan->keep[l] != SC_KEEP_ALL) {
+        sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, l);
+        SC__TRY(sc__layer_fill(m, l, ~0u));
         sc__span_end(m, sp);
     }
-    sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
-#ifdef SLIDECHECK_CUDA
-    if (m->cu) sc_cuda_embedding_backward(m->cu, m->grads, dres, m->ids_dev, m->ids, N, C);
-    else
-#endif
-        sc_cpu_embedding_backward(m->grads, dres, m->ids, N, C);
+    sp = sc__span_begin(m, "layer", SC_PHASE_BWD, l);
+    SC__TRY(sc__layer_backward(m, l, dres));
+    for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
     sc__span_end(m, sp);
-    /* the loss last: reading it waits for the GPU, which by now has the whole step queued */
-    if ((r = sc__download_f32(m, m->rowloss_host, m->rowloss, 4, (size_t)N)) != SC_SUCCESS) goto fail;
-    for (int i = 0; i < N; i++) lsum += (double)m->rowloss_host[i];
-    *loss = (float)(lsum / (double)(m->B * (m->T - 1)));
-    r = SC_SUCCESS;
-fail:
-    sc__free(m, dres);
+    return SC_SUCCESS;
+}
+
+/* Resident: one micro-batch through forward, head and backward; dL/dx_0 is kept in dres0[k]
+   for the embedding backward, which runs after all micro-batches (so that a tied embedding
+   adds its rows after every LM-head contribution, in both modes). */
+static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
+{
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, N = m->B * m->T;
+    float *dres = NULL;
+    sc__mb_select(m, k);
+    SC__TRY(sc__act_get(m, 0, SC__A_X));
+    int sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
+    SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, c->hidden_size);
+    sc__span_end(m, sp);
+    for (int l = 0; l < L; l++) SC__TRY(sc__layer_forward(m, plan, l));
+    if (k == 0) m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
+    sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
+    sc_result r = sc__head_forward_backward(m, &dres);
+    m->dres0[k] = dres;
+    SC__TRY(r);
+    sc__span_end(m, sp);
+    for (int l = L - 1; l >= 0; l--) SC__TRY(sc__layer_backward_step(m, plan, l, dres));
+    return SC_SUCCESS;
+}
+
+static sc_result sc__resident_step(sc_model *m, const sc_plan *plan)
+{
+    int N = m->B * m->T, C = m->cfg.hidden_size;
+    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
+    for (int k = 0; k < m->accum; k++) SC__TRY(sc__resident_pass(m, plan, k));
+    int sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
+    for (int k = 0; k < m->accum; k++) {
+        sc__mb_select(m, k);
+#ifdef SLIDECHECK_CUDA
+        if (m->cu) sc_cuda_embedding_backward(m->cu, m->grads, m->dres0[k], m->ids_dev, m->ids, N, C);
+        else
+#endif
+            sc_cpu_embedding_backward(m->grads, m->dres0[k], m->ids, N, C);
+    }
+    sc__span_end(m, sp);
+    return SC_SUCCESS;
+}
+
+/* Slide: the same pieces, layer by layer. Every micro-batch passes through a layer while its
+   weights are resident; gradients go down as soon as a group of layers is done and the host
+   optimizer updates them while the device works on the layers below. */
+static void sc__slide_schedule(sc_model *m, const sc_plan *plan)
+{
+    sc__slide *sl = m->sl;
+    int L = m->cfg.num_layers, g = 0;
+    for (int l = 0; l <= L; l++) { sl->gfirst[g] = sl->glast[g] = l; g++; } /* forward, then the head */
+    for (int l = L - 1; l >= 0;) {
+        int s = (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) ? plan->seg[l] : l;
+        sl->gfirst[g] = s;
+        sl->glast[g] = l;
+        g++;
+        l = s - 1;
+    }
+    sl->ngroups = g;
+}
+
+static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    int P = m->mc.prefetch > 0 ? m->mc.prefetch : 1, want = P + sc__plan_widest(plan);
+    if (m->mc.mem_cap) {
+        sc_model_config mc = m->mc;
+        mc.device = m->cu ? SC_DEVICE_CUDA : SC_DEVICE_CPU;
+        size_t need = sc_slide_window_bytes(c, &mc, plan);
+        if (need > m->mc.mem_cap) {
+            char a[32], b[32];
+            sc__gib_str(a, sizeof a, need);
+            sc__gib_str(b, sizeof b, m->mc.mem_cap);
+            return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs at least %s of device memory for its window "
+                            "(%d layer slots for prefetch %d and policy %s, the head slot, the largest gradient "
+                            "buffer) before any activation; the memory cap is %s", a, want, P, plan->name, b);
+        }
+    }
+    if (sl->nslots != want) {
+        for (int i = 0; i < sl->nslots; i++) {
+            sc__ev_release(m, &sl->slots[i].ready);
+            sc__ev_release(m, &sl->slots[i].free);
+            sc__free(m, sl->slots[i].w);
+        }
+        SC_FREE(sl->slots);
+        sl->nslots = 0;
+        sl->slots = (sc__slot *)SC_MALLOC(sizeof(sc__slot) * (size_t)want);
+        if (!sl->slots) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the slot table failed");
+        memset(sl->slots, 0, sizeof(sc__slot) * (size_t)want);
+        for (int i = 0; i < want; i++) {
+            void *p = NULL;
+            SC__TRY(sc_allocator_alloc(&m->alloc, &p, sc__layer_numel(c) * (size_t)m->pb, 0, "slide weight slot"));
+            sc_allocator_record_stream(&m->alloc, p, 1);
+            sl->slots[i].w = p;
+            sl->slots[i].unit = -1;
+            sl->nslots = i + 1;
+        }
+    }
+    if (!sl->head.w) {
+        void *p = NULL;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p, sc__head_numel(c) * (size_t)m->pb, 0, "slide head slot"));
+        sc_allocator_record_stream(&m->alloc, p, 1);
+        sl->head.w = p;
+    }
+    /* last step's copies are stale: the weights changed */
+    for (int i = 0; i < sl->nslots; i++) sl->slots[i].unit = -1;
+    sl->head.unit = -1;
+    for (int l = 0; l <= c->num_layers; l++) sl->lw[l] = NULL;
+    return SC_SUCCESS;
+}
+
+static sc_result sc__slide_grads_alloc(sc_model *m, float **out, size_t n, const char *tag)
+{
+    SC__TRY(sc__alloc_bytes(m, out, n, m->gb, tag));
+    sc__memset0(m, *out, n * (size_t)m->gb);
+    return SC_SUCCESS;
+}
+
+static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T, M = m->accum;
+    size_t ab = (size_t)m->ab, gb = (size_t)m->gb, ln = sc__layer_numel(c);
+    sc_result r = SC_SUCCESS;
+    int sp, g;
+    sl->h2d = sl->d2h = 0;
+    sl->opt_ms = sl->wait_ms = 0;
+    sl->update = update;
+    if (update) {
+        m->t++;
+        sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    }
+    SC__TRY(sc__slide_slots(m, plan));
+    sc__slide_schedule(m, plan);
+    /* the rows this step's tokens touch; an untied embedding's last touched rows are zeroed */
+    if (!c->tie_embeddings)
+        for (int u = 0; u < sl->ntouched; u++)
+            for (int j = 0; j < C; j++) sc__st(sl->hg, m->gdt, (size_t)sl->touched_list[u] * C + j, 0.0f);
+    memset(sl->touched, 0, (size_t)V);
+    if (sl->touched_cap < M * N) {
+        SC_FREE(sl->touched_list);
+        sl->touched_list = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)M * N);
+        sl->touched_cap = sl->touched_list ? M * N : 0;
+        if (!sl->touched_list) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    }
+    sl->ntouched = 0;
+    for (int i = 0; i < M * N; i++)
+        if (!sl->touched[m->ids_all[i]]) { sl->touched[m->ids_all[i]] = 1; sl->touched_list[sl->ntouched++] = m->ids_all[i]; }
+    size_t need_stage = (size_t)M * N * C * ab;
+    if (sl->stage_bytes < need_stage) {
+        sc__host_free(m, sl->stage, m->cu != NULL);
+        if (!(sl->stage = sc__host_alloc(m, need_stage, 1))) {
+            sl->stage_bytes = 0;
+            return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: host staging buffer of %zu bytes: %s", need_stage, sc_last_error());
+        }
+        sl->stage_bytes = need_stage;
+    }
+
+    /* forward: the embedding rows are gathered on the host and go up with the activations */
+    sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
+    {
+        const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
+        size_t row = (size_t)C * m->pb;
+        for (int k = 0; k < M; k++) {
+            sc__mb_select(m, k);
+            if ((r = sc__act_get(m, 0, SC__A_X)) != SC_SUCCESS) goto done;
+            char *st = (char *)sl->stage + (size_t)k * N * row;
+            for (int n = 0; n < N; n++) memcpy(st + (size_t)n * row, src + (size_t)m->ids[n] * row, row);
+            sc__copy_async(m, 0, m->acts[0][SC__A_X], st, (size_t)N * row, SC_PHASE_H2D, -1);
+        }
+    }
+    sc__span_end(m, sp);
+    for (g = 0; g < L; g++) {
+        sc__slide_acquire(m, g);
+        for (int k = 0; k < M && r == SC_SUCCESS; k++) {
+            sc__mb_select(m, k);
+            r = sc__layer_forward(m, plan, g);
+        }
+        sc__slide_release(m, g);
+        if (r != SC_SUCCESS) goto done;
+    }
+    m->mb = 0;
+    m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
+
+    /* the head: norm, LM head and loss for every micro-batch; its gradients go down at once */
+    sc__slide_acquire(m, L);
+    if ((r = sc__slide_grads_alloc(m, &sl->head_g, sc__head_numel(c), "slide head grad")) != SC_SUCCESS) goto done;
+    for (int k = 0; k < M && r == SC_SUCCESS; k++) {
+        sc__mb_select(m, k);
+        sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
+        r = sc__head_forward_backward(m, &m->dres0[k]);
+        sc__span_end(m, sp);
+    }
+    sc__slide_release(m, L);
+    if (r != SC_SUCCESS) goto done;
+    {
+        size_t lm = (size_t)V * C;
+        sc__ev done_ev = sc__ev_record(m, 0);
+        sc__stream_wait(m, 2, &done_ev);
+        sc__ev_release(m, &done_ev);
+        sc__copy_async(m, 2, (char *)sl->hg + sc_config_lm_head_offset(c) * gb, sl->head_g, lm * gb, SC_PHASE_D2H, -1);
+        sc__copy_async(m, 2, (char *)sl->hg + sc_config_norm_offset(c) * gb, (char *)sl->head_g + lm * gb,
+                       (size_t)C * gb, SC_PHASE_D2H, -1);
+        sc_allocator_record_stream(&m->alloc, sl->head_g, 2);
+        sc__free(m, sl->head_g);
+        sl->head_g = NULL;
+        sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
+    }
+
+    /* backward, group by group (a recomputed segment is one group: its layers are resident
+       together while every micro-batch replays and back-propagates through it) */
+    for (g = L + 1; g < sl->ngroups; g++) {
+        int s = sl->gfirst[g], e = sl->glast[g];
+        sc__slide_acquire(m, g);
+        for (int l = s; l <= e && r == SC_SUCCESS; l++) r = sc__slide_grads_alloc(m, &sl->lg[l], ln, "slide grad");
+        for (int k = 0; k < M && r == SC_SUCCESS; k++) {
+            sc__mb_select(m, k);
+            for (int l = e; l >= s && r == SC_SUCCESS; l--) r = sc__layer_backward_step(m, plan, l, m->dres0[k]);
+        }
+        sc__slide_release(m, g);
+        for (int l = e; l >= s; l--) {
+            if (!sl->lg[l]) continue;
+            if (r == SC_SUCCESS) {
+                sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
+                sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
+            } else {
+                sc__free(m, sl->lg[l]);
+            }
+            sl->lg[l] = NULL;
+        }
+        if (r != SC_SUCCESS) goto done;
+    }
+
+    /* the embedding: dL/dx_0 of every micro-batch goes down; the host adds it to the touched rows */
+    sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
+    {
+        sc__ev done_ev = sc__ev_record(m, 0);
+        sc__stream_wait(m, 2, &done_ev);
+        sc__ev_release(m, &done_ev);
+        for (int k = 0; k < M; k++) {
+            sc__copy_async(m, 2, (char *)sl->stage + (size_t)k * N * C * ab, m->dres0[k], (size_t)N * C * ab,
+                           SC_PHASE_D2H, -1);
+            sc_allocator_record_stream(&m->alloc, m->dres0[k], 2);
+            sc__free(m, m->dres0[k]);
+            m->dres0[k] = NULL;
+        }
+        sc__slide_queue(m, SC__TASK_HEAD_LATE, L, sc__ev_record(m, 2));
+    }
+    sc__span_end(m, sp);
+done:
+    {
+        /* every queued copy and update finishes before the step returns, also after an error */
+        int64_t t0 = sc__trace_now_ns();
+        sc__slide_drain(m);
+        sl->wait_ms = (double)(sc__trace_now_ns() - t0) / 1e6;
+    }
+    if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
+        r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
+    sl->task_err = SC_SUCCESS;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_result r2 = sc_cuda_synchronize(m->cu);
+        if (r == SC_SUCCESS) r = r2;
+    }
+#endif
+    if (!m->cu) { /* the copy threads' queues are empty once their last events completed */
+        sc__ev e1 = sc__ev_record(m, 1), e2 = sc__ev_record(m, 2);
+        sc__ev_sync(m, &e1);
+        sc__ev_sync(m, &e2);
+    }
+    /* host spans (copy threads, the optimizer thread) into the tracer */
+    SC__LOCK(sl);
+    if (m->tr) {
+        char name[32];
+        for (size_t i = 0; i < sl->nhspans; i++) {
+            const sc__hspan *h = &sl->hspans[i];
+            snprintf(name, sizeof name, "%s", h->phase == SC_PHASE_OPT ? "cpu optimizer" : sc_phase_name((sc_phase)h->phase));
+            int id = sc_tracer_span_add(m->tr, name, (sc_phase)h->phase, h->unit, h->stream, h->t0, h->t1);
+            sc_tracer_span_bytes(m->tr, id, h->bytes);
+        }
+    }
+    sl->nhspans = 0;
+    SC__UNLOCK(sl);
     return r;
 }
 
-SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
-                                          float *loss)
+/* Sizes the micro-batch buffers for accum x [B, T]. */
+static sc_result sc__step_buffers(sc_model *m, int accum, int B, int T)
+{
+    int L = m->cfg.num_layers;
+    size_t NA = (size_t)accum * B * T;
+    if (accum > m->accum_cap) {
+        if (m->act_store) sc__model_drop_acts(m);
+        if (m->dres0) sc__free_dres(m);
+        SC_FREE(m->act_store);
+        SC_FREE(m->dres0);
+        m->accum_cap = 0;
+        m->act_store = (float *(*)[SC__A_COUNT])SC_MALLOC(sizeof(*m->act_store) * (size_t)accum * (size_t)(L + 1));
+        m->dres0 = (float **)SC_MALLOC(sizeof(float *) * (size_t)accum);
+        if (!m->act_store || !m->dres0) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+        memset(m->act_store, 0, sizeof(*m->act_store) * (size_t)accum * (size_t)(L + 1));
+        memset(m->dres0, 0, sizeof(float *) * (size_t)accum);
+        m->accum_cap = accum;
+    }
+    if (B != m->B || T != m->T || accum != m->accum) {
+        sc__free(m, m->ids_dev_all);
+        sc__free(m, m->targets_all);
+        sc__free(m, m->rowloss_all);
+        m->ids_dev_all = m->targets_all = NULL;
+        m->rowloss_all = NULL;
+        m->B = m->T = m->accum = 0;
+        void *p1 = NULL, *p2 = NULL;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p1, sizeof(int32_t) * NA, 0, "input ids"));
+        m->ids_dev_all = (int32_t *)p1;
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p2, sizeof(int32_t) * NA, 0, "targets"));
+        m->targets_all = (int32_t *)p2;
+        SC__TRY(sc__alloc_f32(m, &m->rowloss_all, NA, "row losses"));
+        if (m->rowloss_cap < NA) {
+            SC_FREE(m->rowloss_host);
+            m->rowloss_host = (float *)SC_MALLOC(sizeof(float) * NA);
+            m->rowloss_cap = m->rowloss_host ? NA : 0;
+            if (!m->rowloss_host) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+        }
+    }
+    m->B = B;
+    m->T = T;
+    m->accum = accum;
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
+                              int update, float *loss)
 {
     const sc_config *c = &m->cfg;
     int L = c->num_layers, V = c->vocab_size;
     if (!plan || plan->num_layers != L)
         return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint plan is for %d layers, the model has %d",
                         plan ? plan->num_layers : -1, L);
+    if (accum < 1 || accum > 65536)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "gradient accumulation needs 1 to 65536 micro-batches (got %d)", accum);
     if (B <= 0 || T < 2)
         return sc__fail(SC_ERROR_INVALID_ARGS, "need batch >= 1 and sequence >= 2 (got %d x %d)", B, T);
     if (T > c->max_position)
         return sc__fail(SC_ERROR_RANGE, "sequence length %d exceeds max_position_embeddings %d", T, c->max_position);
-    if ((int64_t)B * T > ((int64_t)1 << 30))
-        return sc__fail(SC_ERROR_RANGE, "batch x sequence = %lld is too large", (long long)B * T);
-    for (int i = 0; i < B * T; i++)
+    if ((int64_t)accum * B * T > ((int64_t)1 << 30))
+        return sc__fail(SC_ERROR_RANGE, "accum x batch x sequence = %lld is too large", (long long)accum * B * T);
+    int N = B * T, NA = accum * N;
+    for (int i = 0; i < NA; i++)
         if (ids[i] < 0 || ids[i] >= V)
             return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] is outside the vocabulary [0, %d)", ids[i],
                             i / T, i % T, V);
-    int N = B * T;
     sc_result r;
     sc__model_drop_acts(m);
-    if (B != m->B || T != m->T) {
-        sc__free(m, m->ids_dev);
-        sc__free(m, m->targets);
-        sc__free(m, m->rowloss);
-        m->ids_dev = m->targets = NULL;
-        m->rowloss = NULL;
-        m->B = m->T = 0;
-        void *p1 = NULL, *p2 = NULL;
-        SC__TRY(sc_allocator_alloc(&m->alloc, &p1, sizeof(int32_t) * (size_t)N, 0, "input ids"));
-        m->ids_dev = (int32_t *)p1;
-        SC__TRY(sc_allocator_alloc(&m->alloc, &p2, sizeof(int32_t) * (size_t)N, 0, "targets"));
-        m->targets = (int32_t *)p2;
-        SC__TRY(sc__alloc_f32(m, &m->rowloss, (size_t)N, "row losses"));
-        if (m->rowloss_cap < (size_t)N) {
-            SC_FREE(m->rowloss_host);
-            m->rowloss_host = (float *)SC_MALLOC(sizeof(float) * (size_t)N);
-            m->rowloss_cap = m->rowloss_host ? (size_t)N : 0;
-            if (!m->rowloss_host) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
-        }
-    }
-    m->B = B;
-    m->T = T;
-    m->ids = ids;
+    SC__TRY(sc__step_buffers(m, accum, B, T));
+    m->ids_all = ids;
+    m->lscale = 1.0f / (float)((double)accum * B * (T - 1));
     SC__TRY(sc__ensure_rope(m, T));
     /* targets: the next token; the last position of each sequence has none (HF's shift) */
-    int32_t *tg = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)N);
+    int32_t *tg = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)NA);
     if (!tg) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
-    for (int i = 0; i < N; i++) tg[i] = (i % T) < T - 1 ? ids[i + 1] : -1;
-    sc__upload(m, m->targets, tg, sizeof(int32_t) * (size_t)N);
-    sc__upload(m, m->ids_dev, ids, sizeof(int32_t) * (size_t)N);
+    for (int i = 0; i < NA; i++) tg[i] = (i % T) < T - 1 ? ids[i + 1] : -1;
+    sc__upload(m, m->targets_all, tg, sizeof(int32_t) * (size_t)NA);
+    sc__upload(m, m->ids_dev_all, ids, sizeof(int32_t) * (size_t)NA);
 #ifdef SLIDECHECK_CUDA
     if (m->cu) sc_cuda_synchronize(m->cu); /* tg is freed next */
 #endif
     SC_FREE(tg);
-    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
-    r = sc__forward_backward(m, plan, loss);
+    r = m->sl ? sc__slide_step(m, plan, update) : sc__resident_step(m, plan);
+    /* the loss last: reading it waits for the device, which by now has the whole step queued */
+    if (r == SC_SUCCESS) r = sc__download_f32(m, m->rowloss_host, m->rowloss_all, 4, (size_t)NA);
+    if (r == SC_SUCCESS) {
+        double lsum = 0.0;
+        for (int i = 0; i < NA; i++) lsum += (double)m->rowloss_host[i];
+        *loss = (float)(lsum / ((double)accum * B * (T - 1)));
+    }
 #ifdef SLIDECHECK_CUDA
     if (r == SC_SUCCESS && m->cu) r = sc_cuda_status(m->cu);
 #endif
     sc__model_drop_acts(m);
+    sc__free_dres(m);
+    if (r == SC_SUCCESS && update && !m->sl) r = sc_model_optimizer_step(m);
     return r;
+}
+
+SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
+                                          float *loss)
+{
+    return sc_model_step(m, plan, ids, 1, B, T, 0, loss);
 }
 
 SCDEF sc_result sc_model_optimizer_step(sc_model *m)
 {
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     m->t++;
+    if (m->sl) { /* the gradients are on the host: update everything there */
+        m->sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        sc__slide_update(m, 0, m->nparams, sc__slide_threads(m));
+        sc__span_end(m, sp);
+        return SC_SUCCESS;
+    }
     float *p = m->master ? m->master : m->params;
     int pb = m->master ? 4 : m->pb;
     if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
@@ -5917,10 +7244,10 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
         sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
-        if (m->mc.optim == SC_OPTIM_ADAMW)
-            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, m->grads, m->gdt, m->nparams, m->mc.lr,
-                                 m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-        else
+        if (m->mc.optim == SC_OPTIM_ADAMW) {
+            sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, m->grads, m->gdt, m->nparams, &k);
+        } else
             sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, m->nparams, m->mc.lr, m->mc.weight_decay);
         if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, m->nparams);
         sc__span_end(m, sp);
@@ -5938,15 +7265,41 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     return SC_SUCCESS;
 }
 
+/* host buffer of dtype t into f32 */
+static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n)
+{
+    SC__OMP(omp parallel for schedule(static))
+    for (long long i = 0; i < (long long)n; i++) dst[i] = sc__ld(src, t, (size_t)i);
+}
+
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
 {
+    if (m->sl) { sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams); return SC_SUCCESS; }
     return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)
                      : sc__download_f32(m, dst, m->params, m->pb, m->nparams);
 }
 
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
 {
+    if (m->sl) { sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams); return SC_SUCCESS; }
     return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
+}
+
+SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)
+{
+    sc_slide_info s;
+    memset(&s, 0, sizeof s);
+    if (!m->sl) return s;
+    s.h2d_bytes = m->sl->h2d;
+    s.d2h_bytes = m->sl->d2h;
+    s.pinned_bytes = m->sl->pinned_bytes + (m->sl->stage && m->cu ? m->sl->stage_bytes : 0);
+    s.host_bytes = m->sl->host_bytes;
+    s.opt_ms = m->sl->opt_ms;
+    s.opt_wait_ms = m->sl->wait_ms;
+    sc_model_config mc = m->mc;
+    mc.device = m->cu ? SC_DEVICE_CUDA : SC_DEVICE_CPU;
+    s.window_bytes = sc_slide_window_bytes(&m->cfg, &mc, NULL);
+    return s;
 }
 /* ==========================================================================================
    Checkpoint planner (budget:SIZE): closed-form cost model and an exact Pareto DP

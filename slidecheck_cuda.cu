@@ -73,7 +73,7 @@ enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_COUNT = 3
 
 struct sc_cuda {
     int dev, bf16, grads_f32;
-    cudaStream_t stream, copy_stream;
+    cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_size;
@@ -270,27 +270,29 @@ template <typename T> __global__ void k_bias_fill(T *out, const T *bias, int N, 
         out[i] = bias[i % (size_t)OC];
 }
 
+/* The optimizers round every operation on its own (no FMA contraction): the host optimizer of
+   slide mode (sc_cpu_adamw_range) does the very same arithmetic, so both give the same bits. */
 template <typename P, typename Gt>
 __global__ void k_sgd(P *p, const Gt *g, size_t n, float lr, float wd)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float pi = ldf(p + i);
-        stf(p + i, pi - lr * (ldf(g + i) + wd * pi));
+        stf(p + i, __fsub_rn(pi, __fmul_rn(lr, __fadd_rn(ldf(g + i), __fmul_rn(wd, pi)))));
     }
 }
 
 template <typename P, typename Gt>
-__global__ void k_adamw(P *p, P *m, P *v, const Gt *g, size_t n, float lr, float b1, float b2, float eps, float wd,
-                        float step, float bc2s)
+__global__ void k_adamw(P *p, P *m, P *v, const Gt *g, size_t n, sc_optim_consts k)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float gi = ldf(g + i);
-        float pi = ldf(p + i) * (1.0f - lr * wd);
-        float mi = b1 * ldf(m + i) + (1.0f - b1) * gi;
-        float vi = b2 * ldf(v + i) + (1.0f - b2) * gi * gi;
+        float pd = __fmul_rn(ldf(p + i), k.decay);
+        float mi = __fadd_rn(__fmul_rn(k.beta1, ldf(m + i)), __fmul_rn(k.omb1, gi));
+        float vi = __fadd_rn(__fmul_rn(k.beta2, ldf(v + i)), __fmul_rn(__fmul_rn(k.omb2, gi), gi));
         stf(m + i, mi);
         stf(v + i, vi);
-        stf(p + i, pi - step * (mi / (sqrtf(vi) / bc2s + eps)));
+        float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2s), k.eps);
+        stf(p + i, __fsub_rn(pd, __fmul_rn(k.step, __fdiv_rn(mi, den))));
     }
 }
 
@@ -1485,6 +1487,7 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     }
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
+    SC__CK(cu, cudaStreamCreateWithFlags(&cu->d2h_stream, cudaStreamNonBlocking));
     SC__CKB(cu, cublasLtCreate(&cu->lt));
     cu->ws_size = (size_t)32 << 20;
     if (sc__ok(cu)) {
@@ -1507,7 +1510,7 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
 SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
 {
     if (!cu) return;
-    if (cu->stream) (void)cudaStreamSynchronize(cu->stream);
+    if (cu->stream) (void)cudaDeviceSynchronize();
     if (cu->gemms) {
         for (auto &e : *cu->gemms) {
             if (e.la) cublasLtMatrixLayoutDestroy(e.la);
@@ -1524,6 +1527,7 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
     if (cu->lt) cublasLtDestroy(cu->lt);
     if (cu->stream) (void)cudaStreamDestroy(cu->stream);
     if (cu->copy_stream) (void)cudaStreamDestroy(cu->copy_stream);
+    if (cu->d2h_stream) (void)cudaStreamDestroy(cu->d2h_stream);
     free(cu);
 }
 
@@ -1543,6 +1547,8 @@ SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu)
 {
     if (!cu) return SC_ERROR_INVALID_ARGS;
     SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    SC__CK(cu, cudaStreamSynchronize(cu->copy_stream));
+    SC__CK(cu, cudaStreamSynchronize(cu->d2h_stream));
     if (cu->status != SC_SUCCESS) sc_set_error(cu->status, "%s", cu->msg);
     return cu->status;
 }
@@ -1570,13 +1576,18 @@ SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
     if (e != cudaSuccess && cu) sc__cu_fail(cu, SC_ERROR_CUDA, "cudaFree failed: %s", cudaGetErrorString(e));
 }
 
+static cudaStream_t sc__stream_of(sc_cuda *cu, int stream)
+{
+    return stream == 1 ? cu->copy_stream : stream == 2 ? cu->d2h_stream : cu->stream;
+}
+
 SC_CUDA_DEF void *sc_cuda_event_record(int stream, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     cudaEvent_t ev = NULL;
     SC__CK(cu, cudaEventCreate(&ev));
     if (!sc__ok(cu)) return NULL;
-    SC__CK(cu, cudaEventRecord(ev, stream == 1 ? cu->copy_stream : cu->stream));
+    SC__CK(cu, cudaEventRecord(ev, sc__stream_of(cu, stream)));
     if (!sc__ok(cu)) {
         (void)cudaEventDestroy(ev);
         return NULL;
@@ -1629,6 +1640,39 @@ SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size
     if (free_bytes) *free_bytes = f;
     if (total_bytes) *total_bytes = t;
     return SC_SUCCESS;
+}
+
+/* ---- slide mode: pinned host memory, copies on the upload / download streams ---- */
+SC_CUDA_DEF void *sc_cuda_host_alloc(sc_cuda *cu, size_t bytes)
+{
+    void *p = NULL;
+    if (!bytes) bytes = 1;
+    cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        sc_set_error(SC_ERROR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes (pinned host memory) failed: %s", bytes,
+                     cudaGetErrorString(e));
+        (void)cu;
+        return NULL;
+    }
+    return p;
+}
+
+SC_CUDA_DEF void sc_cuda_host_free(sc_cuda *cu, void *p)
+{
+    if (p) SC__CK(cu, cudaFreeHost(p));
+}
+
+SC_CUDA_DEF void sc_cuda_copy_async(sc_cuda *cu, int stream, void *dst, const void *src, size_t bytes)
+{
+    if (!sc__ok(cu) || !bytes) return;
+    SC__CK(cu, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, sc__stream_of(cu, stream)));
+}
+
+SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event)
+{
+    if (!sc__ok(cu) || !event) return;
+    SC__CK(cu, cudaStreamWaitEvent(sc__stream_of(cu, stream), (cudaEvent_t)event, 0));
 }
 
 /* ---- copies ---- */
@@ -2155,14 +2199,11 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
 }
 
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
-                                size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+                                size_t n, const sc_optim_consts *k)
 {
     if (!sc__ok(cu) || !n) return;
-    /* the host part exactly as sc_cpu_adamw_update */
-    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-    float step = lr / bc1, bc2s = sqrtf(bc2);
     unsigned gr = sc__grid(n, 256);
-#define SC__ADAM(P, GT) k_adamw<P, GT><<<gr, 256, 0, cu->stream>>>((P *)p, (P *)m, (P *)v, (const GT *)g, n, lr, beta1, beta2, eps, weight_decay, step, bc2s)
+#define SC__ADAM(P, GT) k_adamw<P, GT><<<gr, 256, 0, cu->stream>>>((P *)p, (P *)m, (P *)v, (const GT *)g, n, *k)
     if (pt == SC_F32 && gt == SC_F32) SC__ADAM(float, float);
     else if (pt == SC_F32 && gt == SC_BF16) SC__ADAM(float, bf16);
     else if (pt == SC_BF16 && gt == SC_F32) SC__ADAM(bf16, float);

@@ -9,13 +9,18 @@
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 
 typedef struct cli_opts {
     const char *hf, *model, *tokens, *out, *save, *ckpt, *device, *dtype, *optim;
     int seq, batch, steps, warmup, master;
+    const char *mode;
+    int prefetch, cpu_threads, pure_bf16, accum, save_every;
     double lr, beta1, beta2, eps, wd;
     unsigned long long seed;
     size_t mem_cap, budget;
@@ -39,7 +44,14 @@ static const char *usage_common =
     "  --master-weights        with bf16 on cuda: f32 master weights, gradients and optimizer state\n"
     "  --ckpt POLICY           none | full | every:K | layers:0-3,7 | selective | selective:mlp | sqrt\n"
     "                          (default none)\n"
-    "  --mem-cap SIZE          behave as a device of SIZE bytes, e.g. 16GiB (default: no cap)\n";
+    "  --mem-cap SIZE          behave as a device of SIZE bytes, e.g. 16GiB (default: no cap)\n"
+    "  --mode resident|slide   resident: all on the device (default); slide: weights, gradients and\n"
+    "                          optimizer state on the host, layers streamed to the device with\n"
+    "                          prefetch, optimizer on host threads overlapping the backward\n"
+    "  --prefetch N            slide: layers uploaded ahead of the one computing (default 1)\n"
+    "  --cpu-threads N         slide: host optimizer threads (default: all cores)\n"
+    "  --pure-bf16             slide with bf16: bf16 weights, gradients and state on the host (as\n"
+    "                          T1M1 ran it); default is f32 master weights with bf16 working copies\n";
 
 static const char *usage_grad =
     "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
@@ -61,6 +73,9 @@ static const char *usage_train =
     "  --model NAME            built-in config with seeded random init (see below)\n"
     "  --optim sgd|adamw       default adamw; --lr default 1e-4; AdamW defaults 0.9 0.999 1e-8, wd 0\n"
     "  --warmup N              steps left out of summary statistics (default 1)\n"
+    "  --accum N               micro-batches per optimizer step (gradient accumulation; default 1).\n"
+    "                          With --tokens the file's rows are split into N micro-batches\n"
+    "  --save-every N          with --save: also write the checkpoint every N steps\n"
     "\n";
 
 static const char *usage_plan =
@@ -124,6 +139,8 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     o->lr = 1e-4; o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-8; o->wd = 0.0;
     o->seed = 1234;
     o->warmup = 1;
+    o->mode = "resident";
+    o->accum = 1;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
@@ -137,6 +154,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         snprintf(list, sizeof list, " %s ", allowed);
         if (!strstr(list, key)) die_usage("unknown option '%s' for this command", f);
         if (!strcmp(f, "--master-weights")) { o->master = 1; continue; }
+        if (!strcmp(f, "--pure-bf16")) { o->pure_bf16 = 1; continue; }
         if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--hf")) o->hf = v;
@@ -152,6 +170,11 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--batch")) o->batch = parse_int(f, v, 1, 1 << 16);
         else if (!strcmp(f, "--steps")) o->steps = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--warmup")) o->warmup = parse_int(f, v, 0, 1 << 24);
+        else if (!strcmp(f, "--mode")) o->mode = v;
+        else if (!strcmp(f, "--prefetch")) o->prefetch = parse_int(f, v, 1, 4096);
+        else if (!strcmp(f, "--cpu-threads")) o->cpu_threads = parse_int(f, v, 1, 4096);
+        else if (!strcmp(f, "--accum")) o->accum = parse_int(f, v, 1, 65536);
+        else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
         else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
         else if (!strcmp(f, "--beta2")) o->beta2 = parse_double(f, v);
@@ -169,6 +192,14 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda") && strcmp(o->device, "auto"))
         die_usage("--device must be cpu, cuda or auto, not '%s'", o->device);
     if (o->beta1 >= 1.0 || o->beta2 >= 1.0) die_usage("%s", "--beta1 and --beta2 must be below 1");
+    if (strcmp(o->mode, "resident") && strcmp(o->mode, "slide"))
+        die_usage("--mode must be resident or slide, not '%s'", o->mode);
+    int slide = !strcmp(o->mode, "slide");
+    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16))
+        die_usage("%s", "--prefetch, --cpu-threads and --pure-bf16 need --mode slide");
+    if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
+        die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
+    if (o->save_every && !o->save) die_usage("%s", "--save-every needs --save DIR");
 }
 
 static sc_device pick_device(const cli_opts *o)
@@ -200,6 +231,14 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
     mc->eps = (float)o->eps;
     mc->weight_decay = (float)o->wd;
     if (o->master && !mc->bf16) die_usage("%s", "--master-weights needs --dtype bf16");
+    if (!strcmp(o->mode, "slide")) {
+        mc->mode = SC_MODE_SLIDE;
+        mc->prefetch = o->prefetch;
+        mc->cpu_threads = o->cpu_threads;
+        mc->verbose = 1;
+        /* slide keeps f32 master weights on the host unless --pure-bf16 */
+        if (mc->bf16 && !o->pure_bf16) mc->master_weights = 1;
+    }
 }
 
 /* Load --hf DIR (config + weights) or a --model NAME config; params NULL for random init. */
@@ -369,7 +408,8 @@ static int cmd_plan(int argc, char **argv)
 static int cmd_grad(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights", usage_grad);
+    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16",
+                usage_grad);
     if (!o.hf || !o.tokens || !o.out) die_usage("%s", "grad needs --hf DIR, --tokens FILE and --out FILE");
     sc_config cfg;
     float *params;
@@ -425,14 +465,56 @@ static int cmd_grad(int argc, char **argv)
 static void cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
 #endif
 
+/* mkdir -p DIR and prove a file can be created there (removed again), or exit 1 now */
+static void check_writable_dir(const char *dir, const char *flag)
+{
+    char path[4096];
+    if (strlen(dir) + 32 >= sizeof path) { fprintf(stderr, "slidecheck: %s: path too long\n", flag); exit(1); }
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; ; p++) {
+        char ch = *p;
+        if (ch == '/' || ch == 0) {
+            *p = 0;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+                fprintf(stderr, "slidecheck: %s %s: cannot create directory %s: %s\n", flag, dir, path, strerror(errno));
+                exit(1);
+            }
+            *p = ch;
+            if (!ch) break;
+        }
+    }
+    snprintf(path, sizeof path, "%s/.slidecheck-write-test", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs("x", f) < 0 || fclose(f)) {
+        fprintf(stderr, "slidecheck: %s %s is not writable: %s\n", flag, dir, strerror(errno));
+        exit(1);
+    }
+    remove(path);
+}
+
+static void save_checkpoint(sc_model *m, const sc_config *cfg, const char *dir)
+{
+    sc_result r;
+    size_t np = sc_config_num_params(cfg);
+    float *p = (float *)malloc(sizeof(float) * np);
+    if (!p) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    if ((r = sc_model_get_params(m, p)) != SC_SUCCESS) die(r, "reading weights");
+    if ((r = sc_hf_write(dir, cfg, p, 0)) != SC_SUCCESS) die(r, dir);
+    printf("saved HF checkpoint to %s\n", dir);
+    free(p);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
-                "dtype ckpt mem-cap warmup master-weights",
+                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
+    /* a long run must not fail at its end: the output places are checked now */
+    if (o.out) check_writable_dir(o.out, "--out");
+    if (o.save) check_writable_dir(o.save, "--save");
     sc_config cfg;
     float *params;
     sc_result r;
@@ -442,17 +524,22 @@ static int cmd_train(int argc, char **argv)
     if (o.tokens) {
         if (o.seq || o.batch) die_usage("%s", "give either --tokens FILE or --seq/--batch, not both");
         if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
+        if (B % o.accum) {
+            fprintf(stderr, "slidecheck: %s has %d rows, which --accum %d does not divide\n", o.tokens, B, o.accum);
+            return 1;
+        }
+        B /= o.accum;
     } else {
         /* without --tokens: random tokens, 128 x 2 unless given (capped by the model) */
         B = o.batch ? o.batch : 2;
         T = o.seq ? o.seq : (cfg.max_position < 128 ? cfg.max_position : 128);
-        if ((size_t)B * T > ((size_t)1 << 28)) die_usage("%s", "--seq x --batch is too large");
-        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * T);
+        if ((size_t)o.accum * B * T > ((size_t)1 << 28)) die_usage("%s", "--accum x --seq x --batch is too large");
+        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * B * T);
         if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
         sc_rng rng = sc_rng_seed(o.seed + 77);
-        for (int i = 0; i < B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
+        for (int i = 0; i < o.accum * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
     }
-    if ((r = sc_tokens_check(ids, B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
+    if ((r = sc_tokens_check(ids, o.accum * B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
     sc_plan plan = make_plan(&o, &cfg);
     sc_model_config mc;
     model_config_from(&mc, &o);
@@ -478,10 +565,20 @@ static int cmd_train(int argc, char **argv)
     if ((r = sc_tracer_init(&tr, &tc)) != SC_SUCCESS) die(r, "tracer");
     sc_model_set_tracer(m, &tr);
     sc_allocator *al = sc_model_allocator(m);
-    printf("model %s (%s, %d layers, %.1fM params)  B=%d T=%d  policy %s  %s %s  optim %s lr %g\n",
+    int slide = mc.mode == SC_MODE_SLIDE;
+    printf("model %s (%s, %d layers, %.1fM params)  B=%d T=%d accum %d  policy %s  %s %s%s  mode %s  optim %s lr %g\n",
            cfg.name[0] ? cfg.name : o.hf, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
-           (double)sc_config_num_params(&cfg) / 1e6, B, T, plan.name, sc_model_cuda(m) ? "cuda" : "cpu", o.dtype,
-           o.optim, o.lr);
+           (double)sc_config_num_params(&cfg) / 1e6, B, T, o.accum, plan.name, sc_model_cuda(m) ? "cuda" : "cpu",
+           o.dtype, mc.master_weights ? "+master" : "", o.mode, o.optim, o.lr);
+    if (slide) {
+        sc_model_config wc = mc;
+        printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, head slot, gradients), "
+               "host optimizer %s\n", mc.prefetch ? mc.prefetch : 1,
+               (double)sc_slide_window_bytes(&cfg, &wc, &plan) / 1073741824.0, sc_cpu_optim_isa());
+    }
+    sc_slide_info si;
+    memset(&si, 0, sizeof si);
+    int64_t peak_rss = 0;
     double *walls = (double *)malloc(sizeof(double) * (size_t)o.steps);
     int64_t peak_alloc = 0, peak_resv = 0;
     float first_loss = 0.0f;
@@ -490,24 +587,31 @@ static int cmd_train(int argc, char **argv)
         float loss;
         sc_allocator_reset_peak(al);
         sc_tracer_step_begin(&tr, 0, s);
-        if ((r = sc_model_forward_backward(m, &plan, ids, B, T, &loss)) != SC_SUCCESS) die(r, "forward/backward");
-        if ((r = sc_model_optimizer_step(m)) != SC_SUCCESS) die(r, "optimizer step");
+        if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) die(r, "training step");
+        si = sc_model_slide_info(m);
         sc_memory_stats st = sc_allocator_stats(al);
         sc_tracer_mem mem;
         mem.allocated = st.allocated_bytes[SC_STAT_ALL].current;
         mem.reserved = st.reserved_bytes[SC_STAT_ALL].current;
         mem.peak_allocated = st.allocated_bytes[SC_STAT_ALL].peak;
         mem.peak_reserved = st.reserved_bytes[SC_STAT_ALL].peak;
-        if ((r = sc_tracer_step_end(&tr, loss, (double)B * T, &mem)) != SC_SUCCESS) die(r, "tracer");
+        mem.host_pinned = (int64_t)si.pinned_bytes;
+        if ((r = sc_tracer_step_end(&tr, loss, (double)o.accum * B * T, &mem)) != SC_SUCCESS) die(r, "tracer");
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
         walls[s] = sm->wall_ms;
         if (s == 0) first_loss = loss;
         if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
         if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
-        printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB\n",
+        if (sm->cpu_peak_rss > peak_rss) peak_rss = sm->cpu_peak_rss;
+        printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB",
                s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);
+        if (slide)
+            printf("  h2d %.3f GB d2h %.3f GB  opt wait %.2f ms", (double)si.h2d_bytes / 1e9, (double)si.d2h_bytes / 1e9,
+                   si.opt_wait_ms);
+        printf("\n");
         fflush(stdout);
+        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) save_checkpoint(m, &cfg, o.save);
     }
     {
         /* steps after the warm-up: median wall time with n, and the run's peak memory */
@@ -516,9 +620,13 @@ static int cmd_train(int argc, char **argv)
         char ci[32] = "n/a (n < 2)";
         if (st.n >= 2) snprintf(ci, sizeof ci, "%.2f ms", st.ci95);
         printf("summary: first-step loss %.6f  median step %.2f ms (n=%d after %d warm-up; mean %.2f ms, 95%% CI +- %s)"
-               "  peak allocated %.3f GiB  peak reserved %.3f GiB  device %s\n",
+               "  peak allocated %.3f GiB  peak reserved %.3f GiB  peak rss %.3f GiB",
                first_loss, st.median, st.n, w, st.mean, ci, (double)peak_alloc / 1073741824.0,
-               (double)peak_resv / 1073741824.0,
+               (double)peak_resv / 1073741824.0, (double)peak_rss / 1073741824.0);
+        if (slide)
+            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB", (double)si.h2d_bytes / 1e9,
+                   (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0);
+        printf("  device %s\n",
 #ifdef SLIDECHECK_CUDA
                sc_model_cuda(m) ? sc_cuda_device_name(sc_model_cuda(m)) : "cpu"
 #else
@@ -549,15 +657,7 @@ static int cmd_train(int argc, char **argv)
         printf("wrote %s/{step_metrics,layer_metrics,mem_trace,summary}.csv, trace.json, memory_summary.txt, "
                "memory_snapshot.json\n", o.out);
     }
-    if (o.save) {
-        size_t np = sc_config_num_params(&cfg);
-        float *p = (float *)malloc(sizeof(float) * np);
-        if (!p) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
-        if ((r = sc_model_get_params(m, p)) != SC_SUCCESS) die(r, "reading weights");
-        if ((r = sc_hf_write(o.save, &cfg, p, 0)) != SC_SUCCESS) die(r, o.save);
-        printf("saved HF checkpoint to %s\n", o.save);
-        free(p);
-    }
+    if (o.save) save_checkpoint(m, &cfg, o.save);
     sc_model_set_tracer(m, NULL);
     sc_tracer_uninit(&tr);
     sc_model_destroy(m);

@@ -1,0 +1,273 @@
+/* Host optimizer kernels: every path (scalar, AVX2, AVX-512), single- and multithreaded, equals a plain scalar
+   reference bit for bit, for every dtype combination, and the f32 case equals sc_cpu_adamw/sgd_update. */
+#define SLIDECHECK_IMPLEMENTATION
+#include "slidecheck.h"
+#ifndef SC_OPTIM_IN_HEADER
+#include "wip/sc_optim.h"
+#endif
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int npass, nfail;
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (cond) { npass++; printf("PASS "); } else { nfail++; printf("FAIL "); }       \
+        printf(__VA_ARGS__); printf("\n");                                                 \
+    } while (0)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+/* The reference: the formula as written, each product through a volatile so that no compiler flag
+   (-ffp-contract=fast -mfma) can fuse it into an FMA. */
+static float ld(const void *x, sc_dtype t, size_t i)
+{
+    return t == SC_BF16 ? sc_bf16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+}
+static void st(void *x, sc_dtype t, size_t i, float f)
+{
+    if (t == SC_BF16) ((uint16_t *)x)[i] = sc_f32_to_bf16(f);
+    else ((float *)x)[i] = f;
+}
+static float mul(float a, float b)
+{
+    volatile float r = a * b;
+    return r;
+}
+static void ref_adamw(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
+                      float lr, float b1, float b2, float eps, float wd, int t)
+{
+    float decay = 1.0f - mul(lr, wd), omb1 = 1.0f - b1, omb2 = 1.0f - b2;
+    float step = lr / (1.0f - powf(b1, (float)t)), bc2s = sqrtf(1.0f - powf(b2, (float)t));
+    for (size_t i = 0; i < n; i++) {
+        float gi = ld(g, gt, i), pd = mul(ld(p, pt, i), decay);
+        float mi = mul(b1, ld(m, pt, i)) + mul(omb1, gi);
+        float vi = mul(b2, ld(v, pt, i)) + mul(mul(omb2, gi), gi);
+        st(m, pt, i, mi);
+        st(v, pt, i, vi);
+        float pn = pd - mul(step, mi / (sqrtf(vi) / bc2s + eps));
+        st(p, pt, i, pn);
+        if (wout) wout[i] = sc_f32_to_bf16(pn);
+    }
+}
+static void ref_sgd(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n, float lr, float wd)
+{
+    for (size_t i = 0; i < n; i++) {
+        float pi = ld(p, pt, i), pn = pi - mul(lr, ld(g, gt, i) + mul(wd, pi));
+        st(p, pt, i, pn);
+        if (wout) wout[i] = sc_f32_to_bf16(pn);
+    }
+}
+
+/* sc_cpu_sgd_update / sc_cpu_adamw_update as slidecheck.h had them before these kernels (they now call the _mt
+   functions, so comparing with them alone would be circular), verbatim. Plain C: an FMA-capable build with
+   contraction (e.g. -ffp-contract=fast -mfma) fuses them, hence the skip below. */
+static void old_sgd(float *p, const float *g, size_t n, float lr, float weight_decay)
+{
+    for (long long i = 0; i < (long long)n; i++) p[i] -= lr * (g[i] + weight_decay * p[i]);
+}
+static void old_adamw(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1, float beta2,
+                      float eps, float weight_decay, int t)
+{
+    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    float step = lr / bc1, bc2s = sqrtf(bc2);
+    for (long long i = 0; i < (long long)n; i++) {
+        float pi = p[i] * (1.0f - lr * weight_decay);
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+        p[i] = pi - step * (m[i] / (sqrtf(v[i]) / bc2s + eps));
+    }
+}
+
+/* One state: p, m, v in pt, g in gt, wout. Buffers are malloc'ed at exactly their size, so ASan sees overruns. */
+typedef struct { void *p, *m, *v, *g; uint16_t *w; } state;
+static void fill(void *x, sc_dtype t, size_t n, float scale, int positive)
+{
+    for (size_t i = 0; i < n; i++) {
+        float f = frand() * scale;
+        st(x, t, i, positive ? fabsf(f) : f);
+    }
+}
+static state make(sc_dtype pt, sc_dtype gt, size_t n, int with_w)
+{
+    size_t ps = sc_dtype_size(pt), gs = sc_dtype_size(gt), k = n ? n : 1;
+    state s = {malloc(k * ps), malloc(k * ps), malloc(k * ps), malloc(k * gs), with_w ? (uint16_t *)malloc(k * 2) : NULL};
+    fill(s.p, pt, n, 1.0f, 0);
+    fill(s.m, pt, n, 1e-2f, 0);
+    fill(s.v, pt, n, 1e-4f, 1);
+    fill(s.g, gt, n, 1e-1f, 0);
+    if (s.w) memset(s.w, 0xab, n * 2);
+    return s;
+}
+static void set(state d, state a, sc_dtype pt, sc_dtype gt, size_t n) /* d = a */
+{
+    size_t ps = sc_dtype_size(pt), gs = sc_dtype_size(gt);
+    memcpy(d.p, a.p, n * ps), memcpy(d.m, a.m, n * ps), memcpy(d.v, a.v, n * ps), memcpy(d.g, a.g, n * gs);
+    if (d.w) memcpy(d.w, a.w, n * 2);
+}
+static state copy(state a, sc_dtype pt, sc_dtype gt, size_t n)
+{
+    state s = make(pt, gt, n, a.w != NULL);
+    set(s, a, pt, gt, n);
+    return s;
+}
+static int same(state a, state b, sc_dtype pt, size_t n)
+{
+    size_t ps = sc_dtype_size(pt);
+    return !memcmp(a.p, b.p, n * ps) && !memcmp(a.m, b.m, n * ps) && !memcmp(a.v, b.v, n * ps) &&
+           (!a.w || !memcmp(a.w, b.w, n * 2));
+}
+static void drop(state s) { free(s.p), free(s.m), free(s.v), free(s.g), free(s.w); }
+
+static const char *dn(sc_dtype t) { return t == SC_BF16 ? "bf16" : "f32"; }
+
+int main(void)
+{
+    const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.1f;
+    const size_t sizes[] = {0, 1, 7, 31, 33, 1000003};
+    const int ts[] = {1, 1000, 2, 10}; /* the large size takes the first two only */
+    const char *isas[] = {"avx512", "avx2", "scalar"};
+
+    printf("detected path: %s\n", sc_cpu_optim_isa());
+    sc_optim_consts c = sc_optim_consts_make(lr, b1, b2, eps, wd, 3);
+    CHECK(c.decay == 1.0f - lr * wd && c.omb1 == 1.0f - b1 && c.step == lr / (1.0f - powf(b1, 3.0f)) &&
+              c.bc2s == sqrtf(1.0f - powf(b2, 3.0f)),
+          "sc_optim_consts_make");
+
+    for (int ii = 0; ii < 3; ii++) {
+        if (!sc__cpu_optim_force(isas[ii])) {
+            printf("SKIP %s: not supported on this CPU\n", isas[ii]);
+            continue;
+        }
+        CHECK(!strcmp(sc_cpu_optim_isa(), isas[ii]), "forced path %s", isas[ii]);
+        for (int pt = 0; pt < 2; pt++)
+            for (int gt = 0; gt < 2; gt++)
+                for (int w = 0; w < 2; w++)
+                    for (int si = 0; si < 6; si++) {
+                        size_t n = sizes[si];
+                        int ok_a = 1, ok_s = 1;
+                        sc_dtype P = (sc_dtype)pt, G = (sc_dtype)gt;
+                        state a = make(P, G, n, w), r = make(P, G, n, w), x = make(P, G, n, w);
+                        for (int ti = 0; ti < (n > 100000 ? 2 : 4); ti++) {
+                            int t = ts[ti];
+                            sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, t);
+                            drop(a);
+                            a = make(P, G, n, w); /* fresh inputs */
+                            set(r, a, P, G, n);
+                            ref_adamw(r.p, r.m, r.v, P, r.g, G, r.w, n, lr, b1, b2, eps, wd, t);
+                            set(x, a, P, G, n);
+                            sc_cpu_adamw_range(x.p, x.m, x.v, P, x.g, G, x.w, n, &k);
+                            ok_a &= same(x, r, P, n);
+                            for (int nt = 1; nt <= 3; nt++) {
+                                set(x, a, P, G, n);
+                                sc_cpu_adamw_mt(x.p, x.m, x.v, P, x.g, G, x.w, n, &k, nt);
+                                ok_a &= same(x, r, P, n);
+                            }
+                            /* SGD on the same inputs (only p, g, w are used) */
+                            set(r, a, P, G, n);
+                            ref_sgd(r.p, P, r.g, G, r.w, n, lr, wd);
+                            set(x, a, P, G, n);
+                            sc_cpu_sgd_range(x.p, P, x.g, G, x.w, n, &k);
+                            ok_s &= same(x, r, P, n);
+                            for (int nt = 1; nt <= 3; nt++) {
+                                set(x, a, P, G, n);
+                                sc_cpu_sgd_mt(x.p, P, x.g, G, x.w, n, &k, nt);
+                                ok_s &= same(x, r, P, n);
+                            }
+                        }
+                        drop(a), drop(r), drop(x);
+                        CHECK(ok_a, "%s adamw p=%s g=%s wout=%d n=%zu: range, mt(1,2,3) == reference", isas[ii],
+                              dn(P), dn(G), w, n);
+                        CHECK(ok_s, "%s sgd   p=%s g=%s wout=%d n=%zu: range, mt(1,2,3) == reference", isas[ii],
+                              dn(P), dn(G), w, n);
+                    }
+
+        /* specials: NaN / inf / huge gradients in vector lanes and in the tail */
+        {
+            size_t n = 37;
+            state a = make(SC_F32, SC_F32, n, 1);
+            float *g = (float *)a.g;
+            g[3] = NAN, g[17] = INFINITY, g[20] = -INFINITY, g[35] = -NAN, g[8] = 3e38f, g[36] = -3e38f;
+            sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, 1);
+            state r = copy(a, SC_F32, SC_F32, n), x = copy(a, SC_F32, SC_F32, n);
+            ref_sgd(r.p, SC_F32, r.g, SC_F32, r.w, n, lr, wd);
+            sc_cpu_sgd_range(x.p, SC_F32, x.g, SC_F32, x.w, n, &k);
+            CHECK(same(x, r, SC_F32, n) && isnan(((float *)r.p)[3]), "%s sgd NaN/inf specials", isas[ii]);
+            set(r, a, SC_F32, SC_F32, n), set(x, a, SC_F32, SC_F32, n);
+            ref_adamw(r.p, r.m, r.v, SC_F32, r.g, SC_F32, r.w, n, lr, b1, b2, eps, wd, 1);
+            sc_cpu_adamw_range(x.p, x.m, x.v, SC_F32, x.g, SC_F32, x.w, n, &k);
+            CHECK(same(x, r, SC_F32, n) && isnan(((float *)r.p)[3]), "%s adamw NaN/inf specials", isas[ii]);
+            drop(r), drop(x), drop(a);
+        }
+        /* bf16 stores: with lr = wd = 0 SGD stores p (finite) unchanged, so every lane rounds chosen bit patterns
+           through sc_f32_to_bf16's rules: ties to even/odd, just below/above half, FLT_MAX -> inf, subnormals, zeros,
+           and NaNs (quiet, signaling, negative, payload only in the low bits or all set); inf becomes NaN (inf - 0 * inf) */
+        {
+            static const uint32_t pat[] = {0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x3f808001u, 0x7f7fffffu, 0xff7fffffu,
+                                           0x7f800000u, 0x7fc00000u, 0x7f800001u, 0xffc00001u, 0x7fa00000u, 0x00008000u,
+                                           0x80018000u, 0x00000000u, 0x80000000u, 0xc0208000u, 0x3f7fffffu, 0x7fffffffu,
+                                           0xffff8001u, 0x7fbfffffu}; /* the last: NaNs that round across the exponent */
+            size_t n = 71, np = sizeof pat / sizeof pat[0];
+            sc_optim_consts k0 = sc_optim_consts_make(0.0f, b1, b2, eps, 0.0f, 1);
+            int ok = 1;
+            for (int pt = 0; pt < 2; pt++) {
+                sc_dtype P = (sc_dtype)pt;
+                state a = make(P, SC_F32, n, 1), r = make(P, SC_F32, n, 1), x = make(P, SC_F32, n, 1);
+                for (size_t i = 0; i < n; i++) {
+                    uint32_t u = pat[(i * 5) % np];
+                    if (P == SC_F32) memcpy((float *)a.p + i, &u, 4);
+                    else ((uint16_t *)a.p)[i] = (uint16_t)(u >> 16);
+                }
+                set(r, a, P, SC_F32, n), set(x, a, P, SC_F32, n);
+                ref_sgd(r.p, P, r.g, SC_F32, r.w, n, 0.0f, 0.0f);
+                sc_cpu_sgd_range(x.p, P, x.g, SC_F32, x.w, n, &k0);
+                ok &= same(x, r, P, n);
+                if (P == SC_F32) ok &= r.w[0] == 0x3f80 && r.w[1] == 0xff80 && r.w[4] == 0x7fff; /* pat[0], [5], [20] */
+                drop(a), drop(r), drop(x);
+            }
+            CHECK(ok, "%s bf16 stores: ties, FLT_MAX, NaN payloads, subnormals", isas[ii]);
+        }
+        /* the f32 kernels of slidecheck.h: the API ones and their old code */
+        {
+            size_t n = 100003;
+            int t = 7;
+            sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, t);
+            state a = make(SC_F32, SC_F32, n, 0), x = copy(a, SC_F32, SC_F32, n);
+            sc_cpu_adamw_mt(x.p, x.m, x.v, SC_F32, x.g, SC_F32, NULL, n, &k, 0);
+            state r = copy(a, SC_F32, SC_F32, n);
+            sc_cpu_adamw_update((float *)r.p, (float *)r.m, (float *)r.v, (const float *)r.g, n, lr, b1, b2, eps, wd, t);
+            CHECK(same(x, r, SC_F32, n), "%s adamw == sc_cpu_adamw_update (f32)", isas[ii]);
+            drop(r);
+#ifndef __FP_FAST_FMAF
+            r = copy(a, SC_F32, SC_F32, n);
+            old_adamw((float *)r.p, (float *)r.m, (float *)r.v, (const float *)r.g, n, lr, b1, b2, eps, wd, t);
+            CHECK(same(x, r, SC_F32, n), "%s adamw == old sc_cpu_adamw_update code (f32)", isas[ii]);
+            drop(r);
+#endif
+            drop(x);
+            x = copy(a, SC_F32, SC_F32, n);
+            sc_cpu_sgd_mt(x.p, SC_F32, x.g, SC_F32, NULL, n, &k, 0);
+            r = copy(a, SC_F32, SC_F32, n);
+            sc_cpu_sgd_update((float *)r.p, (const float *)r.g, n, lr, wd);
+            CHECK(same(x, r, SC_F32, n), "%s sgd == sc_cpu_sgd_update (f32)", isas[ii]);
+            drop(r);
+#ifndef __FP_FAST_FMAF
+            r = copy(a, SC_F32, SC_F32, n);
+            old_sgd((float *)r.p, (const float *)r.g, n, lr, wd);
+            CHECK(same(x, r, SC_F32, n), "%s sgd == old sc_cpu_sgd_update code (f32)", isas[ii]);
+            drop(r);
+#else
+            printf("SKIP %s: old f32 code is contracted into FMA by this build\n", isas[ii]);
+#endif
+            drop(x), drop(a);
+        }
+    }
+    CHECK(sc__cpu_optim_force("nonsense") == 0 && sc__cpu_optim_force(NULL) == 1, "force hook: reject, reset");
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail != 0;
+}
