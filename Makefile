@@ -16,7 +16,7 @@ NVFLAGS  = -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=co
            -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
-TESTS = tensor model alloc trace io plan
+TESTS = tensor model alloc trace io plan slide
 
 .PHONY: all test test-gpu test-gpu-memcheck clean demo
 ifeq ($(NVCC),)

@@ -6892,24 +6892,28 @@ static void sc__slide_schedule(sc_model *m, const sc_plan *plan)
     sl->ngroups = g;
 }
 
+/* A cap below slide's fixed window is refused before anything is allocated, with the number. */
+static sc_result sc__slide_check_window(sc_model *m, const sc_plan *plan)
+{
+    if (!m->mc.mem_cap) return SC_SUCCESS;
+    sc_model_config mc = m->mc;
+    mc.device = m->cu ? SC_DEVICE_CUDA : SC_DEVICE_CPU;
+    size_t need = sc_slide_window_bytes(&m->cfg, &mc, plan);
+    if (need <= m->mc.mem_cap) return SC_SUCCESS;
+    char a[32], b[32];
+    sc__gib_str(a, sizeof a, need);
+    sc__gib_str(b, sizeof b, m->mc.mem_cap);
+    return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs at least %s of device memory for its window (%d layer "
+                    "slots for prefetch %d and policy %s, the head slot, the largest gradient buffer) before any "
+                    "activation; the memory cap is %s", a, (m->mc.prefetch > 0 ? m->mc.prefetch : 1) +
+                    sc__plan_widest(plan), m->mc.prefetch > 0 ? m->mc.prefetch : 1, plan->name, b);
+}
+
 static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
 {
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
     int P = m->mc.prefetch > 0 ? m->mc.prefetch : 1, want = P + sc__plan_widest(plan);
-    if (m->mc.mem_cap) {
-        sc_model_config mc = m->mc;
-        mc.device = m->cu ? SC_DEVICE_CUDA : SC_DEVICE_CPU;
-        size_t need = sc_slide_window_bytes(c, &mc, plan);
-        if (need > m->mc.mem_cap) {
-            char a[32], b[32];
-            sc__gib_str(a, sizeof a, need);
-            sc__gib_str(b, sizeof b, m->mc.mem_cap);
-            return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs at least %s of device memory for its window "
-                            "(%d layer slots for prefetch %d and policy %s, the head slot, the largest gradient "
-                            "buffer) before any activation; the memory cap is %s", a, want, P, plan->name, b);
-        }
-    }
     if (sl->nslots != want) {
         for (int i = 0; i < sl->nslots; i++) {
             sc__ev_release(m, &sl->slots[i].ready);
@@ -7185,6 +7189,7 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
             return sc__fail(SC_ERROR_RANGE, "token id %d at [%d,%d] is outside the vocabulary [0, %d)", ids[i],
                             i / T, i % T, V);
     sc_result r;
+    if (m->sl) SC__TRY(sc__slide_check_window(m, plan));
     sc__model_drop_acts(m);
     SC__TRY(sc__step_buffers(m, accum, B, T));
     m->ids_all = ids;

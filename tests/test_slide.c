@@ -1,0 +1,187 @@
+/* Slide mode on the CPU backend: every checkpoint policy, SGD and AdamW, f32 and bf16 storage,
+   gradient accumulation, tied and untied heads: losses, gradients and weights bitwise equal to
+   resident mode step after step (the schedule, copy threads, events and the host optimizer
+   thread all run as on the GPU). Then accumulation against one large batch, and bad input.
+   Run from the repository root. */
+#define SLIDECHECK_IMPLEMENTATION
+#include "../slidecheck.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int npass, nfail;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (cond) { npass++; printf("PASS "); printf(__VA_ARGS__); printf("\n"); } \
+        else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
+    } while (0)
+
+typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; } run_cfg;
+
+/* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
+static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
+                 sc_mode mode, int steps, float *losses, float *wout, float *gout)
+{
+    sc_model_config mc = sc_model_config_init();
+    mc.bf16 = rc.bf16;
+    mc.optim = rc.optim;
+    mc.lr = rc.optim == SC_OPTIM_SGD ? 0.05f : 0.01f;
+    mc.weight_decay = 0.1f;
+    mc.mode = mode;
+    mc.prefetch = rc.prefetch;
+    mc.cpu_threads = 2;
+    sc_plan plan;
+    sc_model *m;
+    if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
+    if (sc_model_create(&m, cfg, &mc, params) != SC_SUCCESS) { printf("  create: %s\n", sc_last_error()); return 0; }
+    int ok = 1;
+    for (int s = 0; s < steps && ok; s++)
+        ok = sc_model_step(m, &plan, ids, rc.accum, B, T, 1, &losses[s]) == SC_SUCCESS;
+    float gl;
+    if (ok) ok = sc_model_step(m, &plan, ids, rc.accum, B, T, 0, &gl) == SC_SUCCESS;
+    if (!ok) printf("  step: %s\n", sc_last_error());
+    if (ok) ok = sc_model_get_params(m, wout) == SC_SUCCESS && sc_model_get_grads(m, gout) == SC_SUCCESS;
+    losses[steps] = gl;
+    sc_model_destroy(m);
+    return ok;
+}
+
+static void compare(const char *name, const sc_config *cfg, const float *params, const int32_t *ids, int B, int T,
+                    run_cfg rc)
+{
+    enum { STEPS = 3 };
+    size_t np = sc_config_num_params(cfg);
+    float la[STEPS + 1], lb[STEPS + 1];
+    float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
+          *gb = (float *)malloc(4 * np);
+    int ok = wa && wb && ga && gb && train(cfg, params, ids, B, T, rc, SC_MODE_RESIDENT, STEPS, la, wa, ga) &&
+             train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lb, wb, gb);
+    CHECK(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np),
+          "slide == resident bitwise: %s %s %s %s accum %d prefetch %d (losses %.7f -> %.7f, %zu weights, %zu grads)",
+          name, rc.policy, rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.bf16 ? "bf16" : "fp32", rc.accum,
+          rc.prefetch ? rc.prefetch : 1, ok ? la[0] : 0.0f, ok ? la[STEPS] : 0.0f, np, np);
+    free(wa); free(wb); free(ga); free(gb);
+}
+
+static int load_fixture(const char *name, sc_config *cfg, float **params, int32_t **ids, int *B, int *T)
+{
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "tests/fixtures/%s", name);
+    snprintf(path, sizeof path, "%s/ref.safetensors", dir);
+    if (sc_hf_read_config(dir, cfg) != SC_SUCCESS) return 0;
+    *params = (float *)malloc(sizeof(float) * sc_config_num_params(cfg));
+    return *params && sc_hf_read_params(dir, cfg, *params) == SC_SUCCESS &&
+           sc_tokens_read(path, ids, B, T) == SC_SUCCESS;
+}
+
+int main(void)
+{
+    static const char *fixtures[] = {"qwen3_gqa_tied", "qwen2_bias_untied", "qwen3_mha_untied"};
+    static const char *policies[] = {"none", "full", "every:2", "layers:1", "selective", "selective:mlp", "sqrt"};
+    for (int f = 0; f < 3; f++) {
+        sc_config cfg;
+        float *params = NULL;
+        int32_t *ids = NULL, *ids2 = NULL;
+        int B, T;
+        if (!load_fixture(fixtures[f], &cfg, &params, &ids, &B, &T)) {
+            CHECK(0, "load fixture %s: %s", fixtures[f], sc_last_error());
+            continue;
+        }
+        /* two micro-batches: the fixture's batch, then the same shifted by one token id */
+        ids2 = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)B * T);
+        for (int i = 0; i < B * T; i++) { ids2[i] = ids[i]; ids2[B * T + i] = (ids[i] + 1) % cfg.vocab_size; }
+        for (int p = 0; p < (int)(sizeof policies / sizeof policies[0]); p++)
+            for (int o = 0; o < 2; o++) {
+                run_cfg rc = {policies[p], 0, 1, 0, o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD};
+                compare(fixtures[f], &cfg, params, ids, B, T, rc);
+            }
+        run_cfg bf = {"every:2", 1, 1, 0, SC_OPTIM_ADAMW};
+        compare(fixtures[f], &cfg, params, ids, B, T, bf);
+        run_cfg ac = {"none", 0, 2, 0, SC_OPTIM_ADAMW};
+        compare(fixtures[f], &cfg, params, ids2, B, T, ac);
+        run_cfg acf = {"full", 1, 2, 2, SC_OPTIM_SGD};
+        compare(fixtures[f], &cfg, params, ids2, B, T, acf);
+        run_cfg pf = {"selective", 0, 1, cfg.num_layers, SC_OPTIM_ADAMW};
+        compare(fixtures[f], &cfg, params, ids, B, T, pf);
+
+        /* accumulation of 2 x [B, T] against one batch of [2B, T]: the same mean loss, gradients
+           summed in another order (equal to rounding, not bitwise) */
+        if (f == 0) {
+            sc_model *m1, *m2;
+            sc_model_config mc = sc_model_config_init();
+            sc_plan plan;
+            sc_plan_parse(&plan, "none", cfg.num_layers);
+            size_t np = sc_config_num_params(&cfg);
+            float *g1 = (float *)malloc(4 * np), *g2 = (float *)malloc(4 * np), l1 = 0, l2 = 0;
+            int ok = sc_model_create(&m1, &cfg, &mc, params) == SC_SUCCESS &&
+                     sc_model_create(&m2, &cfg, &mc, params) == SC_SUCCESS &&
+                     sc_model_step(m1, &plan, ids2, 2, B, T, 0, &l1) == SC_SUCCESS &&
+                     sc_model_step(m2, &plan, ids2, 1, 2 * B, T, 0, &l2) == SC_SUCCESS;
+            double num = 0, den = 0;
+            if (ok) {
+                sc_model_get_grads(m1, g1);
+                sc_model_get_grads(m2, g2);
+                for (size_t i = 0; i < np; i++) {
+                    num += ((double)g1[i] - g2[i]) * ((double)g1[i] - g2[i]);
+                    den += (double)g2[i] * g2[i];
+                }
+                sc_model_destroy(m1);
+                sc_model_destroy(m2);
+            }
+            double rel = den > 0 ? sqrt(num / den) : 1;
+            CHECK(ok && fabs((double)l1 - l2) <= 1e-6 * fabs((double)l2) && rel < 1e-6,
+                  "accum 2 x [%d,%d] vs one [%d,%d] batch: loss %.8f vs %.8f, gradient rel err %.2e (< 1e-6)", B, T,
+                  2 * B, T, l1, l2, rel);
+            free(g1); free(g2);
+        }
+        free(params); free(ids2);
+        sc_tokens_free(ids);
+    }
+
+    /* bad input */
+    sc_config cfg;
+    sc_config_named(&cfg, "tiny");
+    sc_model_config mc = sc_model_config_init();
+    mc.mode = SC_MODE_SLIDE;
+    mc.prefetch = cfg.num_layers + 1;
+    sc_model *m = NULL;
+    sc_result r = sc_model_create(&m, &cfg, &mc, NULL);
+    CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "prefetch"), "prefetch %d > %d layers refused: %s",
+          mc.prefetch, cfg.num_layers, sc_last_error());
+    if (m) sc_model_destroy(m);
+    mc.prefetch = 2;
+    mc.mem_cap = 1 << 20;
+    m = NULL;
+    int32_t ids[64];
+    for (int i = 0; i < 64; i++) ids[i] = (i * 37) % cfg.vocab_size;
+    sc_plan plan;
+    sc_plan_parse(&plan, "full", cfg.num_layers);
+    float loss;
+    r = sc_model_create(&m, &cfg, &mc, NULL);
+    if (r == SC_SUCCESS) r = sc_model_step(m, &plan, ids, 1, 2, 32, 1, &loss);
+    size_t need = sc_slide_window_bytes(&cfg, &mc, &plan);
+    CHECK(r == SC_ERROR_OUT_OF_MEMORY && strstr(sc_last_error(), "window"),
+          "a 1 MiB cap below the %zu-byte window refused up front: %s", need, sc_last_error());
+    if (m) sc_model_destroy(m);
+    mc.mem_cap = 0;
+    r = sc_model_create(&m, &cfg, &mc, NULL);
+    ids[5] = cfg.vocab_size;
+    if (r == SC_SUCCESS) r = sc_model_step(m, &plan, ids, 1, 2, 32, 1, &loss);
+    CHECK(r == SC_ERROR_RANGE, "token id >= vocab in slide mode: %s", sc_last_error());
+    ids[5] = 1;
+    r = sc_model_step(m, &plan, ids, 0, 2, 32, 1, &loss);
+    CHECK(r == SC_ERROR_INVALID_ARGS, "accum 0 refused: %s", sc_last_error());
+    r = sc_model_step(m, &plan, ids, 1, 2, 32, 1, &loss);
+    sc_slide_info si = sc_model_slide_info(m);
+    size_t ln = sc_config_layer_offsets(&cfg).size, np = sc_config_num_params(&cfg);
+    /* every gradient goes down once (an untied embedding's only through dL/dx_0), plus dL/dx_0 */
+    uint64_t down;
+    down = (uint64_t)4 * np - (uint64_t)4 * (cfg.tie_embeddings ? 0 : (size_t)cfg.vocab_size * cfg.hidden_size) +
+           (uint64_t)4 * 64 * cfg.hidden_size;
+    CHECK(r == SC_SUCCESS && si.d2h_bytes == down, "d2h bytes per step %llu == gradients + dL/dx_0 = %llu",
+          (unsigned long long)si.d2h_bytes, (unsigned long long)down);
+    sc_model_destroy(m);
+
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
