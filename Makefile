@@ -4,7 +4,7 @@ CC      ?= cc
 CFLAGS  ?= -std=c11 -O3 -g -Wall -Wextra -Werror -fopenmp
 SANFLAGS = -std=c11 -O1 -g -Wall -Wextra -Werror -fopenmp -fsanitize=address,undefined \
            -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-LDLIBS   = -lm
+LDLIBS   = -lm -pthread
 HDRS     = slidecheck.h
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -16,7 +16,7 @@ NVFLAGS  = -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=co
            -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
-TESTS = tensor model alloc trace io plan slide
+TESTS = tensor model alloc trace io plan slide optim
 
 .PHONY: all test test-gpu test-gpu-memcheck clean demo
 ifeq ($(NVCC),)
@@ -130,3 +130,8 @@ fuzz-seeds:
 
 clean:
 	rm -rf build
+
+# Benchmarks that need no Python (see bench/README.md).
+build/cpu_optim: bench/cpu_optim.c $(HDRS)
+	@mkdir -p build
+	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)

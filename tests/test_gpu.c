@@ -544,7 +544,8 @@ static void test_optim(tctx *t)
     sc_cuda_upload_f32(t->cu, dp, pt, p, n);
     memcpy(p2, p, n * 4);
     sc_cpu_adamw_update(p2, m, v, g, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
-    sc_cuda_adamw_update(t->cu, dp, dm, dv, pt, dg, gt, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
+    sc_optim_consts k = sc_optim_consts_make(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
+    sc_cuda_adamw_update(t->cu, dp, dm, dv, pt, dg, gt, n, &k);
     got = dget(t, dp, n, pt);
     name_of(nm, sizeof nm, t, "adamw_update p");
     check_rel(nm, got, p2, n, t->bf16 ? t->tol : 1e-6, t->bf16);
@@ -559,6 +560,120 @@ static void test_optim(tctx *t)
     free(got);
     free(p); free(g); free(m); free(v); free(p2);
     dfree(t, dp); dfree(t, dg); dfree(t, dm); dfree(t, dv);
+}
+
+/* The host optimizer of slide mode against the CUDA kernels: the same bits, for every storage
+   combination (p/m/v f32 or bf16, g f32 or bf16), AdamW and SGD, several steps t. */
+static void test_optim_bitwise(void)
+{
+    sc_cuda *cu = NULL;
+    sc_cuda_config cc;
+    memset(&cc, 0, sizeof cc);
+    if (sc_cuda_create(&cu, &cc) != SC_SUCCESS) { check(0, "optimizer bitwise: context", "%s", sc_last_error()); return; }
+    size_t n = 100003;
+    for (int pt = 0; pt < 2; pt++)
+        for (int gt = 0; gt < 2; gt++)
+            for (int adam = 0; adam < 2; adam++) {
+                sc_dtype P = pt ? SC_BF16 : SC_F32, G = gt ? SC_BF16 : SC_F32;
+                size_t pe = sc_dtype_size(P), ge = sc_dtype_size(G);
+                float *p = hrand(n, 0.1f, 0), *g = hrand(n, 0.01f, 0), *m = hrand(n, 0.01f, 0), *v = hrand(n, 1e-4f, 0);
+                for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+                void *hp = malloc(n * pe), *hg = malloc(n * ge), *hm = malloc(n * pe), *hv = malloc(n * pe);
+                for (size_t i = 0; i < n; i++) {
+                    if (pt) { ((uint16_t *)hp)[i] = sc_f32_to_bf16(p[i]); ((uint16_t *)hm)[i] = sc_f32_to_bf16(m[i]);
+                              ((uint16_t *)hv)[i] = sc_f32_to_bf16(v[i]); }
+                    else { ((float *)hp)[i] = p[i]; ((float *)hm)[i] = m[i]; ((float *)hv)[i] = v[i]; }
+                    if (gt) ((uint16_t *)hg)[i] = sc_f32_to_bf16(g[i]); else ((float *)hg)[i] = g[i];
+                }
+                void *dp = sc_cuda_raw_alloc(n * pe, cu), *dg = sc_cuda_raw_alloc(n * ge, cu),
+                     *dm = sc_cuda_raw_alloc(n * pe, cu), *dv = sc_cuda_raw_alloc(n * pe, cu);
+                sc_cuda_upload(cu, dp, hp, n * pe); sc_cuda_upload(cu, dg, hg, n * ge);
+                sc_cuda_upload(cu, dm, hm, n * pe); sc_cuda_upload(cu, dv, hv, n * pe);
+                for (int t = 1; t <= 3; t++) {
+                    sc_optim_consts k = sc_optim_consts_make(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t);
+                    if (adam) {
+                        sc_cpu_adamw_mt(hp, hm, hv, P, hg, G, NULL, n, &k, 0);
+                        sc_cuda_adamw_update(cu, dp, dm, dv, P, dg, G, n, &k);
+                    } else {
+                        sc_cpu_sgd_mt(hp, P, hg, G, NULL, n, &k, 0);
+                        sc_cuda_sgd_update(cu, dp, P, dg, G, n, k.lr, k.weight_decay);
+                    }
+                }
+                void *rp = malloc(n * pe), *rm = malloc(n * pe), *rv = malloc(n * pe);
+                sc_cuda_download(cu, rp, dp, n * pe);
+                sc_cuda_download(cu, rm, dm, n * pe);
+                sc_cuda_download(cu, rv, dv, n * pe);
+                int same = !memcmp(rp, hp, n * pe) && (!adam || (!memcmp(rm, hm, n * pe) && !memcmp(rv, hv, n * pe)));
+                char nm[160];
+                snprintf(nm, sizeof nm, "host %s (%s) == CUDA kernel bitwise: p/m/v %s, g %s, 3 steps, n=%zu",
+                         adam ? "AdamW" : "SGD", sc_cpu_optim_isa(), pt ? "bf16" : "f32", gt ? "bf16" : "f32", n);
+                check(same && sc_cuda_status(cu) == SC_SUCCESS, nm, "differs");
+                free(p); free(g); free(m); free(v); free(hp); free(hg); free(hm); free(hv); free(rp); free(rm); free(rv);
+                sc_cuda_raw_free(dp, 0, cu); sc_cuda_raw_free(dg, 0, cu); sc_cuda_raw_free(dm, 0, cu); sc_cuda_raw_free(dv, 0, cu);
+            }
+    sc_cuda_destroy(cu);
+}
+
+static float *make_params(const sc_config *c);
+
+/* Slide mode on the GPU against resident mode: losses, gradients and weights bitwise equal over
+   3 training steps, every storage mode, several policies, SGD and AdamW, accumulation. */
+static int slide_train(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
+                       const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
+                       float *losses, float *w, float *g)
+{
+    sc_model_config mc = sc_model_config_init();
+    mc.device = SC_DEVICE_CUDA;
+    mc.bf16 = bf16;
+    mc.master_weights = master;
+    mc.optim = optim;
+    mc.lr = optim == SC_OPTIM_SGD ? 0.05f : 0.01f;
+    mc.weight_decay = 0.1f;
+    mc.mode = mode;
+    mc.prefetch = prefetch;
+    sc_model *m = NULL;
+    sc_plan plan;
+    if (sc_plan_parse(&plan, policy, c->num_layers) != SC_SUCCESS) return 0;
+    if (sc_model_create(&m, c, &mc, params) != SC_SUCCESS) { printf("  create: %s\n", sc_last_error()); return 0; }
+    int ok = 1;
+    for (int s = 0; s < 3 && ok; s++) ok = sc_model_step(m, &plan, ids, accum, B, T, 1, &losses[s]) == SC_SUCCESS;
+    if (ok) ok = sc_model_step(m, &plan, ids, accum, B, T, 0, &losses[3]) == SC_SUCCESS;
+    if (!ok) printf("  step: %s\n", sc_last_error());
+    if (ok) ok = sc_model_get_params(m, w) == SC_SUCCESS && sc_model_get_grads(m, g) == SC_SUCCESS;
+    sc_model_destroy(m);
+    return ok;
+}
+
+static void test_slide_cfg(const sc_config *c, int B, int T)
+{
+    size_t np = sc_config_num_params(c);
+    float *params = make_params(c);
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 2 * B * T);
+    for (int i = 0; i < 2 * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
+    float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
+          *gb = (float *)malloc(4 * np);
+    static const char *pols[] = {"none", "full", "every:2", "selective", "selective:mlp"};
+    static const int modes[3][2] = {{0, 0}, {1, 0}, {1, 1}}; /* fp32, pure bf16, bf16 + master */
+    for (int md = 0; md < 3; md++)
+        for (int p = 0; p < (g_quick ? 2 : 5); p++)
+            for (int o = 0; o < 2; o++)
+                for (int accum = 1; accum <= 2; accum++) {
+                    if (accum == 2 && p > 1) continue;
+                    float la[4], lb[4];
+                    sc_optim opt = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
+                    int pf = 1 + (p % 2);
+                    int ok = slide_train(c, params, ids, accum, B, T, pols[p], modes[md][0], modes[md][1], opt,
+                                         SC_MODE_RESIDENT, 0, la, wa, ga) &&
+                             slide_train(c, params, ids, accum, B, T, pols[p], modes[md][0], modes[md][1], opt,
+                                         SC_MODE_SLIDE, pf, lb, wb, gb);
+                    char nm[256];
+                    snprintf(nm, sizeof nm, "%s slide == resident bitwise (losses, grads, weights): %s %s %s accum %d "
+                             "prefetch %d, loss %.6f -> %.6f", c->name, md == 0 ? "fp32" : md == 1 ? "bf16" : "bf16+master",
+                             pols[p], o ? "adamw" : "sgd", accum, pf, ok ? la[0] : 0.0, ok ? la[2] : 0.0);
+                    check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
+                          "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
+                }
+    free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
 }
 
 static void test_copies(tctx *t)
@@ -1307,6 +1422,14 @@ int main(int argc, char **argv)
     sc_config c;
     cfg_q3(&c);
     test_model_cfg(&c, 2, 13);
+    test_optim_bitwise();
+    test_slide_cfg(&c, 2, 13);
+    if (!g_quick) {
+        cfg_q2(&c);
+        test_slide_cfg(&c, 3, 7);
+        cfg_q3_d64(&c);
+        test_slide_cfg(&c, 2, 131);
+    }
     if (!g_quick) {
         cfg_q2(&c);
         test_model_cfg(&c, 3, 7);

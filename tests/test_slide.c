@@ -173,7 +173,7 @@ int main(void)
     CHECK(r == SC_ERROR_INVALID_ARGS, "accum 0 refused: %s", sc_last_error());
     r = sc_model_step(m, &plan, ids, 1, 2, 32, 1, &loss);
     sc_slide_info si = sc_model_slide_info(m);
-    size_t ln = sc_config_layer_offsets(&cfg).size, np = sc_config_num_params(&cfg);
+    size_t np = sc_config_num_params(&cfg);
     /* every gradient goes down once (an untied embedding's only through dL/dx_0), plus dL/dx_0 */
     uint64_t down;
     down = (uint64_t)4 * np - (uint64_t)4 * (cfg.tie_embeddings ? 0 : (size_t)cfg.vocab_size * cfg.hidden_size) +
