@@ -135,3 +135,7 @@ clean:
 build/cpu_optim: bench/cpu_optim.c $(HDRS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+build/floors: bench/floors.cu
+	@mkdir -p build
+	$(NVCC) $(NVFLAGS) $< -o $@

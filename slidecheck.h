@@ -275,6 +275,12 @@ SCDEF size_t sc_config_num_params(const sc_config *cfg);
 SCDEF size_t sc_config_layer_base(const sc_config *cfg, int l);
 SCDEF size_t sc_config_norm_offset(const sc_config *cfg);
 SCDEF size_t sc_config_lm_head_offset(const sc_config *cfg);
+/* Model FLOPs of one training step (forward + backward, no recompute) on B sequences of T
+   tokens: 6 * (matmul weights: the layers' projections and the LM head; the embedding lookup
+   is no matmul) * tokens, plus causal attention: QK^T and PV, 2*B*H*T*T*D each in forward,
+   halved for causality, times 3 for forward + backward. Recompute is not counted: a policy
+   that recomputes does more work for the same model FLOPs. */
+SCDEF double sc_config_train_flops(const sc_config *cfg, int B, int T);
 
 /* ------------------------------------------------------------------------------------------
    Deterministic random numbers (splitmix64 / xoshiro-free: one 64-bit state)
@@ -1317,6 +1323,15 @@ SCDEF sc_result sc_config_validate(const sc_config *c)
         c->head_dim > 4096 || c->vocab_size > (1 << 24))
         return sc__fail(SC_ERROR_FORMAT, "config: sizes beyond what slidecheck supports");
     return SC_SUCCESS;
+}
+
+SCDEF double sc_config_train_flops(const sc_config *c, int B, int T)
+{
+    double C = c->hidden_size, I = c->intermediate_size, D = c->head_dim, H = c->num_heads, KV = c->num_kv_heads;
+    double layer = C * (H + 2 * KV) * D + H * D * C + 3 * C * I; /* qkv, o, gate|up, down */
+    double w = c->num_layers * layer + (double)c->vocab_size * C;
+    double tokens = (double)B * T, attn = c->num_layers * 3.0 * (2.0 * 2.0 * B * H * (double)T * T * D / 2.0);
+    return 6.0 * w * tokens + attn;
 }
 
 SCDEF sc_layer_offsets sc_config_layer_offsets(const sc_config *c)

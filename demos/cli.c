@@ -623,6 +623,10 @@ static int cmd_train(int argc, char **argv)
                "  peak allocated %.3f GiB  peak reserved %.3f GiB  peak rss %.3f GiB",
                first_loss, st.median, st.n, w, st.mean, ci, (double)peak_alloc / 1073741824.0,
                (double)peak_resv / 1073741824.0, (double)peak_rss / 1073741824.0);
+        /* model FLOPs (sc_config_train_flops: 6 N tokens + causal attention, recompute not counted) */
+        printf("  params %zu", sc_config_num_params(&cfg));
+        if (st.median > 0)
+            printf("  model %.1f TFLOP/s", (double)o.accum * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)
             printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB", (double)si.h2d_bytes / 1e9,
                    (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0);

@@ -1,0 +1,70 @@
+#!/bin/sh
+# Slide mode against resident mode on one GPU, with the floors measured in the same run:
+# pinned H2D / D2H bandwidth (bench/floors.cu), host memory bandwidth (a triad, in
+# bench/cpu_optim.c), the host optimizer against PyTorch's CPU AdamW, and each configuration's
+# step (median after warm-ups, n printed). Writes $O/slide.csv, $O/floors.csv, $O/cpu_optim.txt,
+# $O/torch_adamw.txt and one log per run; the table at the end puts the floors beside each figure.
+#   sh bench/slide.sh [OUTDIR]        (BIN=dir of prebuilt binaries, default build; SKIP7B=1)
+set -u
+cd "$(dirname "$0")/.."
+O=${1:-build/slide_bench}; BIN=${BIN:-build}; mkdir -p "$O"
+TH=${THREADS:-$(nproc)}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; date -u +%F; } > "$O/machine.txt"
+cat "$O/machine.txt"
+"$BIN/floors" --bytes 2GiB --reps 10 > "$O/floors.txt" || exit 1
+sed -n '/^csv/,$p' "$O/floors.txt" | tail -n +2 > "$O/floors.csv"
+"$BIN/cpu_optim" --n 200000000 --threads "$TH" --reps 10 > "$O/cpu_optim.txt" || exit 1
+[ "${ONLY7B:-0}" = 1 ] || python3 bench/torch_cpu_adamw.py --n 200000000 --threads "$TH" --reps 10 > "$O/torch_adamw.txt" 2>&1
+cat "$O/floors.txt" "$O/cpu_optim.txt" "$O/torch_adamw.txt" 2>/dev/null
+
+echo "label,model,mode,seq,batch,accum,optim,precision,ckpt,prefetch,step_ms,n,peak_alloc_gib,peak_resv_gib,peak_rss_gib,h2d_gb,d2h_gb,pinned_gib,params,tflops,loss0,status" > "$O/slide.csv"
+run() { # label model mode seq batch accum optim precision ckpt prefetch steps [extra flags]
+    lab=$1 mdl=$2 mode=$3 s=$4 b=$5 a=$6 opt=$7 prec=$8 ck=$9; shift 9; pf=$1 st=$2; shift 2
+    case $prec in pure-bf16) pf_flags="--dtype bf16 --pure-bf16";; master) pf_flags="--dtype bf16 --master-weights";;
+                  *) pf_flags="--dtype bf16";; esac
+    [ "$mode" = resident ] && pf_flags=$(echo "$pf_flags" | sed 's/--pure-bf16//')
+    extra="--prefetch $pf"; [ "$mode" = resident ] && extra=""
+    "$BIN/slidecheck" train --model "$mdl" --device cuda --mode "$mode" --seq "$s" --batch "$b" --accum "$a" \
+        --optim "$opt" --lr 1e-5 --ckpt "$ck" --steps "$st" --warmup 2 $pf_flags $extra "$@" > "$O/$lab.log" 2>&1
+    rc=$?
+    line=$(grep '^summary:' "$O/$lab.log")
+    if [ $rc -ne 0 ] || [ -z "$line" ]; then
+        echo "$lab,$mdl,$mode,$s,$b,$a,$opt,$prec,$ck,$pf,,,,,,,,,,,,exit $rc" >> "$O/slide.csv"
+        echo "== $lab: exit $rc"; tail -n 12 "$O/$lab.log"; return
+    fi
+    echo "$line" | awk -v pre="$lab,$mdl,$mode,$s,$b,$a,$opt,$prec,$ck,$pf" '{
+        for (i = 1; i <= NF; i++) {
+            if ($i == "loss" && !l0) l0 = $(i + 1)
+            if ($i == "step" && $(i - 1) == "median") ms = $(i + 1)
+            if ($i ~ /^\(n=/) n = substr($i, 4)
+            if ($i == "allocated") pa = $(i + 1)
+            if ($i == "reserved") pr = $(i + 1)
+            if ($i == "rss") rss = $(i + 1)
+            if ($i == "h2d") h = $(i + 1)
+            if ($i == "d2h") d = $(i + 1)
+            if ($i == "pinned") pin = $(i + 1)
+            if ($i == "params") np = $(i + 1)
+            if ($i == "TFLOP/s") tf = $(i - 1)
+        }
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,ok\n", pre, ms, n, pa, pr, rss, h, d, pin, np, tf, l0 }' >> "$O/slide.csv"
+    echo "== $lab"; echo "$line"
+}
+if [ "${ONLY7B:-0}" != 1 ]; then
+# Qwen3-1.7B, seq 256 x batch 1, SGD (as T1M1 ran it): resident bf16 vs slide pure bf16
+run r256  qwen3-1.7b resident 256 1 1 sgd bf16      none 0 14
+run s256  qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --out "$O/trace_s256"
+run s256p2 qwen3-1.7b slide   256 1 1 sgd pure-bf16 none 2 14
+# seq 2048 x batch 4, AdamW with f32 master weights and state
+run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
+run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10
+run s2048f qwen3-1.7b slide   2048 4 1 adamw master full 1 10
+fi
+if [ "${SKIP7B:-0}" != 1 ]; then
+    # Qwen2.5-7B shape, seq 4096, under a 16 GiB cap: resident must stop with the OOM report;
+    # slide trains (pure bf16 state: f32 AdamW state for 7B does not fit a 128 GiB host)
+    run r7b qwen2.5-7b resident 4096 1 1 adamw bf16 full 0 3 --mem-cap 16GiB
+    for a in ${ACC7B:-4}; do
+        run s7b$a qwen2.5-7b slide 4096 1 "$a" adamw pure-bf16 full 1 5 --mem-cap 16GiB --out "$O/trace_s7b$a"
+    done
+fi
+python3 bench/slide_table.py "$O" | tee "$O/table.txt"
