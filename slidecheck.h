@@ -830,6 +830,18 @@ SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, 
    and rowloss[n] (0 for ignored rows); the caller sums row losses in a fixed order. */
 SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, const float *logits,
                                                 const int32_t *target, int n, int V, float scale);
+/* The same over vocabulary slices, for an LM head computed slice by slice (two passes).
+   Pass 1, slice [v0, v0 + Vs) of logits[n, Vs]: folds the slice's max and sum of exp into
+   ms[n][2] (started afresh at v0 == 0) and picks the target's logit into tl[n]. Pass 2: dlogits
+   of the slice = (softmax - onehot) * scale with lse = max + log(sum) (0 for ignored rows; may
+   alias logits), and at v0 == 0 rowloss = lse - tl. */
+SCDEF void sc_cpu_crossentropy_slice_stats(float *ms, float *tl, const float *logits, const int32_t *target, int v0,
+                                           int n, int Vs);
+SCDEF void sc_cpu_crossentropy_slice_backward(float *dlogits, float *rowloss, const float *logits, const float *ms,
+                                              const float *tl, const int32_t *target, int v0, int n, int Vs,
+                                              float scale);
+/* acc[n] = x (first) or acc + x, in f32 (partial sums of the sliced head's input gradient) */
+SCDEF void sc_cpu_accumulate(float *acc, const float *x, size_t n, int first);
 SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay);
 SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, size_t n, float lr, float beta1,
                                float beta2, float eps, float weight_decay, int t);
@@ -916,6 +928,12 @@ typedef struct sc_model_config {
     sc_mode mode;              /* SC_MODE_RESIDENT (default) or SC_MODE_SLIDE */
     int prefetch;              /* slide: layers uploaded ahead of the one computing (0 -> 1) */
     int cpu_threads;           /* slide: threads of the host optimizer (0 -> all cores) */
+    int head_slice;            /* 0: the LM head in one piece. R > 0: in vocabulary slices of R rows,
+                                  the loss by an online log-sum-exp over two passes; slide mode then
+                                  streams the head slice by slice and, for one micro-batch of at most
+                                  1024 rows, sends its gradient down slice by slice: no whole-head
+                                  buffer on the device. Other arithmetic than the whole head (both
+                                  modes alike); the head's weights cross twice per pass. */
     int verbose;               /* 1: progress lines on stderr (host allocation in slide mode) */
 } sc_model_config;
 
@@ -938,9 +956,15 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m);
 /* One training step over `accum` micro-batches of [B, T] (ids holds accum*B*T tokens):
    gradients summed in micro-batch order, loss = mean over all accum*B*(T-1) targets, then (with
    update) the optimizer. In slide mode the update of each layer overlaps the backward of the
-   layers below, and each layer crosses to the device once for all micro-batches. */
+   layers below, and each layer crosses to the device once for all micro-batches. The host
+   updates may still run when the call returns (the next step's upload of a layer waits for its
+   update; sc_model_get_params / get_grads / sc_model_sync wait for all): ids may be reused at
+   once, and the mathematics is that of the update before the next step. */
 SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
                               int update, float *loss);
+/* Slide mode: waits for the host updates still running and hands their spans to the tracer
+   (call it inside the last traced step). SC_SUCCESS at once in resident mode. */
+SCDEF sc_result sc_model_sync(sc_model *m);
 /* Slide mode: bytes the last step moved host -> device and device -> host, host bytes held
    (pinned and pageable) and the device bytes of the smallest window a plan needs (weight slots
    of the widest recomputed segment + prefetch, the head slot and one layer's gradients). */
@@ -1035,6 +1059,13 @@ SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, in
 SC_CUDA_DEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
 SC_CUDA_DEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
                                                  const int32_t *target, int n, int V, float scale);
+SC_CUDA_DEF void sc_cuda_crossentropy_slice_stats(sc_cuda *cu, float *ms, float *tl, const void *logits,
+                                                  const int32_t *target, int v0, int n, int Vs);
+SC_CUDA_DEF void sc_cuda_crossentropy_slice_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+                                                     const float *ms, const float *tl, const int32_t *target, int v0,
+                                                     int n, int Vs, float scale);
+/* acc (f32) = x or acc + x, x in the activation dtype */
+SC_CUDA_DEF void sc_cuda_accumulate(sc_cuda *cu, float *acc, const void *x, size_t n, int first);
 /* p, m, v in dtype pt; g in dtype gt. Every operation rounded on its own (no FMA), so the host
    optimizer (sc_cpu_adamw_range) gives the same bits. */
 SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
@@ -5192,6 +5223,49 @@ SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, 
     }
 }
 
+SCDEF void sc_cpu_crossentropy_slice_stats(float *ms, float *tl, const float *logits, const int32_t *target, int v0,
+                                           int n, int Vs)
+{
+    SC__OMP(omp parallel for)
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * Vs;
+        float mx = -INFINITY;
+        for (int v = 0; v < Vs; v++) mx = l[v] > mx ? l[v] : mx;
+        double sum = 0.0;
+        for (int v = 0; v < Vs; v++) sum += exp((double)(l[v] - mx));
+        if (v0 == 0 || mx > ms[2 * r]) { /* rescale the running sum to the new max */
+            double old = v0 == 0 ? 0.0 : (double)ms[2 * r + 1] * exp((double)ms[2 * r] - (double)mx);
+            ms[2 * r] = mx, ms[2 * r + 1] = (float)(old + sum);
+        } else {
+            ms[2 * r + 1] = (float)((double)ms[2 * r + 1] + sum * exp((double)mx - (double)ms[2 * r]));
+        }
+        int t = target[r];
+        if (t >= v0 && t < v0 + Vs) tl[r] = l[t - v0];
+    }
+}
+
+SCDEF void sc_cpu_crossentropy_slice_backward(float *dlogits, float *rowloss, const float *logits, const float *ms,
+                                              const float *tl, const int32_t *target, int v0, int n, int Vs,
+                                              float scale)
+{
+    SC__OMP(omp parallel for)
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * Vs;
+        float *d = dlogits + (size_t)r * Vs;
+        int t = target[r];
+        double lse = (double)ms[2 * r] + log((double)ms[2 * r + 1]);
+        if (v0 == 0) rowloss[r] = t < 0 ? 0.0f : (float)(lse - (double)tl[r]);
+        for (int v = 0; v < Vs; v++)
+            d[v] = t < 0 ? 0.0f : ((float)exp((double)l[v] - lse) - (v0 + v == t ? 1.0f : 0.0f)) * scale;
+    }
+}
+
+SCDEF void sc_cpu_accumulate(float *acc, const float *x, size_t n, int first)
+{
+    SC__OMP(omp parallel for schedule(static))
+    for (long long i = 0; i < (long long)n; i++) acc[i] = first ? x[i] : acc[i] + x[i];
+}
+
 /* element i of an f32 or bf16 host buffer */
 static float sc__ld(const void *p, sc_dtype t, size_t i)
 {
@@ -5927,7 +6001,10 @@ typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a
 typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
 enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2 };
-typedef struct sc__task { int kind, unit; sc__ev ev; } sc__task;
+/* A host task: the update of one unit once its gradients have landed (ev). rank orders the
+   tasks that have landed by when the next step needs them: the embedding and head first (the
+   next step starts with the embedding rows), then layer 0, 1, ... */
+typedef struct sc__task { int kind, unit, rank, landed, update; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
@@ -5947,6 +6024,10 @@ typedef struct sc__slide {
     int nslots;
     float *lw[SC_MAX_LAYERS + 1], *lg[SC_MAX_LAYERS + 1];
     float *head_g;
+    /* a sliced LM head: two slice buffers of weights, and with per-slice gradients two of
+       gradients (unit = which use they hold) */
+    sc__slot hs[2], hsg[2];
+    int hs_pergrad;
     /* the step's schedule: groups of units that must be resident together (unit L = head) */
     int ngroups, gfirst[2 * SC_MAX_LAYERS + 2], glast[2 * SC_MAX_LAYERS + 2];
     unsigned char *touched;        /* [V]: token rows the step's ids touch */
@@ -5964,7 +6045,12 @@ typedef struct sc__slide {
     sc__qarg qarg[2];
 #endif
     sc__cq q[2];
-    sc__task *tasks; size_t tcap, thead, tn; uint64_t tqueued, tdone;
+    /* queued host tasks in queue order; pend[u]: tasks of unit u (L: the head and embedding)
+       not yet run. Updates of one step may still run while the next step starts: a unit's
+       upload waits for its own update only. */
+    sc__task *tasks; size_t tcap, tn; uint64_t tqueued, tdone;
+    int pend[SC_MAX_LAYERS + 1];
+    int32_t *hids; int hM, hN, hids_cap; /* the step's ids, M x N, for the embedding backward */
     sc__hspan *hspans; size_t nhspans, chspans;
     struct sc_model *m;
 } sc__slide;
@@ -6072,6 +6158,15 @@ static sc__ev sc__ev_record(sc_model *m, int stream)
         SC__UNLOCK(m->sl);
     }
     return e;
+}
+
+/* has the event completed? (caller holds the lock) */
+static int sc__ev_query_locked(sc_model *m, const sc__ev *e)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) return !e->cu || sc_cuda_event_query(e->cu, m->cu);
+#endif
+    return sc__ev_done_locked(m->sl, e);
 }
 
 /* host waits for the event */
@@ -6308,6 +6403,11 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
                      cfg->num_layers);
         goto fail;
     }
+    if (mc.head_slice < 0) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "head slice %d: must be 0 (whole head) or a row count", mc.head_slice);
+        goto fail;
+    }
+    if (mc.head_slice >= cfg->vocab_size) mc.head_slice = m->mc.head_slice = 0; /* one slice: the whole head */
     if (mc.mode == SC_MODE_SLIDE) {
         /* weights, gradients and optimizer state on the host; the device holds only slots */
         host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
@@ -6391,11 +6491,14 @@ static float *sc__lg(sc_model *m, int l, size_t off)
 }
 /* The LM head (norm = 0) or final norm (norm = 1) weights / gradients (grad = 1). Slide keeps
    them in the head slot: [lm head: V*C | norm: C]. */
+static int sc__head_rows(const sc_model *m) { return m->mc.head_slice > 0 ? m->mc.head_slice : m->cfg.vocab_size; }
+
 static float *sc__head_ptr(sc_model *m, int grad, int norm)
 {
     const sc_config *c = &m->cfg;
-    if (m->sl) {
-        size_t off = norm ? (size_t)c->vocab_size * c->hidden_size : 0;
+    if (m->sl) { /* a sliced head's slot holds only the norm, as does its gradient with per-slice gradients */
+        int lm = grad ? !m->sl->hs_pergrad : sc__head_rows(m) == c->vocab_size;
+        size_t off = norm && lm ? (size_t)c->vocab_size * c->hidden_size : 0;
         return grad ? sc__at(m->sl->head_g, off, m->gb) : sc__at(m->sl->head.w, off, m->pb);
     }
     size_t off = norm ? sc_config_norm_offset(c) : sc_config_lm_head_offset(c);
@@ -6557,19 +6660,72 @@ static int sc__seg_end(const sc_plan *p, int l)
 
 /* Final norm, LM head and loss, in row chunks so that the logits never exist whole; leaves
    dL/d(x_L) in *dres_out. */
+static const float *sc__head_w(sc_model *m, int q, int ns);
+static void sc__head_w_done(sc_model *m, int q);
+static float *sc__head_g(sc_model *m, int j);
+static void sc__head_g_done(sc_model *m, int j);
+
+/* The LM head in vocabulary slices for rows [r0, r0 + n): pass 1 folds each slice's logits
+   into the rows' log-sum-exp, pass 2 recomputes them and back-propagates slice by slice; dx
+   (the rows' input gradient) is summed over slices in f32. */
+static sc_result sc__head_sliced(sc_model *m, float *dx, const float *xr, int r0, int n, float *lg, float *ms,
+                                 float *tl, float *acc, float *part)
+{
+    const sc_config *c = &m->cfg;
+    int V = c->vocab_size, C = c->hidden_size, S = sc__head_rows(m), ns = (V + S - 1) / S, N = m->B * m->T;
+    sc_result r;
+    if (m->sl) m->sl->hs[0].unit = m->sl->hs[1].unit = -1;
+    for (int q = 0; q < 2 * ns; q++) {
+        int j = q % ns, v0 = j * S, vs = V - v0 < S ? V - v0 : S;
+        const float *w = sc__head_w(m, q, ns);
+        SC__OP(m, matmul_forward, lg, xr, w, NULL, n, C, vs);
+        sc__round(m, lg, (size_t)n * vs);
+        if (q < ns) {
+            for (int i = 0; m->mc.keep_logits && i < n; i++)
+                if ((r = sc__download_f32(m, m->logits_host + ((size_t)m->mb * N + r0 + i) * V + v0,
+                                          sc__at(lg, (size_t)i * vs, m->ab), m->ab, (size_t)vs)) != SC_SUCCESS)
+                    return r;
+            SC__OP(m, crossentropy_slice_stats, ms, tl, lg, m->targets + r0, v0, n, vs);
+        } else {
+            SC__OP(m, crossentropy_slice_backward, lg, m->rowloss + r0, lg, ms, tl, m->targets + r0, v0, n, vs, m->lscale);
+            sc__round(m, lg, (size_t)n * vs);
+            SC__OP(m, matmul_backward, part, sc__head_g(m, j), NULL, lg, xr, w, n, C, vs);
+            sc__round(m, part, (size_t)n * C);
+            SC__OP(m, accumulate, acc, part, (size_t)n * C, j == 0);
+            sc__head_g_done(m, j);
+        }
+        sc__head_w_done(m, q);
+    }
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_cuda_convert(m->cu, dx, m->ab == 2 ? SC_BF16 : SC_F32, acc, SC_F32, (size_t)n * C);
+        return SC_SUCCESS;
+    }
+#endif
+    memcpy(dx, acc, sizeof(float) * (size_t)n * C);
+    sc__round(m, dx, (size_t)n * C);
+    return SC_SUCCESS;
+}
+
 static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
 {
     const sc_config *c = &m->cfg;
     int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T;
-    int chunk = N < 1024 ? N : 1024;
-    float *xn = NULL, *rstd = NULL, *dxn = NULL, *lg = NULL, *dres = NULL;
+    int chunk = N < 1024 ? N : 1024, S = sc__head_rows(m);
+    float *xn = NULL, *rstd = NULL, *dxn = NULL, *lg = NULL, *dres = NULL, *ms = NULL, *tl = NULL, *acc = NULL;
+    float *part = NULL;
     const float *wlm = sc__head_ptr(m, 0, 0), *nw = sc__head_ptr(m, 0, 1);
     float *dwlm = sc__head_ptr(m, 1, 0);
     sc_result r;
     if ((r = sc__alloc_act(m, &xn, (size_t)N * C, "final norm out")) != SC_SUCCESS ||
         (r = sc__alloc_f32(m, &rstd, (size_t)N, "final norm rstd")) != SC_SUCCESS ||
         (r = sc__alloc_act(m, &dxn, (size_t)N * C, "final norm grad")) != SC_SUCCESS ||
-        (r = sc__alloc_act(m, &lg, (size_t)chunk * V, "logits chunk")) != SC_SUCCESS)
+        (r = sc__alloc_act(m, &lg, (size_t)chunk * S, "logits chunk")) != SC_SUCCESS)
+        goto done;
+    if (S < V && ((r = sc__alloc_f32(m, &ms, (size_t)2 * chunk, "head lse")) != SC_SUCCESS ||
+                  (r = sc__alloc_f32(m, &tl, (size_t)chunk, "head target logit")) != SC_SUCCESS ||
+                  (r = sc__alloc_f32(m, &acc, (size_t)chunk * C, "head dx sum")) != SC_SUCCESS ||
+                  (r = sc__alloc_act(m, &part, (size_t)chunk * C, "head dx part")) != SC_SUCCESS))
         goto done;
     if (m->mc.keep_logits && m->logits_cap < (size_t)m->accum * N * V) {
         size_t lrows = (size_t)m->accum * N;
@@ -6583,6 +6739,11 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *xr = sc__at(xn, (size_t)r0 * C, m->ab);
+        if (S < V) {
+            if ((r = sc__head_sliced(m, sc__at(dxn, (size_t)r0 * C, m->ab), xr, r0, n, lg, ms, tl, acc, part)) != SC_SUCCESS)
+                goto done;
+            continue;
+        }
         SC__OP(m, matmul_forward, lg, xr, wlm, NULL, n, C, V);
         sc__round(m, lg, (size_t)n * V);
         if (m->mc.keep_logits && (r = sc__download_f32(m, m->logits_host + ((size_t)m->mb * N + r0) * V, lg, m->ab,
@@ -6604,6 +6765,10 @@ done:
     sc__free(m, rstd);
     sc__free(m, dxn);
     sc__free(m, lg);
+    sc__free(m, ms);
+    sc__free(m, tl);
+    sc__free(m, acc);
+    sc__free(m, part);
     *dres_out = dres;
     return r;
 }
@@ -6617,7 +6782,7 @@ static size_t sc__head_numel(const sc_config *c) { return (size_t)c->vocab_size 
 static int sc__slide_threads(const sc_model *m) { return m->mc.cpu_threads > 0 ? m->mc.cpu_threads : 0; }
 
 /* Update [off, off + n) of the host parameters with the step's constants. */
-static void sc__slide_update(sc_model *m, size_t off, size_t n, int threads)
+static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, size_t n, int threads)
 {
     sc__slide *sl = m->sl;
     size_t pe = sc_dtype_size(sl->hpt), ge = sc_dtype_size(m->gdt);
@@ -6625,18 +6790,18 @@ static void sc__slide_update(sc_model *m, size_t off, size_t n, int threads)
     const void *g = (const char *)sl->hg + off * ge;
     uint16_t *w = sl->hw ? sl->hw + off : NULL;
     if (m->mc.optim == SC_OPTIM_ADAMW) {
-        if (threads < 0) sc_cpu_adamw_range(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, &sl->k);
-        else sc_cpu_adamw_mt(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, &sl->k, threads);
+        if (threads < 0) sc_cpu_adamw_range(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, k);
+        else sc_cpu_adamw_mt(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, k, threads);
     } else {
-        if (threads < 0) sc_cpu_sgd_range(p, sl->hpt, g, m->gdt, w, n, &sl->k);
-        else sc_cpu_sgd_mt(p, sl->hpt, g, m->gdt, w, n, &sl->k, threads);
+        if (threads < 0) sc_cpu_sgd_range(p, sl->hpt, g, m->gdt, w, n, k);
+        else sc_cpu_sgd_mt(p, sl->hpt, g, m->gdt, w, n, k, threads);
     }
     if (!m->cu && m->mc.bf16) sc_round_bf16_inplace((float *)p, n); /* the CPU backend's bf16 storage */
 }
 
 /* Update the embedding rows that the step's tokens touched (want = 1) or the others (want = 0),
    in blocks of rows over the optimizer's threads. */
-static void sc__slide_update_rows(sc_model *m, int want)
+static void sc__slide_update_rows(sc_model *m, const sc_optim_consts *k, int want)
 {
     sc__slide *sl = m->sl;
     int V = m->cfg.vocab_size, C = m->cfg.hidden_size, nt = sc__slide_threads(m);
@@ -6650,7 +6815,7 @@ static void sc__slide_update_rows(sc_model *m, int want)
             if ((sl->touched[r] != 0) != want) { r++; continue; }
             int e = r;
             while (e < r1 && (sl->touched[e] != 0) == want) e++;
-            sc__slide_update(m, (size_t)r * C, (size_t)(e - r) * C, -1);
+            sc__slide_update(m, k, (size_t)r * C, (size_t)(e - r) * C, -1);
             r = e;
         }
     }
@@ -6701,23 +6866,23 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     const sc_config *c = &m->cfg;
     int nt = sc__slide_threads(m);
     if (t->kind == SC__TASK_LAYER) {
-        if (sl->update) sc__slide_update(m, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt);
+        if (t->update) sc__slide_update(m, &t->k, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt);
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
            LM head and the embedding rows no token of this step touched */
-        if (sl->update) {
+        if (t->update) {
             size_t off = sc_config_norm_offset(c);
-            sc__slide_update(m, off, m->nparams - off, nt);
-            sc__slide_update_rows(m, 0);
+            sc__slide_update(m, &t->k, off, m->nparams - off, nt);
+            sc__slide_update_rows(m, &t->k, 0);
         }
     } else {
-        int N = m->B * m->T;
-        for (int k = 0; k < m->accum; k++) /* micro-batches in order, as resident mode adds them */
+        int N = sl->hN;
+        for (int k = 0; k < sl->hM; k++) /* micro-batches in order, as resident mode adds them */
             if (sc__host_embedding_backward(sl->hg, m->gdt, (const char *)sl->stage + (size_t)k * N * c->hidden_size * m->ab,
-                                            m->ab == 2 ? SC_BF16 : SC_F32, m->ids_all + (size_t)k * N, N,
+                                            m->ab == 2 ? SC_BF16 : SC_F32, sl->hids + (size_t)k * N, N,
                                             c->hidden_size) != SC_SUCCESS)
                 sl->task_err = SC_ERROR_OUT_OF_MEMORY;
-        if (sl->update) sc__slide_update_rows(m, 1);
+        if (t->update) sc__slide_update_rows(m, &t->k, 1);
     }
 }
 
@@ -6730,11 +6895,28 @@ static void *sc__opt_main(void *arg)
     for (;;) {
         while (!sl->stop && sl->tn == 0) SC__WAIT(sl);
         if (sl->tn == 0) break;
-        sc__task t = sl->tasks[sl->thead];
-        sl->thead = (sl->thead + 1) % sl->tcap;
+        /* which tasks' gradients have landed: their events are on the download stream, so they
+           complete in queue order */
+        size_t i = 0;
+        for (; i < sl->tn && sl->tasks[i].landed; i++) {}
+        for (; i < sl->tn && sc__ev_query_locked(m, &sl->tasks[i].ev); i++) sl->tasks[i].landed = 1;
+        int best = -1;
+        for (size_t j = 0; j < sl->tn; j++)
+            if (sl->tasks[j].landed && (best < 0 || sl->tasks[j].rank < sl->tasks[best].rank)) best = (int)j;
+        if (best < 0) { /* none yet: wait for the oldest */
+            sc__ev e = sl->tasks[0].ev;
+            uint64_t seq = sl->tasks[0].seq;
+            SC__UNLOCK(sl);
+            sc__ev_sync(m, &e);
+            SC__LOCK(sl);
+            for (size_t j = 0; j < sl->tn; j++)
+                if (sl->tasks[j].seq == seq) sl->tasks[j].landed = 1;
+            continue;
+        }
+        sc__task t = sl->tasks[best];
+        memmove(sl->tasks + best, sl->tasks + best + 1, (sl->tn - (size_t)best - 1) * sizeof t);
         sl->tn--;
         SC__UNLOCK(sl);
-        sc__ev_sync(m, &t.ev); /* its gradients have landed */
         sc__ev_release(m, &t.ev);
         int64_t t0 = sc__trace_now_ns();
         sc__slide_run_task(m, &t);
@@ -6742,6 +6924,7 @@ static void *sc__opt_main(void *arg)
         SC__LOCK(sl);
         sc__hspan_push(sl, SC_PHASE_OPT, t.kind == SC__TASK_LAYER ? t.unit : -1, 3, t0, t1, 0);
         sl->opt_ms += (double)(t1 - t0) / 1e6;
+        sl->pend[t.unit]--;
         sl->tdone++;
         SC__WAKE(sl);
     }
@@ -6754,7 +6937,9 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
 {
     sc__slide *sl = m->sl;
     sc__task t;
-    t.kind = kind; t.unit = unit; t.ev = ev;
+    memset(&t, 0, sizeof t);
+    t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update;
+    t.rank = kind == SC__TASK_LAYER ? unit + 1 : 0;
     SC__LOCK(sl);
     if (sl->tn == sl->tcap) {
         size_t n = sl->tcap ? 2 * sl->tcap : 64;
@@ -6766,15 +6951,14 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
             sc__slide_run_task(m, &t);
             return;
         }
-        for (size_t i = 0; i < sl->tn; i++) p[i] = sl->tasks[(sl->thead + i) % sl->tcap];
+        if (sl->tn) memcpy(p, sl->tasks, sl->tn * sizeof *p);
         SC_FREE(sl->tasks);
         sl->tasks = p;
         sl->tcap = n;
-        sl->thead = 0;
     }
-    sl->tasks[(sl->thead + sl->tn) % sl->tcap] = t;
-    sl->tn++;
-    sl->tqueued++;
+    t.seq = ++sl->tqueued;
+    sl->tasks[sl->tn++] = t;
+    sl->pend[unit]++;
     SC__WAKE(sl);
     SC__UNLOCK(sl);
 }
@@ -6786,6 +6970,28 @@ static void sc__slide_drain(sc_model *m)
     SC__LOCK(sl);
     while (sl->tdone < sl->tqueued) SC__WAIT(sl);
     SC__UNLOCK(sl);
+}
+
+/* wait until the updates queued for `unit` (L: the head and the embedding) have run; the wait
+   counts as optimizer wait */
+static void sc__slide_wait_unit(sc_model *m, int unit)
+{
+    sc__slide *sl = m->sl;
+    SC__LOCK(sl);
+    if (sl->pend[unit]) {
+        int64_t t0 = sc__trace_now_ns();
+        while (sl->pend[unit]) SC__WAIT(sl);
+        sl->wait_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
+    }
+    SC__UNLOCK(sl);
+}
+
+static int sc__slide_unit_ready(sc__slide *sl, int unit)
+{
+    SC__LOCK(sl);
+    int ok = sl->pend[unit] == 0;
+    SC__UNLOCK(sl);
+    return ok;
 }
 
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
@@ -6836,6 +7042,14 @@ static void sc__slide_destroy(sc_model *m)
     sc__ev_release(m, &sl->head.ready);
     sc__ev_release(m, &sl->head.free);
     sc__free(m, sl->head.w);
+    for (int i = 0; i < 2; i++) {
+        sc__slot *b[2] = {&sl->hs[i], &sl->hsg[i]};
+        for (int k = 0; k < 2; k++) {
+            sc__ev_release(m, &b[k]->ready);
+            sc__ev_release(m, &b[k]->free);
+            sc__free(m, b[k]->w);
+        }
+    }
     SC_FREE(sl->slots);
     int gpu = m->cu != NULL;
     sc__host_free(m, sl->hp, sl->hp_pinned);
@@ -6849,6 +7063,7 @@ static void sc__slide_destroy(sc_model *m)
     SC_FREE(sl->q[0].ops);
     SC_FREE(sl->q[1].ops);
     SC_FREE(sl->tasks);
+    SC_FREE(sl->hids);
     SC_FREE(sl->hspans);
 #ifdef SC__HAVE_THREADS
     if (sl->sync_ok) {
@@ -6957,7 +7172,10 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
     int P = mc && mc->prefetch > 0 ? mc->prefetch : 1, W = plan ? sc__plan_widest(plan) : 1;
     int gpu = mc && mc->device == SC_DEVICE_CUDA, bf = gpu && mc->bf16;
     size_t pb = bf ? 2 : 4, gb = bf && !mc->master_weights ? 2 : 4;
-    size_t ln = sc__layer_numel(c), hn = sc__head_numel(c);
+    size_t ln = sc__layer_numel(c), hn = sc__head_numel(c), C = (size_t)c->hidden_size;
+    if (mc && mc->head_slice > 0 && mc->head_slice < c->vocab_size) /* the norm and two slices, and (one
+                                                                          micro-batch) two slices of gradients */
+        hn = C + 2 * (size_t)mc->head_slice * C;
     size_t grads = (size_t)W * ln * gb > hn * gb ? (size_t)W * ln * gb : hn * gb;
     return (size_t)(P + W) * ln * pb + hn * pb + grads;
 }
@@ -7010,8 +7228,8 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
     sc__ev_release(m, &s->ready);
     const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
     size_t pb = (size_t)m->pb;
-    if (unit == L) {
-        size_t lm = (size_t)c->vocab_size * c->hidden_size;
+    if (unit == L) { /* [lm head | norm], or the norm only when the head goes up in slices */
+        size_t lm = sc__head_rows(m) < c->vocab_size ? 0 : (size_t)c->vocab_size * c->hidden_size;
         sc__copy_async(m, 1, s->w, src + sc_config_lm_head_offset(c) * pb, lm * pb, SC_PHASE_H2D, -1);
         sc__copy_async(m, 1, (char *)s->w + lm * pb, src + sc_config_norm_offset(c) * pb, (size_t)c->hidden_size * pb,
                        SC_PHASE_H2D, -1);
@@ -7031,12 +7249,19 @@ static void sc__slide_acquire(sc_model *m, int g)
     sc__slide *sl = m->sl;
     int L = m->cfg.num_layers, P = m->mc.prefetch > 0 ? m->mc.prefetch : 1;
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
-        if (!sc__slot_of(sl, u, L)) sc__slide_load(m, u, g, g);
+        if (!sc__slot_of(sl, u, L)) {
+            sc__slide_wait_unit(m, u); /* the last step's update of u */
+            sc__slide_load(m, u, g, g);
+        }
     int ahead = 0;
     for (int h = g + 1; h < sl->ngroups && ahead < P; h++)
         for (int u = sl->gfirst[h]; u <= sl->glast[h] && ahead < P; u++) {
             if (sc__group_has(sl, g, u)) continue;
-            if (!sc__slot_of(sl, u, L) && !sc__slide_load(m, u, h, g)) { ahead = P; break; }
+            /* not before its update has run (the next acquire tries again) */
+            if (!sc__slot_of(sl, u, L) && (!sc__slide_unit_ready(sl, u) || !sc__slide_load(m, u, h, g))) {
+                ahead = P;
+                break;
+            }
             ahead++;
         }
     int sp = sc__span_begin(m, "wait h2d", SC_PHASE_OTHER, sl->gfirst[g] == L ? -1 : sl->gfirst[g]);
@@ -7223,11 +7448,24 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
             sl->nslots = i + 1;
         }
     }
-    if (!sl->head.w) {
+    int S = sc__head_rows(m), sliced = S < c->vocab_size;
+    if (!sl->head.w) { /* a sliced head's slot holds the final norm only */
         void *p = NULL;
-        SC__TRY(sc_allocator_alloc(&m->alloc, &p, sc__head_numel(c) * (size_t)m->pb, 0, "slide head slot"));
+        size_t n = sliced ? (size_t)c->hidden_size : sc__head_numel(c);
+        SC__TRY(sc_allocator_alloc(&m->alloc, &p, n * (size_t)m->pb, 0, "slide head slot"));
         sc_allocator_record_stream(&m->alloc, p, 1);
         sl->head.w = p;
+    }
+    for (int i = 0; sliced && i < 2; i++) {
+        size_t n = (size_t)S * c->hidden_size;
+        if (!sl->hs[i].w) {
+            SC__TRY(sc_allocator_alloc(&m->alloc, &sl->hs[i].w, n * (size_t)m->pb, 0, "slide head slice"));
+            sc_allocator_record_stream(&m->alloc, sl->hs[i].w, 1);
+        }
+        if (sl->hs_pergrad && !sl->hsg[i].w) {
+            SC__TRY(sc_allocator_alloc(&m->alloc, &sl->hsg[i].w, n * (size_t)m->gb, 0, "slide head slice grad"));
+            sc_allocator_record_stream(&m->alloc, sl->hsg[i].w, 2);
+        }
     }
     /* last step's copies are stale: the weights changed */
     for (int i = 0; i < sl->nslots; i++) sl->slots[i].unit = -1;
@@ -7236,11 +7474,95 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
     return SC_SUCCESS;
 }
 
+/* Weights of use q of the head's slices (pass q / ns, slice q % ns). Resident: a pointer into
+   the weights. Slide: the slice goes up into one of two buffers, and the next use is uploaded
+   ahead into the other once the compute that read it is done. */
+static const float *sc__head_w(sc_model *m, int q, int ns)
+{
+    const sc_config *c = &m->cfg;
+    int S = sc__head_rows(m), V = c->vocab_size;
+    if (!m->sl) return sc__at(sc__head_ptr(m, 0, 0), (size_t)(q % ns) * S * c->hidden_size, m->pb);
+    sc__slide *sl = m->sl;
+    const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
+    for (int k = q; k <= q + 1 && k < 2 * ns; k++) {
+        sc__slot *b = &sl->hs[k & 1];
+        if (b->unit == k) continue;
+        size_t v0 = (size_t)(k % ns) * S, vs = V - v0 < (size_t)S ? V - v0 : (size_t)S;
+        sc__stream_wait(m, 1, &b->free);
+        sc__ev_release(m, &b->free);
+        sc__ev_release(m, &b->ready);
+        sc__copy_async(m, 1, b->w, src + (sc_config_lm_head_offset(c) + v0 * c->hidden_size) * (size_t)m->pb,
+                       vs * c->hidden_size * (size_t)m->pb, SC_PHASE_H2D, -1);
+        b->ready = sc__ev_record(m, 1);
+        b->unit = k;
+    }
+    sc__slot *b = &sl->hs[q & 1];
+    sc__stream_wait(m, 0, &b->ready);
+    sc__ev_release(m, &b->ready);
+    return (const float *)b->w;
+}
+
+static void sc__head_w_done(sc_model *m, int q)
+{
+    if (!m->sl) return;
+    sc__slot *b = &m->sl->hs[q & 1];
+    sc__ev_release(m, &b->free);
+    b->free = sc__ev_record(m, 0);
+}
+
+/* Where slice j's gradient accumulates: the head's gradient buffer, or with per-slice gradients
+   (slide, one micro-batch of one row chunk) a zeroed buffer that goes down when the slice is done. */
+static float *sc__head_g(sc_model *m, int j)
+{
+    const sc_config *c = &m->cfg;
+    size_t v0 = (size_t)j * sc__head_rows(m);
+    if (!m->sl || !m->sl->hs_pergrad) return sc__at(sc__head_ptr(m, 1, 0), v0 * c->hidden_size, m->gb);
+    sc__slot *b = &m->sl->hsg[j & 1];
+    sc__stream_wait(m, 0, &b->free); /* its last slice has gone down */
+    sc__ev_release(m, &b->free);
+    sc__memset0(m, b->w, (size_t)sc__head_rows(m) * c->hidden_size * (size_t)m->gb);
+    return (float *)b->w;
+}
+
+static void sc__head_g_done(sc_model *m, int j)
+{
+    if (!m->sl || !m->sl->hs_pergrad) return;
+    const sc_config *c = &m->cfg;
+    sc__slide *sl = m->sl;
+    int S = sc__head_rows(m);
+    size_t v0 = (size_t)j * S, vs = c->vocab_size - v0 < (size_t)S ? c->vocab_size - v0 : (size_t)S;
+    sc__slot *b = &sl->hsg[j & 1];
+    sc__ev done = sc__ev_record(m, 0);
+    sc__stream_wait(m, 2, &done);
+    sc__ev_release(m, &done);
+    sc__copy_async(m, 2, (char *)sl->hg + (sc_config_lm_head_offset(c) + v0 * c->hidden_size) * (size_t)m->gb, b->w,
+                   vs * c->hidden_size * (size_t)m->gb, SC_PHASE_D2H, -1);
+    b->free = sc__ev_record(m, 2);
+}
+
 static sc_result sc__slide_grads_alloc(sc_model *m, float **out, size_t n, const char *tag)
 {
     SC__TRY(sc__alloc_bytes(m, out, n, m->gb, tag));
     sc__memset0(m, *out, n * (size_t)m->gb);
     return SC_SUCCESS;
+}
+
+/* host spans so far (copy threads, the optimizer thread) into the tracer */
+static void sc__slide_flush_spans(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    SC__LOCK(sl);
+    if (m->tr) {
+        char name[32];
+        for (size_t i = 0; i < sl->nhspans; i++) {
+            const sc__hspan *h = &sl->hspans[i];
+            snprintf(name, sizeof name, "%s", h->phase == SC_PHASE_OPT ? "cpu optimizer" : sc_phase_name((sc_phase)h->phase));
+            int id = sc_tracer_span_add(m->tr, name, (sc_phase)h->phase, h->unit, h->stream, h->t0, h->t1);
+            sc_tracer_span_bytes(m->tr, id, h->bytes);
+        }
+    }
+    sl->nhspans = 0;
+    SC__UNLOCK(sl);
 }
 
 static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
@@ -7253,11 +7575,22 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     int sp, g;
     sl->h2d = sl->d2h = 0;
     sl->opt_ms = sl->wait_ms = 0;
+    /* the last step's embedding and head updates read the ids, rows and staging buffer below */
+    sc__slide_wait_unit(m, L);
+    if (sl->hids_cap < M * N) {
+        SC_FREE(sl->hids);
+        sl->hids = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)M * N);
+        sl->hids_cap = sl->hids ? M * N : 0;
+        if (!sl->hids) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    }
+    memcpy(sl->hids, m->ids_all, sizeof(int32_t) * (size_t)M * N);
+    sl->hM = M, sl->hN = N;
     sl->update = update;
     if (update) {
         m->t++;
         sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
     }
+    sl->hs_pergrad = sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
     /* the rows this step's tokens touch; an untied embedding's last touched rows are zeroed */
@@ -7312,7 +7645,9 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 
     /* the head: norm, LM head and loss for every micro-batch; its gradients go down at once */
     sc__slide_acquire(m, L);
-    if ((r = sc__slide_grads_alloc(m, &sl->head_g, sc__head_numel(c), "slide head grad")) != SC_SUCCESS) goto done;
+    if ((r = sc__slide_grads_alloc(m, &sl->head_g, sl->hs_pergrad ? (size_t)C : sc__head_numel(c),
+                                   "slide head grad")) != SC_SUCCESS)
+        goto done;
     for (int k = 0; k < M && r == SC_SUCCESS; k++) {
         sc__mb_select(m, k);
         sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
@@ -7322,7 +7657,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sc__slide_release(m, L);
     if (r != SC_SUCCESS) goto done;
     {
-        size_t lm = (size_t)V * C;
+        size_t lm = sl->hs_pergrad ? 0 : (size_t)V * C; /* per-slice gradients went down already */
         sc__ev done_ev = sc__ev_record(m, 0);
         sc__stream_wait(m, 2, &done_ev);
         sc__ev_release(m, &done_ev);
@@ -7377,10 +7712,14 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sc__span_end(m, sp);
 done:
     {
-        /* every queued copy and update finishes before the step returns, also after an error */
-        int64_t t0 = sc__trace_now_ns();
-        sc__slide_drain(m);
-        sl->wait_ms = (double)(sc__trace_now_ns() - t0) / 1e6;
+        /* every queued copy finishes before the step returns; the updates too after an error or
+           without an update (the gradients are the result). Otherwise they may run on while the
+           next step starts: each upload waits for its own unit's update. */
+        if (r != SC_SUCCESS || !update) {
+            int64_t t0 = sc__trace_now_ns();
+            sc__slide_drain(m);
+            sl->wait_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
+        }
     }
     if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
         r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
@@ -7396,19 +7735,7 @@ done:
         sc__ev_sync(m, &e1);
         sc__ev_sync(m, &e2);
     }
-    /* host spans (copy threads, the optimizer thread) into the tracer */
-    SC__LOCK(sl);
-    if (m->tr) {
-        char name[32];
-        for (size_t i = 0; i < sl->nhspans; i++) {
-            const sc__hspan *h = &sl->hspans[i];
-            snprintf(name, sizeof name, "%s", h->phase == SC_PHASE_OPT ? "cpu optimizer" : sc_phase_name((sc_phase)h->phase));
-            int id = sc_tracer_span_add(m->tr, name, (sc_phase)h->phase, h->unit, h->stream, h->t0, h->t1);
-            sc_tracer_span_bytes(m->tr, id, h->bytes);
-        }
-    }
-    sl->nhspans = 0;
-    SC__UNLOCK(sl);
+    sc__slide_flush_spans(m);
     return r;
 }
 
@@ -7511,6 +7838,18 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
     return r;
 }
 
+SCDEF sc_result sc_model_sync(sc_model *m)
+{
+    if (!m->sl) return SC_SUCCESS;
+    int64_t t0 = sc__trace_now_ns();
+    sc__slide_drain(m);
+    m->sl->wait_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
+    sc__slide_flush_spans(m);
+    sc_result r = m->sl->task_err;
+    m->sl->task_err = SC_SUCCESS;
+    return r == SC_SUCCESS ? SC_SUCCESS : sc__fail(r, "slide: a host optimizer task ran out of memory");
+}
+
 SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, const int32_t *ids, int B, int T,
                                           float *loss)
 {
@@ -7522,8 +7861,9 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     m->t++;
     if (m->sl) { /* the gradients are on the host: update everything there */
-        m->sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-        sc__slide_update(m, 0, m->nparams, sc__slide_threads(m));
+        sc__slide_drain(m);
+        sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        sc__slide_update(m, &k, 0, m->nparams, sc__slide_threads(m));
         sc__span_end(m, sp);
         return SC_SUCCESS;
     }
@@ -7568,14 +7908,22 @@ static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n)
 
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
 {
-    if (m->sl) { sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams); return SC_SUCCESS; }
+    if (m->sl) {
+        sc__slide_drain(m);
+        sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
+        return SC_SUCCESS;
+    }
     return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)
                      : sc__download_f32(m, dst, m->params, m->pb, m->nparams);
 }
 
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
 {
-    if (m->sl) { sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams); return SC_SUCCESS; }
+    if (m->sl) {
+        sc__slide_drain(m);
+        sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
+        return SC_SUCCESS;
+    }
     return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
 }
 

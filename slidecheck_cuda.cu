@@ -1330,6 +1330,75 @@ __global__ void __launch_bounds__(SC__CE_THREADS) k_ce(T *dlogits, float *rowlos
     }
 }
 
+/* One vocabulary slice of the cross-entropy (an LM head computed slice by slice): pass 1 folds
+   the slice's (max, sum of exp) into ms[row] and picks the target logit; pass 2 writes the
+   slice's dlogits from lse = max + log(sum), and at v0 == 0 the row loss. */
+template <typename T>
+__global__ void __launch_bounds__(SC__CE_THREADS) k_ce_stats(float *ms, float *tl, const T *logits,
+                                                             const int32_t *target, int v0, int Vs)
+{
+    __shared__ float shm[32], shs[32];
+    size_t row = blockIdx.x;
+    const T *l = logits + row * Vs;
+    float m = -INFINITY, s = 0.0f;
+    for (int v = threadIdx.x; v < Vs; v += blockDim.x) {
+        float x = ldf(l + v);
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;
+            m = x;
+        } else
+            s += expf(x - m);
+    }
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        ms_combine(m, s, m2, s2);
+    }
+    if (lane == 0) { shm[w] = m; shs[w] = s; }
+    __syncthreads();
+    if (w == 0) {
+        m = lane < nw ? shm[lane] : -INFINITY;
+        s = lane < nw ? shs[lane] : 0.0f;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+            ms_combine(m, s, m2, s2);
+        }
+        if (lane == 0) {
+            if (v0 > 0) {
+                float m0 = ms[2 * row], s0 = ms[2 * row + 1];
+                ms_combine(m0, s0, m, s);
+                m = m0, s = s0;
+            }
+            ms[2 * row] = m, ms[2 * row + 1] = s;
+            int t = target[row];
+            if (t >= v0 && t < v0 + Vs) tl[row] = ldf(l + (t - v0));
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_ce_slice_bwd(T *dlogits, float *rowloss, const T *logits, const float *ms, const float *tl,
+                               const int32_t *target, int v0, int Vs, float scale)
+{
+    size_t row = blockIdx.x;
+    const T *l = logits + row * Vs;
+    T *dl = dlogits + row * Vs;
+    int t = target[row];
+    float lse = ms[2 * row] + logf(ms[2 * row + 1]);
+    if (v0 == 0 && threadIdx.x == 0) rowloss[row] = t < 0 ? 0.0f : lse - tl[row];
+    for (int v = threadIdx.x; v < Vs; v += blockDim.x)
+        stf(dl + v, t < 0 ? 0.0f : (expf(ldf(l + v) - lse) - (v0 + v == t ? 1.0f : 0.0f)) * scale);
+}
+
+template <typename T>
+__global__ void k_accumulate(float *acc, const T *x, size_t n, int first)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        acc[i] = first ? ldf(x + i) : __fadd_rn(acc[i], ldf(x + i));
+}
+
 /* ==========================================================================================
    GEMM: cuBLASLt (cached heuristic per key), a plain tiled kernel as the fallback.
    Column-major D[m, n] = op(A) op(B) + beta * D.
@@ -2183,6 +2252,50 @@ SC_CUDA_DEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogit
 {
     if (!sc__ok(cu) || n <= 0 || V <= 0) return;
     SC__DISPATCH_A(cu, op_ce, dlogits, rowloss, logits, target, n, V, scale);
+}
+
+template <typename T>
+static void op_ce_stats(sc_cuda *cu, float *ms, float *tl, const void *logits, const int32_t *target, int v0, int n, int Vs)
+{
+    k_ce_stats<T><<<(unsigned)n, SC__CE_THREADS, 0, cu->stream>>>(ms, tl, (const T *)logits, target, v0, Vs);
+    sc__launched(cu, "crossentropy_slice_stats");
+}
+
+SC_CUDA_DEF void sc_cuda_crossentropy_slice_stats(sc_cuda *cu, float *ms, float *tl, const void *logits,
+                                                  const int32_t *target, int v0, int n, int Vs)
+{
+    if (!sc__ok(cu) || n <= 0 || Vs <= 0) return;
+    SC__DISPATCH_A(cu, op_ce_stats, ms, tl, logits, target, v0, n, Vs);
+}
+
+template <typename T>
+static void op_ce_slice_bwd(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits, const float *ms,
+                            const float *tl, const int32_t *target, int v0, int n, int Vs, float scale)
+{
+    k_ce_slice_bwd<T><<<(unsigned)n, SC__CE_THREADS, 0, cu->stream>>>((T *)dlogits, rowloss, (const T *)logits, ms, tl,
+                                                                     target, v0, Vs, scale);
+    sc__launched(cu, "crossentropy_slice_backward");
+}
+
+SC_CUDA_DEF void sc_cuda_crossentropy_slice_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
+                                                     const float *ms, const float *tl, const int32_t *target, int v0,
+                                                     int n, int Vs, float scale)
+{
+    if (!sc__ok(cu) || n <= 0 || Vs <= 0) return;
+    SC__DISPATCH_A(cu, op_ce_slice_bwd, dlogits, rowloss, logits, ms, tl, target, v0, n, Vs, scale);
+}
+
+template <typename T>
+static void op_accumulate(sc_cuda *cu, float *acc, const void *x, size_t n, int first)
+{
+    k_accumulate<T><<<sc__grid(n, 256), 256, 0, cu->stream>>>(acc, (const T *)x, n, first);
+    sc__launched(cu, "accumulate");
+}
+
+SC_CUDA_DEF void sc_cuda_accumulate(sc_cuda *cu, float *acc, const void *x, size_t n, int first)
+{
+    if (!sc__ok(cu) || !n) return;
+    SC__DISPATCH_A(cu, op_accumulate, acc, x, n, first);
 }
 
 SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,

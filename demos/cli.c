@@ -20,7 +20,7 @@ typedef struct cli_opts {
     const char *hf, *model, *tokens, *out, *save, *ckpt, *device, *dtype, *optim;
     int seq, batch, steps, warmup, master;
     const char *mode;
-    int prefetch, cpu_threads, pure_bf16, accum, save_every;
+    int prefetch, cpu_threads, pure_bf16, accum, save_every, head_slice;
     double lr, beta1, beta2, eps, wd;
     unsigned long long seed;
     size_t mem_cap, budget;
@@ -51,7 +51,11 @@ static const char *usage_common =
     "  --prefetch N            slide: layers uploaded ahead of the one computing (default 1)\n"
     "  --cpu-threads N         slide: host optimizer threads (default: all cores)\n"
     "  --pure-bf16             slide with bf16: bf16 weights, gradients and state on the host (as\n"
-    "                          T1M1 ran it); default is f32 master weights with bf16 working copies\n";
+    "                          T1M1 ran it); default is f32 master weights with bf16 working copies\n"
+    "  --head-slice R          the LM head in vocabulary slices of R rows (loss by an online\n"
+    "                          log-sum-exp, two passes): slide mode then streams it slice by slice\n"
+    "                          and needs no whole-head buffer on the device (other rounding than the\n"
+    "                          whole head, in both modes alike; default: the whole head)\n";
 
 static const char *usage_grad =
     "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
@@ -174,6 +178,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--prefetch")) o->prefetch = parse_int(f, v, 1, 4096);
         else if (!strcmp(f, "--cpu-threads")) o->cpu_threads = parse_int(f, v, 1, 4096);
         else if (!strcmp(f, "--accum")) o->accum = parse_int(f, v, 1, 65536);
+        else if (!strcmp(f, "--head-slice")) o->head_slice = parse_int(f, v, 1, 1 << 30);
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
         else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
@@ -230,6 +235,7 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
     mc->beta2 = (float)o->beta2;
     mc->eps = (float)o->eps;
     mc->weight_decay = (float)o->wd;
+    mc->head_slice = o->head_slice;
     if (o->master && !mc->bf16) die_usage("%s", "--master-weights needs --dtype bf16");
     if (!strcmp(o->mode, "slide")) {
         mc->mode = SC_MODE_SLIDE;
@@ -408,7 +414,7 @@ static int cmd_plan(int argc, char **argv)
 static int cmd_grad(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16",
+    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16 head-slice",
                 usage_grad);
     if (!o.hf || !o.tokens || !o.out) die_usage("%s", "grad needs --hf DIR, --tokens FILE and --out FILE");
     sc_config cfg;
@@ -509,7 +515,7 @@ static int cmd_train(int argc, char **argv)
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
-                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every",
+                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* a long run must not fail at its end: the output places are checked now */
@@ -588,6 +594,8 @@ static int cmd_train(int argc, char **argv)
         sc_allocator_reset_peak(al);
         sc_tracer_step_begin(&tr, 0, s);
         if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) die(r, "training step");
+        /* slide: the last step's host updates may still run; they belong to this step's time */
+        if (s + 1 == o.steps && (r = sc_model_sync(m)) != SC_SUCCESS) die(r, "training step");
         si = sc_model_slide_info(m);
         sc_memory_stats st = sc_allocator_stats(al);
         sc_tracer_mem mem;

@@ -618,9 +618,9 @@ static float *make_params(const sc_config *c);
 
 /* Slide mode on the GPU against resident mode: losses, gradients and weights bitwise equal over
    3 training steps, every storage mode, several policies, SGD and AdamW, accumulation. */
-static int slide_train(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
-                       const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
-                       float *losses, float *w, float *g)
+static int slide_train_hs(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
+                          const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
+                          int head_slice, float *losses, float *w, float *g)
 {
     sc_model_config mc = sc_model_config_init();
     mc.device = SC_DEVICE_CUDA;
@@ -631,6 +631,7 @@ static int slide_train(const sc_config *c, const float *params, const int32_t *i
     mc.weight_decay = 0.1f;
     mc.mode = mode;
     mc.prefetch = prefetch;
+    mc.head_slice = head_slice;
     sc_model *m = NULL;
     sc_plan plan;
     if (sc_plan_parse(&plan, policy, c->num_layers) != SC_SUCCESS) return 0;
@@ -642,6 +643,13 @@ static int slide_train(const sc_config *c, const float *params, const int32_t *i
     if (ok) ok = sc_model_get_params(m, w) == SC_SUCCESS && sc_model_get_grads(m, g) == SC_SUCCESS;
     sc_model_destroy(m);
     return ok;
+}
+
+static int slide_train(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
+                       const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
+                       float *losses, float *w, float *g)
+{
+    return slide_train_hs(c, params, ids, accum, B, T, policy, bf16, master, optim, mode, prefetch, 0, losses, w, g);
 }
 
 static void test_slide_cfg(const sc_config *c, int B, int T)
@@ -673,6 +681,39 @@ static void test_slide_cfg(const sc_config *c, int B, int T)
                     check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
                           "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
                 }
+    /* the LM head in vocabulary slices: slide == resident bitwise (per-slice gradients with one
+       micro-batch, the whole head's with two), and sliced == whole to rounding (fp32) */
+    int hs = (c->vocab_size / 3 / 8 + 1) * 8;
+    for (int md = 0; md < 3; md++)
+        for (int accum = 1; accum <= 2; accum++) {
+            float la[4], lb[4];
+            const char *pol = accum == 1 ? "none" : "full";
+            int ok = slide_train_hs(c, params, ids, accum, B, T, pol, modes[md][0], modes[md][1], SC_OPTIM_ADAMW,
+                                    SC_MODE_RESIDENT, 0, hs, la, wa, ga) &&
+                     slide_train_hs(c, params, ids, accum, B, T, pol, modes[md][0], modes[md][1], SC_OPTIM_ADAMW,
+                                    SC_MODE_SLIDE, 1, hs, lb, wb, gb);
+            char nm[256];
+            snprintf(nm, sizeof nm, "%s head in slices of %d: slide == resident bitwise: %s %s adamw accum %d, loss %.6f -> %.6f",
+                     c->name, hs, md == 0 ? "fp32" : md == 1 ? "bf16" : "bf16+master", pol, accum, ok ? la[0] : 0.0,
+                     ok ? la[2] : 0.0);
+            check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
+                  "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
+        }
+    {
+        float la[4], lb[4];
+        int ok = slide_train_hs(c, params, ids, 1, B, T, "none", 0, 0, SC_OPTIM_SGD, SC_MODE_RESIDENT, 0, 0, la, wa, ga) &&
+                 slide_train_hs(c, params, ids, 1, B, T, "none", 0, 0, SC_OPTIM_SGD, SC_MODE_SLIDE, 1, hs, lb, wb, gb);
+        double num = 0, den = 0;
+        for (size_t i = 0; ok && i < np; i++) {
+            num += ((double)ga[i] - gb[i]) * ((double)ga[i] - gb[i]);
+            den += (double)ga[i] * ga[i];
+        }
+        double rel = den > 0 ? sqrt(num / den) : 1, lrel = fabs((double)la[0] - lb[0]) / fabs((double)la[0]);
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s fp32 head in slices of %d (slide) vs whole (resident): loss rel %.2e (< 1e-6), "
+                 "gradient rel %.2e (< 1e-5)", c->name, hs, ok ? lrel : 1.0, rel);
+        check(ok && lrel < 1e-6 && rel < 1e-5, nm, "too far");
+    }
     free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
 }
 
@@ -835,6 +876,9 @@ static sc_model *mk_model(const sc_config *c, int cuda, int bf16, int master, co
     return m;
 }
 
+/* > 0: the bound for k_proj.bias (see test_bf16_hf_init) */
+static double g_kbias_tol;
+
 static void compare_grads(const char *prefix, const sc_config *c, const float *got, const float *ref, double tol, int bf16)
 {
     int np = sc_config_params(c, NULL, 0);
@@ -848,7 +892,8 @@ static void compare_grads(const char *prefix, const sc_config *c, const float *g
         char nm[256];
         snprintf(nm, sizeof nm, "%.100s grad %.100s", prefix, pi[i].name);
         note_err(e, bf16, nm);
-        if (!(e <= tol)) {
+        double t = g_kbias_tol > 0 && strstr(pi[i].name, "k_proj.bias") ? g_kbias_tol : tol;
+        if (!(e <= t)) {
             bad++;
             printf("  %s: rel %.3e\n", nm, e);
         }
@@ -1028,7 +1073,9 @@ static void test_model_cfg(const sc_config *c, int B, int T)
    use 5e-2. The k_proj bias gradient is a near-cancelling sum (a shift of every key leaves the
    softmax unchanged; only RoPE breaks it): it holds only because the attention backward uses
    Di = sum_j p_ij dp_ij, consistent with its own p (2.1e-2 with rowsum(dO * O)). Both the
-   tensor-core and the reference attention kernels are checked. */
+   tensor-core and the reference attention kernels are checked; the reference kernel (a check,
+   not the fast path) uses rowsum(dO * O) and measured 1.6e-2 on an H200 and 2.0e-2 on an H100
+   for that bias, so its k_proj.bias bound is 3e-2; every other gradient keeps 2e-2. */
 static void test_bf16_hf_init(int arch, int D, int ref_attn)
 {
     sc_config c;
@@ -1067,7 +1114,9 @@ static void test_bf16_hf_init(int arch, int D, int ref_attn)
         snprintf(nm, sizeof nm, "%s bf16%s: loss within 1e-2 of CPU f32 (rel %.2e)", c.name, master ? "+master" : "", le);
         check(got.r == SC_SUCCESS && le <= 1e-2, nm, "rel %.3e", le);
         snprintf(nm, sizeof nm, "%s bf16%s vs CPU f32", c.name, master ? "+master" : "");
+        g_kbias_tol = ref_attn ? 3e-2 : 0;
         if (got.r == SC_SUCCESS) compare_grads(nm, &c, got.grads, ref.grads, 2e-2, 1);
+        g_kbias_tol = 0;
         free(got.grads);
         sc_model_destroy(g);
     }

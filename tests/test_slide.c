@@ -16,7 +16,7 @@ static int npass, nfail;
         else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
     } while (0)
 
-typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; } run_cfg;
+typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; int head_slice; } run_cfg;
 
 /* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
 static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
@@ -30,6 +30,7 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.mode = mode;
     mc.prefetch = rc.prefetch;
     mc.cpu_threads = 2;
+    mc.head_slice = rc.head_slice;
     sc_plan plan;
     sc_model *m;
     if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
@@ -57,9 +58,10 @@ static void compare(const char *name, const sc_config *cfg, const float *params,
     int ok = wa && wb && ga && gb && train(cfg, params, ids, B, T, rc, SC_MODE_RESIDENT, STEPS, la, wa, ga) &&
              train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lb, wb, gb);
     CHECK(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np),
-          "slide == resident bitwise: %s %s %s %s accum %d prefetch %d (losses %.7f -> %.7f, %zu weights, %zu grads)",
+          "slide == resident bitwise: %s %s %s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
+          "%zu weights, %zu grads)",
           name, rc.policy, rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.bf16 ? "bf16" : "fp32", rc.accum,
-          rc.prefetch ? rc.prefetch : 1, ok ? la[0] : 0.0f, ok ? la[STEPS] : 0.0f, np, np);
+          rc.prefetch ? rc.prefetch : 1, rc.head_slice, ok ? la[0] : 0.0f, ok ? la[STEPS] : 0.0f, np, np);
     free(wa); free(wb); free(ga); free(gb);
 }
 
@@ -92,17 +94,45 @@ int main(void)
         for (int i = 0; i < B * T; i++) { ids2[i] = ids[i]; ids2[B * T + i] = (ids[i] + 1) % cfg.vocab_size; }
         for (int p = 0; p < (int)(sizeof policies / sizeof policies[0]); p++)
             for (int o = 0; o < 2; o++) {
-                run_cfg rc = {policies[p], 0, 1, 0, o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD};
+                run_cfg rc = {policies[p], 0, 1, 0, o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD, 0};
                 compare(fixtures[f], &cfg, params, ids, B, T, rc);
             }
-        run_cfg bf = {"every:2", 1, 1, 0, SC_OPTIM_ADAMW};
+        run_cfg bf = {"every:2", 1, 1, 0, SC_OPTIM_ADAMW, 0};
         compare(fixtures[f], &cfg, params, ids, B, T, bf);
-        run_cfg ac = {"none", 0, 2, 0, SC_OPTIM_ADAMW};
+        run_cfg ac = {"none", 0, 2, 0, SC_OPTIM_ADAMW, 0};
         compare(fixtures[f], &cfg, params, ids2, B, T, ac);
-        run_cfg acf = {"full", 1, 2, 2, SC_OPTIM_SGD};
+        run_cfg acf = {"full", 1, 2, 2, SC_OPTIM_SGD, 0};
         compare(fixtures[f], &cfg, params, ids2, B, T, acf);
-        run_cfg pf = {"selective", 0, 1, cfg.num_layers, SC_OPTIM_ADAMW};
+        run_cfg pf = {"selective", 0, 1, cfg.num_layers, SC_OPTIM_ADAMW, 0};
         compare(fixtures[f], &cfg, params, ids, B, T, pf);
+        /* the LM head in vocabulary slices (the last one shorter): per-slice gradients with one
+           micro-batch, the whole head's gradient with two */
+        int hs = cfg.vocab_size / 3 + 1;
+        run_cfg h1 = {"none", 0, 1, 0, SC_OPTIM_SGD, hs}, h2 = {"full", 1, 1, 0, SC_OPTIM_ADAMW, hs},
+                h3 = {"every:2", 0, 2, 0, SC_OPTIM_ADAMW, hs};
+        compare(fixtures[f], &cfg, params, ids, B, T, h1);
+        compare(fixtures[f], &cfg, params, ids, B, T, h2);
+        compare(fixtures[f], &cfg, params, ids2, B, T, h3);
+        {
+            /* sliced against the whole head (f32): the same loss and gradients to rounding */
+            size_t np = sc_config_num_params(&cfg);
+            float la[2] = {0, 0}, lb[2] = {0, 0}, *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np),
+                            *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np);
+            run_cfg whole = {"none", 0, 1, 0, SC_OPTIM_SGD, 0}, sl = whole;
+            sl.head_slice = hs;
+            int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, whole, SC_MODE_RESIDENT, 1, la, wa, ga) &&
+                     train(&cfg, params, ids, B, T, sl, SC_MODE_SLIDE, 1, lb, wb, gb);
+            double num = 0, den = 0;
+            for (size_t i = 0; ok && i < np; i++) {
+                num += ((double)ga[i] - gb[i]) * ((double)ga[i] - gb[i]);
+                den += (double)ga[i] * ga[i];
+            }
+            double rel = den > 0 ? sqrt(num / den) : 1;
+            CHECK(ok && fabs((double)la[0] - lb[0]) <= 1e-6 * fabs((double)la[0]) && rel < 1e-5,
+                  "%s head in slices of %d rows vs whole: loss %.8f vs %.8f, gradient rel err %.2e (< 1e-5)",
+                  fixtures[f], hs, la[0], lb[0], rel);
+            free(wa); free(wb); free(ga); free(gb);
+        }
 
         /* accumulation of 2 x [B, T] against one batch of [2B, T]: the same mean loss, gradients
            summed in another order (equal to rounding, not bitwise) */
