@@ -50,10 +50,12 @@ run() { # label model mode seq batch accum optim precision ckpt prefetch steps [
     echo "== $lab"; echo "$line"
 }
 if [ "${ONLY7B:-0}" != 1 ]; then
-# Qwen3-1.7B, seq 256 x batch 1, SGD (as T1M1 ran it): resident bf16 vs slide pure bf16
+# Qwen3-1.7B, seq 256 x batch 1, SGD (as T1M1 ran it): resident bf16 vs slide pure bf16, the
+# whole LM head and the head in vocabulary slices (no whole-head buffer on the device)
 run r256  qwen3-1.7b resident 256 1 1 sgd bf16      none 0 14
-run s256  qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --out "$O/trace_s256"
-run s256p2 qwen3-1.7b slide   256 1 1 sgd pure-bf16 none 2 14
+run s256  qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14
+run s256h qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --out "$O/trace_s256h"
+run s256hp2 qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192
 # seq 2048 x batch 4, AdamW with f32 master weights and state
 run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
 run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10

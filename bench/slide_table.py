@@ -2,7 +2,11 @@
 transfer floor = max(h2d / H2D bw, d2h / D2H bw, (h2d + d2h) / both-directions bw), the pinned
 bandwidths measured by bench/floors.cu in the same run; CPU-optimizer floor = bytes the host
 update touches / host bandwidth (the triad of bench/cpu_optim.c, counting 12 B per element as
-STREAM does); resident = the resident step of the same shape. ratio = step / max(floors)."""
+STREAM does); resident = the resident step of the same shape. ratio = step / max(floors).
+host floor (shown, not in the ratio): uploads, downloads and the update all go through host
+memory, so the bytes it serves (h2d read + d2h written + the update's reads and writes) over the
+triad's real rate (16 B per element: the 12 counted plus the write-allocate read) bound the step
+from below too when they cannot overlap anything else."""
 import csv, os, sys
 
 d = sys.argv[1]
@@ -19,21 +23,23 @@ BPP = {('pure-bf16', 'sgd'): 6, ('pure-bf16', 'adamw'): 14, ('master', 'sgd'): 1
 print('H2D %.1f GB/s, D2H %.1f GB/s, both %.1f GB/s (pinned); host triad %.1f GB/s' %
       (bw['h2d_pinned'], bw['d2h_pinned'], bw['both_pinned'], triad))
 hdr = ('label', 'mode', 'seq x b x acc', 'optim', 'ckpt', 'pf', 'step ms', 'n', 'alloc GiB', 'resv GiB', 'rss GiB',
-       'h2d GB', 'd2h GB', 'TFLOP/s', 'xfer floor', 'opt floor', 'resident', 'ratio')
-print(('%-7s %-8s %-14s %-5s %-5s %-2s %9s %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s') % hdr)
+       'h2d GB', 'd2h GB', 'TFLOP/s', 'xfer floor', 'opt floor', 'resident', 'ratio', 'host floor')
+print(('%-8s %-8s %-14s %-5s %-5s %-2s %9s %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s') % hdr)
 for r in rows:
     if r['status'] != 'ok':
-        print('%-7s %-8s %-14s %-5s %-5s  %s' % (r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']),
+        print('%-8s %-8s %-14s %-5s %-5s  %s' % (r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']),
                                                 r['optim'], r['ckpt'], r['status']))
         continue
     ms = float(r['step_ms'])
-    xf = of = rs = ''
+    xf = of = rs = hf = ''
     floors = []
     if r['mode'] == 'slide':
         h, dd = float(r['h2d_gb']), float(r['d2h_gb'])
         x = 1e3 * max(h / bw['h2d_pinned'], dd / bw['d2h_pinned'], (h + dd) / bw['both_pinned'])
         o = 1e3 * int(r['params']) * BPP[(r['precision'], r['optim'])] / 1e9 / triad
         xf, of = '%.1f' % x, '%.1f' % o
+        hb = h + dd + int(r['params']) * BPP[(r['precision'], r['optim'])] / 1e9
+        hf = '%.1f' % (1e3 * hb / (triad * 16 / 12))
         floors += [x, o]
         same = [q for q in rows if q['mode'] == 'resident' and q['status'] == 'ok' and q['model'] == r['model']
                 and q['seq'] == r['seq'] and q['batch'] == r['batch'] and q['optim'] == r['optim']]
@@ -41,7 +47,7 @@ for r in rows:
             rs = same[0]['step_ms']
             floors.append(float(rs) * int(r['accum']) / int(same[0]['accum']))
     ratio = '%.2f' % (ms / max(floors)) if floors else ''
-    print('%-7s %-8s %-14s %-5s %-5s %-2s %9.2f %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s' % (
+    print('%-8s %-8s %-14s %-5s %-5s %-2s %9.2f %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s' % (
         r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']), r['optim'], r['ckpt'], r['prefetch'],
         ms, r['n'], r['peak_alloc_gib'], r['peak_resv_gib'], r['peak_rss_gib'], r['h2d_gb'] or '-', r['d2h_gb'] or '-',
-        r['tflops'], xf, of, rs, ratio))
+        r['tflops'], xf, of, rs, ratio, hf))
