@@ -18,7 +18,7 @@ CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcubl
 
 TESTS = tensor model alloc trace io plan slide optim
 
-.PHONY: all test test-gpu test-gpu-memcheck clean demo
+.PHONY: all test test-gpu test-gpu-memcheck test-gpu-slide clean demo
 ifeq ($(NVCC),)
 all: build/slidecheck
 	@echo "note: nvcc not found: built the CPU-only tool (no CUDA backend)"
@@ -72,6 +72,10 @@ demo:
 
 test-gpu-memcheck: build/test_gpu
 	$(CUDA_HOME)/bin/compute-sanitizer --tool memcheck --error-exitcode 1 build/test_gpu --quick
+
+# slide mode on the GPU: memcheck / racecheck / synccheck on a tiny run and a 1000-step soak
+test-gpu-slide: build/slidecheck
+	sh bench/gpu_slide_checks.sh build/gpu_slide
 
 # libFuzzer harnesses for the file readers (clang).
 #   make fuzz          build both harnesses, seed the corpora, run each FUZZ_RUNS executions
