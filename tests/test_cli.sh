@@ -99,5 +99,20 @@ expect 0 "train under budget:40MiB" $S train --model tiny --seq 256 --batch 4 --
 peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 40) }'; then ok "budget:40MiB: measured peak allocated $peak GiB <= 40 MiB"
 else bad "budget:40MiB: measured peak allocated '$peak' GiB"; fi
+# slide mode through the tool: flags, their refusals, and the loss equal to resident mode's
+expect 2 "--prefetch 0" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --prefetch 0
+expect 2 "--prefetch without slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --prefetch 2
+expect 2 "bad --mode" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode glide
+expect 1 "--prefetch over the layer count" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --prefetch 99
+expect 2 "--head-slice 0" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --head-slice 0
+expect 1 "--out not writable, refused before step 1" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --out /proc/x
+for hs in "" "--head-slice 100"; do
+    expect 0 "resident $hs" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --accum 2 --ckpt every:2 $hs
+    l1=$(awk '/^summary:/{print $4}' "$T/out")
+    expect 0 "slide $hs" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --accum 2 --ckpt every:2 --mode slide --prefetch 2 $hs
+    l2=$(awk '/^summary:/{print $4}' "$T/out")
+    grep -q "h2d .* GB/step" "$T/out" && ok "slide summary reports bytes per step" || bad "slide summary: $(tail -1 "$T/out")"
+    [ -n "$l1" ] && [ "$l1" = "$l2" ] && ok "slide $hs: first loss $l2 == resident's" || bad "slide $hs loss '$l2' vs resident '$l1'"
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
