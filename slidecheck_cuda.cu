@@ -1275,24 +1275,14 @@ __device__ __forceinline__ void ms_combine(float &m, float &s, float m2, float s
     m = M;
 }
 
+/* The row's (max, sum of exp(x - max)) over l[0, n): online per thread, then a fixed-tree
+   combine over the block. The result is valid in thread 0. */
 template <typename T>
-__global__ void __launch_bounds__(SC__CE_THREADS) k_ce(T *dlogits, float *rowloss, const T *logits,
-                                                       const int32_t *target, int V, float scale)
+__device__ void row_ms(float &m, float &s, const T *l, int n)
 {
     __shared__ float shm[32], shs[32];
-    __shared__ float s_lse, s_lt;
-    size_t row = blockIdx.x;
-    const T *l = logits + row * V;
-    T *dl = dlogits + row * V;
-    int tg = target[row];
-    if (tg < 0) {
-        for (int v = threadIdx.x; v < V; v += blockDim.x) stf(dl + v, 0.0f);
-        if (threadIdx.x == 0) rowloss[row] = 0.0f;
-        return;
-    }
-    if (threadIdx.x == 0) s_lt = ldf(l + tg);
-    float m = -INFINITY, s = 0.0f;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    m = -INFINITY, s = 0.0f;
+    for (int v = threadIdx.x; v < n; v += blockDim.x) {
         float x = ldf(l + v);
         if (x > m) {
             s = s * expf(m - x) + 1.0f;
@@ -1316,11 +1306,30 @@ __global__ void __launch_bounds__(SC__CE_THREADS) k_ce(T *dlogits, float *rowlos
             float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
             ms_combine(m, s, m2, s2);
         }
-        if (lane == 0) {
-            float lse = m + logf(s);
-            s_lse = lse;
-            rowloss[row] = lse - s_lt;
-        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(SC__CE_THREADS) k_ce(T *dlogits, float *rowloss, const T *logits,
+                                                       const int32_t *target, int V, float scale)
+{
+    __shared__ float s_lse, s_lt;
+    size_t row = blockIdx.x;
+    const T *l = logits + row * V;
+    T *dl = dlogits + row * V;
+    int tg = target[row];
+    if (tg < 0) {
+        for (int v = threadIdx.x; v < V; v += blockDim.x) stf(dl + v, 0.0f);
+        if (threadIdx.x == 0) rowloss[row] = 0.0f;
+        return;
+    }
+    if (threadIdx.x == 0) s_lt = ldf(l + tg);
+    float m, s;
+    row_ms(m, s, l, V);
+    if (threadIdx.x == 0) {
+        float lse = m + logf(s);
+        s_lse = lse;
+        rowloss[row] = lse - s_lt;
     }
     __syncthreads();
     float lse = s_lse;
@@ -1337,44 +1346,19 @@ template <typename T>
 __global__ void __launch_bounds__(SC__CE_THREADS) k_ce_stats(float *ms, float *tl, const T *logits,
                                                              const int32_t *target, int v0, int Vs)
 {
-    __shared__ float shm[32], shs[32];
     size_t row = blockIdx.x;
     const T *l = logits + row * Vs;
-    float m = -INFINITY, s = 0.0f;
-    for (int v = threadIdx.x; v < Vs; v += blockDim.x) {
-        float x = ldf(l + v);
-        if (x > m) {
-            s = s * expf(m - x) + 1.0f;
-            m = x;
-        } else
-            s += expf(x - m);
-    }
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        ms_combine(m, s, m2, s2);
-    }
-    if (lane == 0) { shm[w] = m; shs[w] = s; }
-    __syncthreads();
-    if (w == 0) {
-        m = lane < nw ? shm[lane] : -INFINITY;
-        s = lane < nw ? shs[lane] : 0.0f;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-            ms_combine(m, s, m2, s2);
+    float m, s;
+    row_ms(m, s, l, Vs);
+    if (threadIdx.x == 0) {
+        if (v0 > 0) { /* fold into the slices before */
+            float m0 = ms[2 * row], s0 = ms[2 * row + 1];
+            ms_combine(m0, s0, m, s);
+            m = m0, s = s0;
         }
-        if (lane == 0) {
-            if (v0 > 0) {
-                float m0 = ms[2 * row], s0 = ms[2 * row + 1];
-                ms_combine(m0, s0, m, s);
-                m = m0, s = s0;
-            }
-            ms[2 * row] = m, ms[2 * row + 1] = s;
-            int t = target[row];
-            if (t >= v0 && t < v0 + Vs) tl[row] = ldf(l + (t - v0));
-        }
+        ms[2 * row] = m, ms[2 * row + 1] = s;
+        int t = target[row];
+        if (t >= v0 && t < v0 + Vs) tl[row] = ldf(l + (t - v0));
     }
 }
 
