@@ -635,6 +635,17 @@ SCDEF sc_stats sc_tracer_layer_stats(const sc_tracer *tr, int layer, sc_phase ph
 SCDEF sc_stats sc_tracer_phase_stats(const sc_tracer *tr, sc_phase phase);
 /* "none", "clear_refs" or "samples" (how cpu_peak_rss was measured), "mixed" if it changed */
 SCDEF const char *sc_tracer_peak_method(const sc_tracer *tr);
+/* The recorded memory events, oldest first (for timelines: t_ms is the host clock within the
+   event's step, or since sc_tracer_init for step -1). tag points into the tracer (valid while it
+   lives; "" when none). sc_tracer_mem_get returns 0, or -1 when i is out of range. */
+typedef struct sc_tracer_mem_event {
+    int64_t step, event;
+    double t_ms;
+    int64_t allocated, reserved, delta, rss;   /* bytes: the allocator's counters after it; RSS */
+    const char *tag;
+} sc_tracer_mem_event;
+SCDEF int64_t sc_tracer_mem_count(const sc_tracer *tr);
+SCDEF int sc_tracer_mem_get(const sc_tracer *tr, int64_t i, sc_tracer_mem_event *ev);
 
 /* CPU resident set size of this process in bytes (0 where unknown), and its VmHWM. */
 SCDEF int64_t sc_cpu_rss_bytes(void);
@@ -1014,6 +1025,9 @@ SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" i
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on);
 SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu);
 SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu);
+/* Versions as the CUDA APIs report them (e.g. 12080 for 12.8): the CUDA version the driver
+   supports, the runtime's and cuBLAS's. Any may be NULL. */
+SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas);
 SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
 /* allocator and tracer callbacks (user = the sc_cuda*) */
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
@@ -1143,6 +1157,23 @@ SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_conf
                                 int act_bytes, size_t fixed_bytes, const sc_layer_cost *costs, size_t budget);
 /* A text table of the plan (one row per layer) and summary lines; snprintf semantics. */
 SCDEF int sc_plan_report_table(const sc_plan_report *rep, const sc_plan *plan, char *buf, size_t cap);
+/* The bytes per element a model config stores: parameters, their gradients, activations (bf16
+   on the GPU with mc->bf16, f32 gradients with master weights; f32 otherwise). */
+SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, int *grad_bytes, int *act_bytes);
+/* The fixed device bytes of a resident model as the planner counts them: weights, gradients,
+   AdamW state and, with master weights, the f32 master copy. */
+SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc);
+/* The budget to plan for under an allocator cap of `budget` bytes. The planner counts tensor
+   bytes; the allocator's "allocated" also counts 512-byte rounding, large-pool blocks left
+   unsplit (remainder <= 1 MiB) and small buffers (RoPE tables, ids, targets, row losses): the
+   budget less 2% + 4 MiB + those buffers. */
+SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, int T);
+/* budget:SIZE on a live model: times one forward+backward each under full, selective and
+   selective:mlp on ids[B*T] (their recompute spans give each layer's replay cost; the forward
+   span of the `full` step its whole-layer cost), then plans for sc_plan_budget_usable(budget).
+   The model's gradients are overwritten; no optimizer step is taken. rep may be NULL. */
+SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
+                                     int T, size_t budget);
 /* 1 and *budget set for "budget:SIZE" (SIZE as sc_parse_size, > 0); 0 for any other policy;
    -1 for a malformed or zero budget (message in sc_last_error()). */
 SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
@@ -2976,6 +3007,23 @@ SCDEF void sc_tracer_mem_record(sc_tracer *tr, int64_t allocated, int64_t reserv
 
 /* ---- results ---- */
 SCDEF int64_t sc_tracer_step_count(const sc_tracer *tr) { return tr ? tr->nsteps : 0; }
+
+SCDEF int64_t sc_tracer_mem_count(const sc_tracer *tr) { return tr ? tr->nrows : 0; }
+
+SCDEF int sc_tracer_mem_get(const sc_tracer *tr, int64_t i, sc_tracer_mem_event *ev)
+{
+    if (!tr || !ev || i < 0 || i >= tr->nrows) return -1;
+    const sc__trace_mem_row *w = &tr->rows[i];
+    ev->step = w->step;
+    ev->event = w->event;
+    ev->t_ms = (double)w->t_step_ns / 1e6;
+    ev->allocated = w->allocated;
+    ev->reserved = w->reserved;
+    ev->delta = w->delta;
+    ev->rss = w->rss;
+    ev->tag = w->tag >= 0 ? tr->tags[w->tag] : "";
+    return 0;
+}
 
 SCDEF const sc_step_metrics *sc_tracer_step_get(const sc_tracer *tr, int64_t i)
 {
@@ -5854,6 +5902,91 @@ SCDEF const sc_config *sc_model_cfg(const sc_model *m) { return &m->cfg; }
 SCDEF sc_allocator *sc_model_allocator(sc_model *m) { return &m->alloc; }
 SCDEF const float *sc_model_logits(const sc_model *m) { return m->logits_host; }
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m) { return m->last_saved; }
+
+SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, int *grad_bytes, int *act_bytes)
+{
+    int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16;
+    *param_bytes = *act_bytes = gpu_bf16 ? 2 : 4;
+    *grad_bytes = gpu_bf16 && !mc->master_weights ? 2 : 4;
+}
+
+SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc)
+{
+    int pb, gb, ab;
+    sc_model_config_storage(mc, &pb, &gb, &ab);
+    int adamw = mc->optim == SC_OPTIM_ADAMW;
+    if (mc->master_weights) /* bf16 working copy + f32 master, f32 gradients and states */
+        return sc_plan_fixed_bytes(cfg, adamw, 4, gb) + sc_config_num_params(cfg) * (size_t)pb;
+    return sc_plan_fixed_bytes(cfg, adamw, pb, gb);
+}
+
+SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, int T)
+{
+    size_t small = (size_t)T * (size_t)cfg->head_dim * 4 + (size_t)B * T * 12;
+    size_t margin = budget / 50 + ((size_t)4 << 20) + small;
+    return budget > margin ? budget - margin : 1;
+}
+
+SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
+                                     int T, size_t budget)
+{
+    static const char *prof[3] = {"full", "selective", "selective:mlp"};
+    const sc_config *cfg = &m->cfg;
+    sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
+    if (!costs) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_model_plan_budget: host memory");
+    sc_tracer tr, *user_tr = m->tr;
+    sc_tracer_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.warmup_steps = -1;
+    tc.no_clear_refs = 1;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        tc.event_record = sc_cuda_event_record;
+        tc.event_elapsed_ms = sc_cuda_event_elapsed_ms;
+        tc.event_destroy = sc_cuda_event_destroy;
+        tc.user = m->cu;
+    }
+#endif
+    sc_result r = sc_tracer_init(&tr, &tc);
+    if (r != SC_SUCCESS) {
+        free(costs);
+        return r;
+    }
+    m->tr = &tr;
+    for (int k = 0; k < 3 && r == SC_SUCCESS; k++) {
+        sc_plan p;
+        float loss;
+        sc_plan_parse(&p, prof[k], cfg->num_layers);
+        sc_tracer_step_begin(&tr, 0, k);
+        r = sc_model_forward_backward(m, &p, ids, B, T, &loss);
+        sc_tracer_step_end(&tr, loss, (double)B * T, NULL);
+        for (int l = 0; l < cfg->num_layers && r == SC_SUCCESS; l++) {
+            double sec = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_RECOMPUTE) / 1000.0;
+            /* a segment replays whole layers: take the forward span of the layer (it includes the
+               down_proj and residual add that a one-layer replay skips) */
+            if (k == 0) costs[l].fwd_s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_FWD) / 1000.0;
+            else if (k == 1) costs[l].rsel_s = sec;
+            else costs[l].rmlp_s = sec;
+        }
+    }
+    m->tr = user_tr;
+    sc_tracer_uninit(&tr);
+    if (r == SC_SUCCESS) {
+        int pb, gb, ab;
+        sc_model_config_storage(&m->mc, &pb, &gb, &ab);
+        size_t usable = sc_plan_budget_usable(budget, cfg, B, T);
+        r = sc_planner_plan(plan, rep, cfg, B, T, ab, sc_model_config_fixed_bytes(cfg, &m->mc), costs, usable);
+        if (r != SC_SUCCESS) {
+            char why[1024]; /* the message is rewritten below: copy it out first */
+            snprintf(why, sizeof why, "%s", sc_last_error());
+            r = sc__fail(r, "budget %.3f GiB (%.3f GiB after the allocator margin): %s", (double)budget / 1073741824.0,
+                         (double)usable / 1073741824.0, why);
+        }
+        else snprintf(plan->name, sizeof plan->name, "budget:%.3fGiB", (double)budget / 1073741824.0);
+    }
+    free(costs);
+    return r;
+}
 SCDEF sc_cuda *sc_model_cuda(sc_model *m) { return m->cu; }
 
 SCDEF int sc_parse_size(const char *s, size_t *out)

@@ -1607,6 +1607,23 @@ SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu)
 }
 
 SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu) { return cu ? cu->name : ""; }
+
+SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas)
+{
+    int d = 0, r = 0, b = 0;
+    cudaError_t e1 = cudaDriverGetVersion(&d), e2 = cudaRuntimeGetVersion(&r);
+    cublasStatus_t e3 = cublasGetProperty(MAJOR_VERSION, &b);
+    int mi = 0, pa = 0;
+    if (e3 == CUBLAS_STATUS_SUCCESS) e3 = cublasGetProperty(MINOR_VERSION, &mi);
+    if (e3 == CUBLAS_STATUS_SUCCESS) e3 = cublasGetProperty(PATCH_LEVEL, &pa);
+    if (driver) *driver = d;
+    if (runtime) *runtime = r;
+    if (cublas) *cublas = b * 10000 + mi * 100 + pa;
+    if (e1 != cudaSuccess || e2 != cudaSuccess)
+        return sc_set_error(SC_ERROR_CUDA, "CUDA version query: %s", cudaGetErrorString(e1 != cudaSuccess ? e1 : e2));
+    if (e3 != CUBLAS_STATUS_SUCCESS) return sc_set_error(SC_ERROR_CUDA, "cublasGetProperty failed (%d)", (int)e3);
+    return SC_SUCCESS;
+}
 SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu) { return cu ? (int64_t)cu->launches : 0; }
 
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user)

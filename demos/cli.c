@@ -263,23 +263,6 @@ static void load_model_source(const cli_opts *o, sc_config *cfg, float **params)
     } else die_usage("%s", "give --hf DIR or --model NAME");
 }
 
-/* Bytes per element of parameters / gradients / activations as the model will store them. */
-static void storage_bytes(const sc_model_config *mc, int *pb, int *gb, int *ab)
-{
-    int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16;
-    *pb = *ab = gpu_bf16 ? 2 : 4;
-    *gb = gpu_bf16 && !mc->master_weights ? 2 : 4;
-}
-
-static size_t fixed_bytes(const sc_config *cfg, const sc_model_config *mc)
-{
-    int pb, gb, ab;
-    storage_bytes(mc, &pb, &gb, &ab);
-    if (mc->master_weights) /* bf16 working copy + f32 master, f32 grads and states */
-        return sc_plan_fixed_bytes(cfg, mc->optim == SC_OPTIM_ADAMW, 4, gb) + sc_config_num_params(cfg) * (size_t)pb;
-    return sc_plan_fixed_bytes(cfg, mc->optim == SC_OPTIM_ADAMW, pb, gb);
-}
-
 static void print_plan(const sc_plan_report *rep, const sc_plan *plan)
 {
     int n = sc_plan_report_table(rep, plan, NULL, 0);
@@ -290,65 +273,19 @@ static void print_plan(const sc_plan_report *rep, const sc_plan *plan)
     free(buf);
 }
 
-/* The planner counts tensor bytes; the allocator's "allocated" also counts 512-byte rounding and
-   large-pool blocks left unsplit (remainder <= 1 MiB), plus small buffers (RoPE tables, ids,
-   targets, row losses). Plan for the budget less that margin: 2% + 4 MiB + the small buffers. */
-static size_t planner_budget(size_t budget, const sc_config *cfg, int B, int T)
+/* budget:SIZE: the library times one step under full, selective and selective:mlp (the recompute
+   spans give each layer's replay cost), then lets the planner choose. */
+static sc_plan plan_budget(sc_model *m, const int32_t *ids, int B, int T, size_t budget)
 {
-    size_t small = (size_t)T * (size_t)cfg->head_dim * 4 + (size_t)B * T * 12;
-    size_t margin = budget / 50 + ((size_t)4 << 20) + small;
-    return budget > margin ? budget - margin : 1;
-}
-
-/* budget:SIZE: time one step under full, selective and selective:mlp (the recompute spans give
-   each layer's replay cost), then let the planner choose. */
-static sc_plan plan_budget(sc_model *m, const sc_config *cfg, const sc_model_config *mc, const int32_t *ids, int B,
-                           int T, size_t budget)
-{
-    static const char *prof[3] = {"full", "selective", "selective:mlp"};
-    sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
-    sc_tracer tr;
-    sc_tracer_config tc;
-    memset(&tc, 0, sizeof tc);
-    tc.warmup_steps = -1;
-    tc.no_clear_refs = 1;
-    sc_result r;
-    if (!costs) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
-    if ((r = sc_tracer_init(&tr, &tc)) != SC_SUCCESS) die(r, "tracer");
-    sc_model_set_tracer(m, &tr);
-    for (int k = 0; k < 3; k++) {
-        sc_plan p;
-        float loss;
-        sc_plan_parse(&p, prof[k], cfg->num_layers);
-        sc_tracer_step_begin(&tr, 0, k);
-        if ((r = sc_model_forward_backward(m, &p, ids, B, T, &loss)) != SC_SUCCESS) die(r, "profiling step");
-        sc_tracer_step_end(&tr, loss, (double)B * T, NULL);
-        for (int l = 0; l < cfg->num_layers; l++) {
-            double s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_RECOMPUTE) / 1000.0;
-            /* a segment replays whole layers: take the forward span of the layer (it includes the
-               down_proj and residual add that a one-layer replay skips) */
-            if (k == 0) costs[l].fwd_s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_FWD) / 1000.0;
-            else if (k == 1) costs[l].rsel_s = s;
-            else costs[l].rmlp_s = s;
-        }
-    }
-    sc_model_set_tracer(m, NULL);
-    sc_tracer_uninit(&tr);
-    int pb, gb, ab;
-    storage_bytes(mc, &pb, &gb, &ab);
     sc_plan plan;
     sc_plan_report rep;
-    if ((r = sc_planner_plan(&plan, &rep, cfg, B, T, ab, fixed_bytes(cfg, mc), costs,
-                             planner_budget(budget, cfg, B, T))) != SC_SUCCESS) {
-        fprintf(stderr, "slidecheck: --ckpt budget:%.3fGiB (%.3f GiB after the allocator margin): %s\n",
-                (double)budget / 1073741824.0, (double)planner_budget(budget, cfg, B, T) / 1073741824.0,
-                sc_last_error());
+    sc_result r = sc_model_plan_budget(&plan, &rep, m, ids, B, T, budget);
+    if (r != SC_SUCCESS) {
+        fprintf(stderr, "slidecheck: --ckpt %s\n", sc_last_error());
         exit(1);
     }
-    snprintf(plan.name, sizeof plan.name, "budget:%.3fGiB", (double)budget / 1073741824.0);
     printf("planner (costs measured in 3 profiling steps):\n");
     print_plan(&rep, &plan);
-    free(costs);
     return plan;
 }
 
@@ -388,14 +325,14 @@ static int cmd_plan(int argc, char **argv)
     mc.master_weights = o.master;
     mc.optim = !strcmp(o.optim, "sgd") ? SC_OPTIM_SGD : SC_OPTIM_ADAMW;
     int pb, gb, ab;
-    storage_bytes(&mc, &pb, &gb, &ab);
+    sc_model_config_storage(&mc, &pb, &gb, &ab);
     sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg.num_layers, sizeof(sc_layer_cost));
     if (!costs) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
     sc_plan_estimate_costs(&cfg, o.batch, o.seq, ab, costs);
     sc_plan plan;
     sc_plan_report rep;
-    size_t pb_budget = planner_budget(o.budget, &cfg, o.batch, o.seq);
-    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, fixed_bytes(&cfg, &mc), costs, pb_budget);
+    size_t pb_budget = sc_plan_budget_usable(o.budget, &cfg, o.batch, o.seq);
+    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, sc_model_config_fixed_bytes(&cfg, &mc), costs, pb_budget);
     free(costs);
     if (r == SC_SUCCESS) snprintf(plan.name, sizeof plan.name, "budget:%s", o.budget_text);
     if (r != SC_SUCCESS) {
@@ -433,7 +370,7 @@ static int cmd_grad(int argc, char **argv)
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     size_t budget;
     if (plan.num_layers < 0 && sc_plan_is_budget(o.ckpt, &budget) > 0)
-        plan = plan_budget(m, &cfg, &mc, ids, B, T, budget);
+        plan = plan_budget(m, ids, B, T, budget);
     float loss;
     if ((r = sc_model_forward_backward(m, &plan, ids, B, T, &loss)) != SC_SUCCESS) die(r, "forward/backward");
     size_t np = sc_config_num_params(&cfg);
@@ -554,7 +491,7 @@ static int cmd_train(int argc, char **argv)
     free(params);
     size_t budget;
     if (plan.num_layers < 0 && sc_plan_is_budget(o.ckpt, &budget) > 0)
-        plan = plan_budget(m, &cfg, &mc, ids, B, T, budget);
+        plan = plan_budget(m, ids, B, T, budget);
     sc_tracer tr;
     sc_tracer_config tc;
     memset(&tc, 0, sizeof tc);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The command-line tool as a user meets it: outputs, and clear errors with non-zero exits on
 # bad flags and bad files (nothing written half-way). Run from the repository root.
-S=./build/slidecheck
-T=build/tmp_cli
+S=${S:-./build/slidecheck}
+T=${T:-build/tmp_cli}
 rm -rf "$T"; mkdir -p "$T"
 pass=0; fail=0
 ok()  { pass=$((pass + 1)); echo "PASS $1"; }
