@@ -16,9 +16,11 @@ NVFLAGS  = -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=co
            -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
-TESTS = tensor model alloc trace io plan slide optim
+TESTS = tensor model alloc trace io plan slide optim plot
+DEMOS = t1m1 t1m2 sweep maxbatch textdemo
+DEMO_HDRS = $(wildcard demos/*.h)
 
-.PHONY: all test test-gpu test-gpu-memcheck test-gpu-slide clean demo
+.PHONY: all test test-gpu test-gpu-memcheck test-gpu-slide clean demo demos
 ifeq ($(NVCC),)
 all: build/slidecheck
 	@echo "note: nvcc not found: built the CPU-only tool (no CUDA backend)"
@@ -54,7 +56,8 @@ build/cpp_check: tests/test_model.c $(HDRS)
 	$(CC) -std=c11 -DSLIDECHECK_STATIC -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
 	@touch $@
 
-test: all build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS))
+test: all build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS)) \
+      $(addprefix build/cpu/,$(DEMOS)) build/check_outputs
 	@sh tests/run.sh $(TESTS)
 
 test-gpu: build/slidecheck build/test_gpu
@@ -66,6 +69,23 @@ build/test_gpu: tests/test_gpu.c $(HDRS) build/slidecheck_cuda.o
 build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_DEPS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. demos/recompute_tradeoff.c -o $@ $(CLI_LIBS)
+
+# The demos (see demos/README in the top README): each one .c file over demos/demo.h, plot.h
+# and the shared figure recipes; with nvcc present they run on the GPU too.
+demos: $(addprefix build/,$(DEMOS))
+
+$(addprefix build/,$(DEMOS)): build/%: demos/%.c $(HDRS) $(DEMO_HDRS) $(CLI_DEPS)
+	@mkdir -p build
+	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. $< -o $@ $(CLI_LIBS)
+
+# CPU builds of the demos for the tests (no CUDA, so that they run the same everywhere)
+build/cpu/%: demos/%.c $(HDRS) $(DEMO_HDRS)
+	@mkdir -p build/cpu
+	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+build/check_outputs: tests/check_outputs.c
+	@mkdir -p build
+	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 
 demo:
 	sh demos/run

@@ -815,6 +815,13 @@ SCDEF void sc_cpu_matmul_forward(float *out, const float *inp, const float *w, c
 /* dinp = dout @ w (if dinp); dw += dout^T @ inp (if dw); dbias += sum_n dout (if dbias) */
 SCDEF void sc_cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                                   const float *w, int N, int IC, int OC);
+/* The matmuls are blocked, vectorised (AVX-512 or AVX2 + FMA, chosen at run time) and split over OpenMP threads;
+   every output element is one chain over k in a fixed order, so the bits never depend on the thread count. The
+   vector paths fuse multiply-adds and agree with each other bit for bit; the scalar path rounds products on their own
+   (other bits, same tolerance). "avx512", "avx2" or "scalar": the path they take on this CPU (attention too). */
+SCDEF const char *sc_cpu_matmul_isa(void);
+/* Test hook (private): forces "avx512", "avx2" or "scalar"; returns 0 if this CPU cannot run it. NULL: automatic. */
+SCDEF int sc__cpu_matmul_force(const char *isa);
 /* RoPE tables, HF convention: inv_freq in float32, cos/sin of (pos * inv_freq) in float32; [maxT, D/2]. */
 SCDEF void sc_rope_table(float *cosb, float *sinb, int maxT, int D, double theta);
 /* qk[N,K] = rope(qknorm(qkv[:, :K])) per head (norm only if qnorm_w != NULL); rstd[N, H+KV]. */
@@ -5005,50 +5012,358 @@ SCDEF void sc_cpu_add_rmsnorm_forward(float *res, float *out, float *rstd, const
     }
 }
 
+/* ---- CPU matmuls: register-blocked, vectorised, multithreaded GEMM with a fixed summation order ----
+   C[M,Nn] = (or +=) sum_k A(m,k) B(k,n), with A(m,k) = a[m*am + k*ak] where ak == 1 (rows of A contiguous in k)
+   or am == 1 (columns contiguous), and B(k,n) = b[k*bk + n*bn] where bn == 1 (rows of B read in place) or bk == 1
+   (B^T stored: each thread packs it block by block, transposed).
+   Order: every element of C is ONE chain over k = 0, 1, ..., K-1 in that order, started from 0 (C =) or from C's
+   old value (C +=): acc = fma(A, B, acc) on the AVX-512 and AVX2 paths (which therefore give the same bits), and
+   acc = acc + A*B, two roundings, on the scalar path. A block of k stores the partial sum in C and the next block
+   reloads it, which is exact; a bias is added to the finished sum. So an element's bits depend neither on the tiling
+   nor on the thread count nor on which thread computes it, only on the ISA path: deterministic per path. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SC__MM_X86 1
+#include <immintrin.h>
+#else
+#define SC__MM_X86 0
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define SC__MM_KC 256 /* k per block: B's block (KC x NC) stays in L2 while A's tiles sweep over it */
+#define SC__MM_NC 256
+#define SC__MM_MRMAX 6
+
+typedef void (*sc__mm_kernel)(int kc, const float *a, ptrdiff_t am, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                              float *c, ptrdiff_t ldc, int mr, int nr, int load, const float *bias);
+
+/* scalar: 4 x 16, separate multiply and add */
+static void sc__mmk_scalar(int kc, const float *a, ptrdiff_t am, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                           float *c, ptrdiff_t ldc, int mr, int nr, int load, const float *bias)
+{
+    float acc[4][16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 16; j++) acc[i][j] = load && i < mr && j < nr ? c[i * ldc + j] : 0.0f;
+    if (nr == 16) {
+        for (int k = 0; k < kc; k++)
+            for (int i = 0; i < 4; i++) {
+                float x = a[i * am + k * ak];
+                for (int j = 0; j < 16; j++) acc[i][j] += x * b[k * ldb + j];
+            }
+    } else {
+        for (int k = 0; k < kc; k++)
+            for (int i = 0; i < 4; i++) {
+                float x = a[i * am + k * ak];
+                for (int j = 0; j < nr; j++) acc[i][j] += x * b[k * ldb + j];
+            }
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) c[i * ldc + j] = bias ? acc[i][j] + bias[j] : acc[i][j];
+}
+
+#if SC__MM_X86
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#define SC__MM512 __attribute__((target("avx512f")))
+#define SC__MM256 __attribute__((target("avx2,fma")))
+#define SC__MMINL static inline __attribute__((always_inline))
+
+/* AVX-512: 6 rows x 64 columns (24 accumulators); the last columns by masks */
+SC__MM512 SC__MMINL void sc__mmk512_body(int kc, const float *a, ptrdiff_t am, ptrdiff_t ak, const float *b,
+                                          ptrdiff_t ldb, float *c, ptrdiff_t ldc, int mr, int nr, int load,
+                                          const float *bias, int rows)
+{
+    __mmask16 mk[4];
+    __m512 acc[6][4];
+    for (int v = 0; v < 4; v++) {
+        int r = nr - 16 * v;
+        r = r < 0 ? 0 : r > 16 ? 16 : r;
+        mk[v] = (__mmask16)((1u << r) - 1u);
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = load && i < mr ? _mm512_maskz_loadu_ps(mk[v], c + i * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        const float *bp = b + k * ldb;
+        __m512 b0 = _mm512_maskz_loadu_ps(mk[0], bp), b1 = _mm512_maskz_loadu_ps(mk[1], bp + 16);
+        __m512 b2 = _mm512_maskz_loadu_ps(mk[2], bp + 32), b3 = _mm512_maskz_loadu_ps(mk[3], bp + 48);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            __m512 x = _mm512_set1_ps(rows ? a[i * am + k] : a[k * ak + i]);
+            acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(x, b2, acc[i][2]);
+            acc[i][3] = _mm512_fmadd_ps(x, b3, acc[i][3]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (i < mr) {
+                __m512 r = acc[i][v];
+                if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mk[v], bias + 16 * v));
+                _mm512_mask_storeu_ps(c + i * ldc + 16 * v, mk[v], r);
+            }
+}
+
+SC__MM512 static void sc__mmk_avx512(int kc, const float *a, ptrdiff_t am, ptrdiff_t ak, const float *b,
+                                     ptrdiff_t ldb, float *c, ptrdiff_t ldc, int mr, int nr, int load,
+                                     const float *bias)
+{
+    if (ak == 1) sc__mmk512_body(kc, a, am, 1, b, ldb, c, ldc, mr, nr, load, bias, 1);
+    else sc__mmk512_body(kc, a, 1, ak, b, ldb, c, ldc, mr, nr, load, bias, 0);
+}
+
+/* AVX2 + FMA: 6 rows x 16 columns (12 accumulators); the last columns by masked loads */
+SC__MM256 SC__MMINL void sc__mmk256_body(int kc, const float *a, ptrdiff_t am, ptrdiff_t ak, const float *b,
+                                          ptrdiff_t ldb, float *c, ptrdiff_t ldc, int mr, int nr, int load,
+                                          const float *bias, int rows, int full)
+{
+    __m256i mk[2];
+    __m256 acc[6][2];
+    for (int v = 0; v < 2; v++) {
+        __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8 * v), lane);
+    }
+#define SC__LD8(p, v) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps((p), mk[v]))
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++) acc[i][v] = load && i < mr ? SC__LD8(c + i * ldc + 8 * v, v) : _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        const float *bp = b + k * ldb;
+        __m256 b0 = SC__LD8(bp, 0), b1 = SC__LD8(bp + 8, 1);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            __m256 x = _mm256_set1_ps(rows ? a[i * am + k] : a[k * ak + i]);
+            acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++)
+            if (i < mr) {
+                __m256 r = acc[i][v];
+                if (bias) r = _mm256_add_ps(r, SC__LD8(bias + 8 * v, v));
+                if (full) _mm256_storeu_ps(c + i * ldc + 8 * v, r);
+                else _mm256_maskstore_ps(c + i * ldc + 8 * v, mk[v], r);
+            }
+#undef SC__LD8
+}
+
+SC__MM256 static void sc__mmk_avx2(int kc, const float *a, ptrdiff_t am, ptrdiff_t ak, const float *b,
+                                   ptrdiff_t ldb, float *c, ptrdiff_t ldc, int mr, int nr, int load,
+                                   const float *bias)
+{
+    if (nr == 16) {
+        if (ak == 1) sc__mmk256_body(kc, a, am, 1, b, ldb, c, ldc, mr, 16, load, bias, 1, 1);
+        else sc__mmk256_body(kc, a, 1, ak, b, ldb, c, ldc, mr, 16, load, bias, 0, 1);
+    } else {
+        if (ak == 1) sc__mmk256_body(kc, a, am, 1, b, ldb, c, ldc, mr, nr, load, bias, 1, 0);
+        else sc__mmk256_body(kc, a, 1, ak, b, ldb, c, ldc, mr, nr, load, bias, 0, 0);
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif /* SC__MM_X86 */
+
+/* ---- dispatch: chosen once (0: not yet, 1: scalar, 2: avx2 + fma, 3: avx512) ---- */
+static int sc__mm_path;
+
+static int sc__mm_best(void)
+{
+#if SC__MM_X86
+    if (__builtin_cpu_supports("avx512f")) return 3;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
+#endif
+    return 1;
+}
+
+static int sc__mm_pick(void)
+{
+    int path = __atomic_load_n(&sc__mm_path, __ATOMIC_RELAXED);
+    if (!path) __atomic_store_n(&sc__mm_path, path = sc__mm_best(), __ATOMIC_RELAXED);
+    return path;
+}
+
+SCDEF const char *sc_cpu_matmul_isa(void)
+{
+    int path = sc__mm_pick();
+    return path == 3 ? "avx512" : path == 2 ? "avx2" : "scalar";
+}
+
+SCDEF int sc__cpu_matmul_force(const char *isa)
+{
+    int want = !isa ? sc__mm_best() : !strcmp(isa, "avx512") ? 3 : !strcmp(isa, "avx2") ? 2
+             : !strcmp(isa, "scalar") ? 1 : 0;
+    if (!want || want > sc__mm_best()) return 0;
+    __atomic_store_n(&sc__mm_path, want, __ATOMIC_RELAXED);
+    return 1;
+}
+
+typedef struct sc__gemm {
+    int M, N, K;
+    const float *a;
+    ptrdiff_t am, ak;
+    const float *b;
+    ptrdiff_t bk, bn;
+    float *c;
+    ptrdiff_t ldc;
+    int acc;           /* 1: C +=, 0: C = */
+    const float *bias; /* [N], added to the finished sums */
+} sc__gemm;
+
+/* One task: rows [m0, m1) x columns [n0, n1) of C, all of k. bpack: KC x NC floats (bk == 1 only). */
+static void sc__gemm_task(const sc__gemm *g, sc__mm_kernel kern, int MR, int NR, int m0, int m1, int n0, int n1,
+                          int kc0, float *bpack, float *apack)
+{
+    for (int k0 = 0; k0 < g->K || k0 == 0; k0 += kc0) {
+        int kc = g->K - k0 < kc0 ? g->K - k0 : kc0, load = g->acc || k0 > 0, last = k0 + kc >= g->K;
+        const float *bb;
+        ptrdiff_t ldb;
+        if (g->bn == 1) {
+            bb = g->b + (ptrdiff_t)k0 * g->bk + n0;
+            ldb = g->bk;
+        } else {
+            /* pack B(k0.., n0..) = b[n*bn + k] as rows of k, transposed in 8 x 8 blocks */
+            int nw = n1 - n0;
+            ldb = (nw + 15) & ~15;
+            for (int j0 = 0; j0 < nw; j0 += 8)
+                for (int q0 = 0; q0 < kc; q0 += 8) {
+                    int je = j0 + 8 < nw ? j0 + 8 : nw, qe = q0 + 8 < kc ? q0 + 8 : kc;
+                    for (int j = j0; j < je; j++) {
+                        const float *src = g->b + (ptrdiff_t)(n0 + j) * g->bn + k0;
+                        for (int q = q0; q < qe; q++) bpack[(ptrdiff_t)q * ldb + j] = src[q];
+                    }
+                }
+            bb = bpack;
+        }
+        for (int m = m0; m < m1; m += MR) {
+            int mr = m1 - m < MR ? m1 - m : MR;
+            const float *a = g->a + (ptrdiff_t)m * g->am + (ptrdiff_t)k0 * g->ak;
+            ptrdiff_t am = g->am, ak = g->ak;
+            if (mr < MR) { /* the last rows: a copy padded with zero rows, so the kernel reads only what exists */
+                for (int i = 0; i < MR; i++)
+                    for (int q = 0; q < kc; q++) apack[i * kc + q] = i < mr ? a[i * am + q * ak] : 0.0f;
+                a = apack, am = kc, ak = 1;
+            }
+            for (int n = n0; n < n1; n += NR) {
+                int nr = n1 - n < NR ? n1 - n : NR;
+                kern(kc, a, am, ak, bb + (n - n0), ldb, g->c + (ptrdiff_t)m * g->ldc + n, g->ldc, mr, nr, load,
+                     last && g->bias ? g->bias + n : NULL);
+            }
+        }
+        if (g->K == 0) break;
+    }
+}
+
+/* the kernel and the blocking of one product */
+typedef struct sc__mm_plan {
+    sc__mm_kernel kern;
+    int MR, NR, kc0, nc, nnb;
+} sc__mm_plan;
+
+static sc__mm_plan sc__mm_plan_make(const sc__gemm *g)
+{
+    sc__mm_plan p = {sc__mmk_scalar, 4, 16, 0, 0, 0};
+    int path = sc__mm_pick();
+#if SC__MM_X86
+    if (path == 3) p.kern = sc__mmk_avx512, p.MR = 6, p.NR = 64;
+    else if (path == 2) p.kern = sc__mmk_avx2, p.MR = 6, p.NR = 16;
+#endif
+    (void)path;
+    /* k in nearly equal blocks of at most KC; columns in blocks of at most NC, multiples of NR */
+    int nkb = (g->K + SC__MM_KC - 1) / SC__MM_KC, nnb = (g->N + SC__MM_NC - 1) / SC__MM_NC;
+    p.kc0 = nkb > 0 ? (g->K + nkb - 1) / nkb : 0;
+    p.nc = ((g->N + nnb - 1) / nnb + p.NR - 1) / p.NR * p.NR;
+    p.nnb = (g->N + p.nc - 1) / p.nc;
+    return p;
+}
+
+/* the whole product on the calling thread; bpack: KC x NC floats when bk == 1 */
+static void sc__gemm_serial(const sc__gemm *g, float *apack, float *bpack)
+{
+    if (g->M <= 0 || g->N <= 0) return;
+    sc__mm_plan p = sc__mm_plan_make(g);
+    for (int nb = 0; nb < p.nnb; nb++) {
+        int n0 = nb * p.nc, n1 = n0 + p.nc < g->N ? n0 + p.nc : g->N;
+        sc__gemm_task(g, p.kern, p.MR, p.NR, 0, g->M, n0, n1, p.kc0, bpack, apack);
+    }
+}
+
+static void sc__gemm_run(const sc__gemm *g)
+{
+    if (g->M <= 0 || g->N <= 0) return;
+    sc__mm_plan p = sc__mm_plan_make(g);
+    int MR = p.MR, NR = p.NR, kc0 = p.kc0, nc = p.nc, nnb = p.nnb;
+    sc__mm_kernel kern = p.kern;
+    int mt = (g->M + MR - 1) / MR, P = 1;
+#ifdef _OPENMP
+    P = omp_get_max_threads();
+    if (2.0 * g->M * g->N * (double)g->K < 2e5) P = 1;
+#endif
+    /* row chunks: one per thread, at least ~96 rows each (a packed B block is then used often enough) */
+    int mch = g->M / 96 < P ? g->M / 96 : P;
+    if (mch < 1) mch = 1;
+    if (mch > mt) mch = mt;
+    int ntask = mch * nnb;
+    size_t bsz = g->bn == 1 ? 0 : (size_t)(kc0 > 0 ? kc0 : 1) * (size_t)((nc + 15) & ~15);
+    (void)P;
+    SC__OMP(omp parallel num_threads(P) if (P > 1 && ntask > 1))
+    {
+        float apack[SC__MM_MRMAX * SC__MM_KC], bsmall[32 * SC__MM_NC];
+        float *bpack = bsz ? (float *)SC_MALLOC(sizeof(float) * bsz) : NULL, *bp = bpack;
+        int kcb = kc0;
+        if (bsz && !bpack) bp = bsmall, kcb = kc0 < 32 ? kc0 : 32; /* no memory: shorter k blocks, same sums */
+        SC__OMP(omp for schedule(static))
+        for (int t = 0; t < ntask; t++) {
+            int ci = t / nnb, nb = t % nnb;
+            int m0 = (int)((long long)mt * ci / mch) * MR, m1 = (int)((long long)mt * (ci + 1) / mch) * MR;
+            int n0 = nb * nc, n1 = n0 + nc < g->N ? n0 + nc : g->N;
+            if (m1 > g->M) m1 = g->M;
+            sc__gemm_task(g, kern, MR, NR, m0, m1, n0, n1, kcb, bp, apack);
+        }
+        SC_FREE(bpack);
+    }
+}
+
 SCDEF void sc_cpu_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC)
 {
-    SC__OMP(omp parallel for collapse(2))
-    for (int n = 0; n < N; n++)
-        for (int o0 = 0; o0 < OC; o0 += 16) {
-            const float *x = inp + (size_t)n * IC;
-            int o1 = o0 + 16 < OC ? o0 + 16 : OC;
-            for (int o = o0; o < o1; o++)
-                out[(size_t)n * OC + o] = sc__dot(x, w + (size_t)o * IC, IC) + (bias ? bias[o] : 0.0f);
-        }
+    sc__gemm g = {N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, 0, bias};
+    sc__gemm_run(&g);
 }
 
 SCDEF void sc_cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                                   const float *w, int N, int IC, int OC)
 {
-    if (dinp) {
-        SC__OMP(omp parallel for)
-        for (int n = 0; n < N; n++) {
-            float *dx = dinp + (size_t)n * IC;
-            const float *g = dout + (size_t)n * OC;
-            for (int i = 0; i < IC; i++) dx[i] = 0.0f;
-            for (int o = 0; o < OC; o++) {
-                float go = g[o];
-                const float *wr = w + (size_t)o * IC;
-                for (int i = 0; i < IC; i++) dx[i] += go * wr[i];
-            }
-        }
+    if (dinp) { /* dinp[N,IC] = dout[N,OC] @ w[OC,IC] */
+        sc__gemm g = {N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, 0, NULL};
+        sc__gemm_run(&g);
     }
-    if (dw) {
-        SC__OMP(omp parallel for)
-        for (int o = 0; o < OC; o++) {
-            float *d = dw + (size_t)o * IC;
+    if (dw) { /* dw[OC,IC] += dout^T @ inp: A(o,n) = dout[n*OC + o] */
+        sc__gemm g = {OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, 1, NULL};
+        sc__gemm_run(&g);
+    }
+    if (dbias) { /* per column, rows summed in order */
+        SC__OMP(omp parallel for if (OC >= 512))
+        for (int o0 = 0; o0 < OC; o0 += 256) {
+            int o1 = o0 + 256 < OC ? o0 + 256 : OC;
+            double s[256];
+            for (int o = o0; o < o1; o++) s[o - o0] = 0.0;
             for (int n = 0; n < N; n++) {
-                float go = dout[(size_t)n * OC + o];
-                const float *x = inp + (size_t)n * IC;
-                for (int i = 0; i < IC; i++) d[i] += go * x[i];
+                const float *g = dout + (size_t)n * OC;
+                for (int o = o0; o < o1; o++) s[o - o0] += (double)g[o];
             }
-        }
-    }
-    if (dbias) {
-        for (int o = 0; o < OC; o++) {
-            float s = 0.0f;
-            for (int n = 0; n < N; n++) s += dout[(size_t)n * OC + o];
-            dbias[o] += s;
+            for (int o = o0; o < o1; o++) dbias[o] += (float)s[o - o0];
         }
     }
 }
@@ -5144,8 +5459,9 @@ SCDEF void sc_cpu_qknorm_rope_backward(float *dqkv, float *dqnorm_w, float *dkno
     }
 }
 
-SCDEF void sc_cpu_attention_forward(float *out, float *lse, const float *qk, const float *qkv,
-                                    int B, int T, int H, int KV, int D)
+/* Attention by rows and dot products: only when the blocked versions below cannot get their scratch memory. */
+static void sc__attention_forward_ref(float *out, float *lse, const float *qk, const float *qkv, int B, int T,
+                                      int H, int KV, int D)
 {
     int K = (H + KV) * D, Q = (H + 2 * KV) * D, G = H / KV;
     float scale = 1.0f / sqrtf((float)D);
@@ -5175,9 +5491,9 @@ SCDEF void sc_cpu_attention_forward(float *out, float *lse, const float *qk, con
         }
 }
 
-SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout, const float *qk,
-                                     const float *qkv, const float *out, const float *lse,
-                                     int B, int T, int H, int KV, int D)
+static void sc__attention_backward_ref(float *dqk, float *dqkv, const float *dout, const float *qk,
+                                       const float *qkv, const float *out, const float *lse,
+                                       int B, int T, int H, int KV, int D)
 {
     int K = (H + KV) * D, Q = (H + 2 * KV) * D, G = H / KV, HD = H * D;
     float scale = 1.0f / sqrtf((float)D);
@@ -5218,6 +5534,121 @@ SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout,
                 }
             SC_FREE(p);
         }
+}
+
+/* Attention in blocks of RB query rows by the matmul kernels (so on the matmul ISA path, one fixed chain per element,
+   whatever the thread count): per (batch, head) S = Q K^T over the keys 0 .. (last row of the block), the masked
+   softmax on S, then O = P V; backward per (batch, kv head) dQ = dS K, and dK += dS^T Q, dV += P^T dO over the group's
+   heads and the row blocks in order. K^T and V^T are transposed once per (batch, kv head). */
+#define SC__ATT_RB 48 /* a multiple of every kernel's MR */
+
+static void sc__transpose_rows(float *dst, const float *src, ptrdiff_t ld, int T, int D)
+{
+    for (int j0 = 0; j0 < T; j0 += 16) {
+        int j1 = j0 + 16 < T ? j0 + 16 : T;
+        for (int d = 0; d < D; d++)
+            for (int j = j0; j < j1; j++) dst[(size_t)d * T + j] = src[(ptrdiff_t)j * ld + d];
+    }
+}
+
+SCDEF void sc_cpu_attention_forward(float *out, float *lse, const float *qk, const float *qkv,
+                                    int B, int T, int H, int KV, int D)
+{
+    int K = (H + KV) * D, Q = (H + 2 * KV) * D, G = H / KV, HD = H * D, fail = 0;
+    float scale = 1.0f / sqrtf((float)D);
+    sc__mm_pick(); /* choose the path before the threads start */
+    SC__OMP(omp parallel for collapse(2) schedule(static) reduction(|| : fail))
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int kh = h / G;
+            float *kt = (float *)SC_MALLOC(sizeof(float) * ((size_t)D * T + (size_t)SC__ATT_RB * T)), *s;
+            float apack[SC__MM_MRMAX * SC__MM_KC];
+            if (!kt) { fail = 1; continue; }
+            s = kt + (size_t)D * T;
+            sc__transpose_rows(kt, qk + (size_t)b * T * K + (size_t)(H + kh) * D, K, T, D);
+            const float *v = qkv + (size_t)b * T * Q + K + (size_t)kh * D;
+            for (int i0 = 0; i0 < T; i0 += SC__ATT_RB) {
+                int rb = T - i0 < SC__ATT_RB ? T - i0 : SC__ATT_RB, jn = i0 + rb; /* keys 0 .. jn-1 */
+                sc__gemm gs = {rb, jn, D, qk + ((size_t)b * T + i0) * K + (size_t)h * D, K, 1, kt, T, 1, s, jn, 0, NULL};
+                sc__gemm_serial(&gs, apack, NULL);
+                for (int r = 0; r < rb; r++) {
+                    int i = i0 + r;
+                    float *sr = s + (size_t)r * jn, mx = -INFINITY, sum = 0.0f;
+                    for (int j = 0; j <= i; j++) {
+                        sr[j] *= scale;
+                        if (sr[j] > mx) mx = sr[j];
+                    }
+                    for (int j = 0; j <= i; j++) { sr[j] = expf(sr[j] - mx); sum += sr[j]; }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j <= i; j++) sr[j] *= inv;
+                    for (int j = i + 1; j < jn; j++) sr[j] = 0.0f;
+                    lse[((size_t)b * H + h) * T + i] = mx + logf(sum);
+                }
+                sc__gemm go = {rb, D, jn, s, jn, 1, v, Q, 1, out + ((size_t)b * T + i0) * HD + (size_t)h * D, HD, 0, NULL};
+                sc__gemm_serial(&go, apack, NULL);
+            }
+            SC_FREE(kt);
+        }
+    if (fail) sc__attention_forward_ref(out, lse, qk, qkv, B, T, H, KV, D);
+}
+
+SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout, const float *qk,
+                                     const float *qkv, const float *out, const float *lse,
+                                     int B, int T, int H, int KV, int D)
+{
+    int K = (H + KV) * D, Q = (H + 2 * KV) * D, G = H / KV, HD = H * D, fail = 0;
+    float scale = 1.0f / sqrtf((float)D);
+    sc__mm_pick();
+    /* one thread per (batch, kv head): it owns dk and dv of that head, and dq of its group */
+    SC__OMP(omp parallel for collapse(2) schedule(static) reduction(|| : fail))
+    for (int b = 0; b < B; b++)
+        for (int kh = 0; kh < KV; kh++) {
+            size_t dt = (size_t)D * T, rt = (size_t)SC__ATT_RB * T;
+            float *kt = (float *)SC_MALLOC(sizeof(float) * (2 * dt + 2 * rt)), *vt, *p, *ds;
+            float apack[SC__MM_MRMAX * SC__MM_KC];
+            if (!kt) { fail = 1; continue; }
+            vt = kt + dt, p = vt + dt, ds = p + rt;
+            const float *kb = qk + (size_t)b * T * K + (size_t)(H + kh) * D;
+            float *dk = dqk + (size_t)b * T * K + (size_t)(H + kh) * D, *dv = dqkv + (size_t)b * T * Q + K + (size_t)kh * D;
+            sc__transpose_rows(kt, kb, K, T, D);
+            sc__transpose_rows(vt, qkv + (size_t)b * T * Q + K + (size_t)kh * D, Q, T, D);
+            for (int j = 0; j < T; j++) {
+                memset(dk + (size_t)j * K, 0, sizeof(float) * D);
+                memset(dv + (size_t)j * Q, 0, sizeof(float) * D);
+            }
+            for (int h = kh * G; h < (kh + 1) * G; h++)
+                for (int i0 = 0; i0 < T; i0 += SC__ATT_RB) {
+                    int rb = T - i0 < SC__ATT_RB ? T - i0 : SC__ATT_RB, jn = i0 + rb;
+                    size_t row = (size_t)b * T + i0;
+                    const float *q = qk + row * K + (size_t)h * D, *go = dout + row * HD + (size_t)h * D;
+                    sc__gemm gs = {rb, jn, D, q, K, 1, kt, T, 1, p, jn, 0, NULL};   /* S */
+                    sc__gemm gp = {rb, jn, D, go, HD, 1, vt, T, 1, ds, jn, 0, NULL}; /* dP = dO V^T */
+                    sc__gemm_serial(&gs, apack, NULL);
+                    sc__gemm_serial(&gp, apack, NULL);
+                    for (int r = 0; r < rb; r++) {
+                        int i = i0 + r;
+                        float L = lse[((size_t)b * H + h) * T + i];
+                        float *pr = p + (size_t)r * jn, *dr = ds + (size_t)r * jn;
+                        double sp = 0.0, spd = 0.0;
+                        for (int j = 0; j <= i; j++) {
+                            pr[j] = expf(pr[j] * scale - L);
+                            sp += (double)pr[j];
+                            spd += (double)pr[j] * (double)dr[j];
+                        }
+                        float Di = (float)(spd / sp);
+                        for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - Di) * scale;
+                        for (int j = i + 1; j < jn; j++) pr[j] = dr[j] = 0.0f;
+                    }
+                    sc__gemm gq = {rb, D, jn, ds, jn, 1, kb, K, 1, dqk + row * K + (size_t)h * D, K, 0, NULL}; /* dQ = dS K */
+                    sc__gemm gk = {jn, D, rb, ds, 1, jn, q, K, 1, dk, K, 1, NULL};  /* dK += dS^T Q */
+                    sc__gemm gv = {jn, D, rb, p, 1, jn, go, HD, 1, dv, Q, 1, NULL}; /* dV += P^T dO */
+                    sc__gemm_serial(&gq, apack, NULL);
+                    sc__gemm_serial(&gk, apack, NULL);
+                    sc__gemm_serial(&gv, apack, NULL);
+                }
+            SC_FREE(kt);
+        }
+    if (fail) sc__attention_backward_ref(dqk, dqkv, dout, qk, qkv, out, lse, B, T, H, KV, D);
 }
 
 static float sc__silu(float x) { return x / (1.0f + expf(-x)); }

@@ -246,7 +246,17 @@ DEMO_DEF void demo_begin(demo *d, const char *name, int argc, char **argv, const
     if (sc_config_named(&d->cfg, o->model) != SC_SUCCESS) demo_usage_error(d, "--model: %s", sc_last_error());
     if (o->seq > d->cfg.max_position)
         demo_usage_error(d, "--seq %d exceeds the max position of %s (%d)", o->seq, d->cfg.name, d->cfg.max_position);
-    if (o->font) pl_set_font_paths(o->font, NULL);
+    if (o->font) { /* DIR/Name.ttf: the bold face is DIR/Name-Bold.ttf when there is one */
+        static char bold[4096];
+        size_t n = strlen(o->font);
+        FILE *bf = NULL;
+        if (n > 4 && n < sizeof bold - 6 && !strcmp(o->font + n - 4, ".ttf")) {
+            snprintf(bold, sizeof bold, "%.*s-Bold.ttf", (int)(n - 4), o->font);
+            bf = fopen(bold, "rb");
+        }
+        if (bf) fclose(bf);
+        pl_set_font_paths(o->font, bf ? bold : NULL);
+    }
 
     d->mc = sc_model_config_init();
     d->mc.seed = o->seed;
@@ -287,16 +297,21 @@ DEMO_DEF void demo_begin(demo *d, const char *name, int argc, char **argv, const
 DEMO_DEF const char *demo_setup_line(const demo *d, int B, int T)
 {
     static char buf[512];
-    snprintf(buf, sizeof buf, "%s (%d layers, %.2fM params), B=%d, T=%d, %s, AdamW; %s; %s", d->cfg.name,
-             d->cfg.num_layers, (double)sc_config_num_params(&d->cfg) / 1e6, B, T,
-             d->bf16 ? "bf16 + f32 master" : "fp32", d->device_name, d->date);
+    char bt[64] = "";
+    if (B > 0) snprintf(bt, sizeof bt, "B=%d, ", B);
+    if (T > 0) snprintf(bt + strlen(bt), sizeof bt - strlen(bt), "T=%d, ", T);
+    snprintf(buf, sizeof buf, "%s (%d layers, %.2fM params), %s%s, AdamW; %s; %s", d->cfg.name, d->cfg.num_layers,
+             (double)sc_config_num_params(&d->cfg) / 1e6, bt, d->bf16 ? "bf16 + f32 master" : "fp32", d->device_name,
+             d->date);
     return buf;
 }
 
 /* ---- a traced training run -------------------------------------------------------------- */
 
-/* What one step measured. Times in ms, memory in bytes. Phase times nest as the tracer says:
-   recompute runs inside backward, so ph[BWD] - ph[RECOMPUTE] is the backward proper. */
+/* What one step measured. Times in ms, memory in bytes. The model times recompute spans beside
+   its backward spans (not inside them), so ph[BWD] is the backward proper and ph[RECOMPUTE]
+   the replay; in slide mode ph[H2D], ph[D2H] and ph[OPT] are busy times of work that ran beside
+   the compute (see demos/figs.h), not parts of the wall time. */
 typedef struct demo_step {
     float loss;
     double wall_ms, ph[SC_PHASE_COUNT];
@@ -331,8 +346,8 @@ DEMO_DEF demo_run demo_run_make(const demo *d, const char *label, const char *po
 {
     demo_run r;
     memset(&r, 0, sizeof r);
-    snprintf(r.label, sizeof r.label, "%s", label);
-    snprintf(r.policy, sizeof r.policy, "%s", policy);
+    snprintf(r.label, sizeof r.label, "%.*s", (int)sizeof r.label - 1, label);
+    snprintf(r.policy, sizeof r.policy, "%.*s", (int)sizeof r.policy - 1, policy);
     r.mode = mode;
     r.B = B;
     r.T = T;
@@ -482,7 +497,7 @@ DEMO_DEF int32_t *demo_random_tokens(const demo *d, size_t n)
 DEMO_DEF double demo_wall_ms(const demo_step *s) { return s->wall_ms; }
 DEMO_DEF double demo_fwd_ms(const demo_step *s) { return s->ph[SC_PHASE_FWD]; }
 DEMO_DEF double demo_recompute_ms(const demo_step *s) { return s->ph[SC_PHASE_RECOMPUTE]; }
-DEMO_DEF double demo_bwd_proper_ms(const demo_step *s) { return s->ph[SC_PHASE_BWD] - s->ph[SC_PHASE_RECOMPUTE]; }
+DEMO_DEF double demo_bwd_ms(const demo_step *s) { return s->ph[SC_PHASE_BWD]; }
 DEMO_DEF double demo_opt_ms(const demo_step *s) { return s->ph[SC_PHASE_OPT]; }
 DEMO_DEF double demo_loss_ms(const demo_step *s) { return s->ph[SC_PHASE_LOSS]; }
 DEMO_DEF double demo_h2d_ms(const demo_step *s) { return s->ph[SC_PHASE_H2D]; }
@@ -646,7 +661,8 @@ DEMO_DEF FILE *demo_md_begin(const demo *d, const char *title, const char *intro
     fprintf(f, "| setup | |\n|---|---|\n");
     fprintf(f, "| model | %s shape, random init (%d layers, hidden %d, %zu params) |\n", d->cfg.name, d->cfg.num_layers,
             d->cfg.hidden_size, sc_config_num_params(&d->cfg));
-    fprintf(f, "| batch | B=%d, T=%d |\n", B, T);
+    if (B > 0) fprintf(f, "| batch | B=%d, T=%d |\n", B, T);
+    else fprintf(f, "| batch | B searched, T=%d |\n", T);
     fprintf(f, "| precision | %s; AdamW, lr %g |\n", d->bf16 ? "bf16 with f32 master weights and state" : "fp32",
             (double)d->mc.lr);
     fprintf(f, "| steps | %d per run, the first %d left out of the statistics |\n", steps, d->o.warmup);

@@ -1098,7 +1098,7 @@ PL_DEF void pl__legend_add(pl_chart *ch, const char *label, uint32_t rgb, int ki
     if (!label || !*label || ch->nlegend >= PL_MAX_LEGEND) return;
     pl_legend_entry *e = &ch->legend[ch->nlegend++];
     memset(e, 0, sizeof *e);
-    snprintf(e->label, sizeof e->label, "%s", label);
+    snprintf(e->label, sizeof e->label, "%.*s", (int)sizeof e->label - 1, label); /* cut long labels */
     e->rgb = rgb, e->kind = kind, e->shape = shape, e->dashed = dashed, e->width = width, e->alpha = alpha;
 }
 

@@ -25,6 +25,7 @@ else
     for t in "$@"; do run_one "$t" "./build/test_$t"; done
     for t in "$@"; do ASAN_OPTIONS=detect_leaks=1 run_one "asan $t" "./build/asan/test_$t"; done
     run_one cli sh tests/test_cli.sh
+    run_one demos sh tests/test_demos.sh
 fi
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]

@@ -303,6 +303,166 @@ static void test_oom_recovery(void)
     sc_model_destroy(m);
 }
 
+/* ---- CPU matmuls and attention: against a double-precision reference on shapes that are not multiples of the
+   tiles, bitwise the same for 1, 2 and 3 threads, and on every ISA path this CPU runs. ---- */
+static void fill_rand(float *x, size_t n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 12345;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (float)((double)(s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+    }
+}
+
+static void set_threads(int n)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+/* out, dinp, dw (+= onto dw0), dbias (+= onto db0) of one shape with the current path and thread count */
+static void mm_run(float *out, float *dinp, float *dw, float *db, const float *x, const float *w, const float *bias,
+                   const float *dy, const float *dw0, const float *db0, int N, int IC, int OC)
+{
+    memcpy(dw, dw0, sizeof(float) * (size_t)OC * IC);
+    memcpy(db, db0, sizeof(float) * (size_t)OC);
+    sc_cpu_matmul_forward(out, x, w, bias, N, IC, OC);
+    sc_cpu_matmul_backward(dinp, dw, db, dy, x, w, N, IC, OC);
+}
+
+static void test_cpu_matmul(void)
+{
+    static const int shp[][3] = {{1, 1, 1}, {1, 7, 33}, {7, 33, 1}, {33, 130, 7}, {130, 7, 33}, {130, 33, 130},
+                                 {7, 130, 130}, {97, 300, 70}, {40, 64, 300}, {513, 40, 17}, {3, 600, 5}};
+    const char *isas[] = {"avx512", "avx2", "scalar"};
+    int nshape = (int)(sizeof shp / sizeof shp[0]);
+#ifdef _OPENMP
+    int threads0 = omp_get_max_threads();
+#endif
+    for (int si = 0; si < nshape; si++) {
+        int N = shp[si][0], IC = shp[si][1], OC = shp[si][2];
+        size_t nx = (size_t)N * IC, ny = (size_t)N * OC, nw = (size_t)OC * IC;
+        float *x = (float *)malloc(sizeof(float) * nx), *w = (float *)malloc(sizeof(float) * nw);
+        float *bias = (float *)malloc(sizeof(float) * OC), *dy = (float *)malloc(sizeof(float) * ny);
+        float *dw0 = (float *)malloc(sizeof(float) * nw), *db0 = (float *)malloc(sizeof(float) * OC);
+        float *r[4], *o[4];
+        size_t sz[4] = {ny, nx, nw, (size_t)OC};
+        for (int k = 0; k < 4; k++) {
+            r[k] = (float *)malloc(sizeof(float) * sz[k]);
+            o[k] = (float *)malloc(sizeof(float) * sz[k]);
+        }
+        fill_rand(x, nx, 1 + si), fill_rand(w, nw, 2 + si), fill_rand(bias, OC, 3 + si), fill_rand(dy, ny, 4 + si);
+        fill_rand(dw0, nw, 5 + si), fill_rand(db0, OC, 6 + si);
+        /* the reference, in double: out = x w^T + b, dinp = dy w, dw = dw0 + dy^T x, db = db0 + sum dy */
+        double *ref = (double *)calloc(ny + nx + nw + OC, sizeof(double));
+        double *ro = ref, *rx = ro + ny, *rw = rx + nx, *rb = rw + nw;
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < OC; c++) {
+                double s = bias[c], g = dy[(size_t)n * OC + c];
+                for (int i = 0; i < IC; i++) {
+                    s += (double)x[(size_t)n * IC + i] * w[(size_t)c * IC + i];
+                    rx[(size_t)n * IC + i] += g * w[(size_t)c * IC + i];
+                    rw[(size_t)c * IC + i] += g * x[(size_t)n * IC + i];
+                }
+                ro[(size_t)n * OC + c] = s;
+                rb[c] += g;
+            }
+        for (size_t i = 0; i < nw; i++) rw[i] += dw0[i];
+        for (int c = 0; c < OC; c++) rb[c] += db0[c];
+        double *rk[4] = {ro, rx, rw, rb};
+        const char *what[4] = {"out", "dinp", "dw", "dbias"};
+        for (int ii = 0; ii < 3; ii++) {
+            if (!sc__cpu_matmul_force(isas[ii])) continue;
+            set_threads(1);
+            mm_run(r[0], r[1], r[2], r[3], x, w, bias, dy, dw0, db0, N, IC, OC);
+            double worst = 0;
+            for (int k = 0; k < 4; k++) {
+                double num = 0, den = 0;
+                for (size_t i = 0; i < sz[k]; i++) {
+                    double d = (double)r[k][i] - rk[k][i];
+                    num += d * d, den += rk[k][i] * rk[k][i];
+                    if (r[k][i] != r[k][i]) num = INFINITY;
+                }
+                double e = den > 0 ? sqrt(num / den) : sqrt(num);
+                if (e > worst) worst = e;
+            }
+            CHECK(worst <= 2e-6, "matmul %s N=%d IC=%d OC=%d: out, dinp, dw, dbias vs double rel err %.2e <= 2e-6",
+                  isas[ii], N, IC, OC, worst);
+            for (int t = 2; t <= 3; t++) {
+                set_threads(t);
+                mm_run(o[0], o[1], o[2], o[3], x, w, bias, dy, dw0, db0, N, IC, OC);
+                int same = 1, bad = -1;
+                for (int k = 0; k < 4; k++)
+                    if (memcmp(o[k], r[k], sizeof(float) * sz[k])) same = 0, bad = k;
+                CHECK(same, "matmul %s N=%d IC=%d OC=%d: %d threads bitwise equal to 1 thread%s%s", isas[ii], N, IC,
+                      OC, t, same ? "" : "; differs: ", same ? "" : what[bad]);
+            }
+        }
+        sc__cpu_matmul_force(NULL);
+        for (int k = 0; k < 4; k++) free(r[k]), free(o[k]);
+        free(ref), free(x), free(w), free(bias), free(dy), free(dw0), free(db0);
+    }
+#ifdef _OPENMP
+    set_threads(threads0);
+#endif
+}
+
+/* attention: the blocked version against the row-by-row one, and bitwise over thread counts */
+static void test_cpu_attention(void)
+{
+    static const int shp[][5] = {{2, 1, 4, 2, 8}, {1, 50, 3, 1, 12}, {2, 97, 4, 2, 48}, {1, 130, 2, 2, 16}};
+    const char *isas[] = {"avx512", "avx2", "scalar"};
+#ifdef _OPENMP
+    int threads0 = omp_get_max_threads();
+#endif
+    for (int si = 0; si < (int)(sizeof shp / sizeof shp[0]); si++) {
+        int B = shp[si][0], T = shp[si][1], H = shp[si][2], KV = shp[si][3], D = shp[si][4];
+        int K = (H + KV) * D, Q = (H + 2 * KV) * D, HD = H * D;
+        size_t N = (size_t)B * T;
+        float *qk = (float *)malloc(sizeof(float) * N * K), *qkv = (float *)malloc(sizeof(float) * N * Q);
+        float *dout = (float *)malloc(sizeof(float) * N * HD);
+        float *out[3], *lse[3], *dqk[3], *dqkv[3];
+        for (int k = 0; k < 3; k++) {
+            out[k] = (float *)malloc(sizeof(float) * N * HD), lse[k] = (float *)malloc(sizeof(float) * N * H);
+            dqk[k] = (float *)calloc(N * K, sizeof(float)), dqkv[k] = (float *)calloc(N * Q, sizeof(float));
+        }
+        fill_rand(qk, N * K, 10 + si), fill_rand(qkv, N * Q, 11 + si), fill_rand(dout, N * HD, 12 + si);
+        for (size_t i = 0; i < N * K; i++) qk[i] *= 2.0f; /* peakier softmax */
+        sc__attention_forward_ref(out[0], lse[0], qk, qkv, B, T, H, KV, D);
+        sc__attention_backward_ref(dqk[0], dqkv[0], dout, qk, qkv, out[0], lse[0], B, T, H, KV, D);
+        for (int ii = 0; ii < 3; ii++) {
+            if (!sc__cpu_matmul_force(isas[ii])) continue;
+            set_threads(1);
+            sc_cpu_attention_forward(out[1], lse[1], qk, qkv, B, T, H, KV, D);
+            sc_cpu_attention_backward(dqk[1], dqkv[1], dout, qk, qkv, out[1], lse[1], B, T, H, KV, D);
+            double e = rel_err(out[1], out[0], N * HD), el = rel_err(lse[1], lse[0], N * H);
+            double eq = rel_err(dqk[1], dqk[0], N * K), ev = rel_err(dqkv[1], dqkv[0], N * Q);
+            double worst = fmax(fmax(e, el), fmax(eq, ev));
+            CHECK(worst <= 1e-5, "attention %s B=%d T=%d H=%d KV=%d D=%d: vs row-by-row rel err %.2e <= 1e-5",
+                  isas[ii], B, T, H, KV, D, worst);
+            for (int t = 2; t <= 3; t++) {
+                set_threads(t);
+                sc_cpu_attention_forward(out[2], lse[2], qk, qkv, B, T, H, KV, D);
+                sc_cpu_attention_backward(dqk[2], dqkv[2], dout, qk, qkv, out[2], lse[2], B, T, H, KV, D);
+                int same = !memcmp(out[2], out[1], sizeof(float) * N * HD) &&
+                           !memcmp(lse[2], lse[1], sizeof(float) * N * H) &&
+                           !memcmp(dqk[2], dqk[1], sizeof(float) * N * K) &&
+                           !memcmp(dqkv[2], dqkv[1], sizeof(float) * N * Q);
+                CHECK(same, "attention %s T=%d: %d threads bitwise equal to 1 thread", isas[ii], T, t);
+            }
+        }
+        sc__cpu_matmul_force(NULL);
+        for (int k = 0; k < 3; k++) free(out[k]), free(lse[k]), free(dqk[k]), free(dqkv[k]);
+        free(qk), free(qkv), free(dout);
+    }
+#ifdef _OPENMP
+    set_threads(threads0);
+#endif
+}
+
 int main(void)
 {
     test_oom_recovery();
@@ -325,6 +485,8 @@ int main(void)
     test_finite_difference(SC_ARCH_QWEN3);
     test_finite_difference(SC_ARCH_QWEN2);
     test_bad_input();
+    test_cpu_matmul();
+    test_cpu_attention();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
 }

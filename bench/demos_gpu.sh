@@ -1,0 +1,32 @@
+#!/bin/sh
+# The demos on a GPU with the Qwen3-1.7B shape (random init), as the README's figures were made:
+#   sh bench/demos_gpu.sh OUT [BIN] [DEMO...]
+# BIN holds the demo binaries built with nvcc present (default build/). Each demo writes its
+# CSVs, PNGs and summary.md into OUT/<demo>/ and its log into OUT/<demo>.log. FONT=PATH.ttf
+# names the figures' font when the machine has no DejaVu (its -Bold.ttf beside it is used too).
+# The sweep runs 6 steps per point here (one warm-up + 5 timed) to keep the whole run short.
+set -u
+out=${1:?usage: sh bench/demos_gpu.sh OUT [BIN]}
+bin=${2:-build}
+shift; [ $# -gt 0 ] && shift
+which=${*:-t1m2 t1m1 sweep maxbatch textdemo}
+font=""
+[ -n "${FONT:-}" ] && font="--font $FONT"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.csv" 2>&1
+run() {
+    name=$1; shift
+    case " $which " in *" $name "*) ;; *) return ;; esac
+    echo "== $name $*"
+    start=$(date +%s)
+    # shellcheck disable=SC2086 # $font is empty or two words
+    "$bin/$name" --device cuda --out "$out/$name" $font "$@" > "$out/$name.log" 2>&1
+    rc=$?
+    echo "   exit $rc after $(( $(date +%s) - start )) s"
+    tail -n 3 "$out/$name.log"
+}
+run t1m2 --model qwen3-1.7b
+run t1m1 --model qwen3-1.7b
+run sweep --model qwen3-1.7b --steps 6
+run maxbatch --model qwen3-1.7b
+run textdemo

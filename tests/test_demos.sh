@@ -1,0 +1,97 @@
+#!/bin/sh
+# Every demo runs on the CPU with `tiny` and a handful of steps; each file it lists must exist,
+# PNGs must decode at their size, CSVs must have their columns with finite values, summary.md
+# must embed the figures. Bad flags exit 2. Prints PASS/FAIL lines and "N passed, M failed".
+cd "$(dirname "$0")/.." || exit 1
+T=${T:-build/tmp_demos}
+C=./build/check_outputs
+B=${B:-./build/cpu}
+rm -rf "$T"
+mkdir -p "$T"
+pass=0; fail=0
+ok()  { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+check() { out=$("$C" "$@"); if [ $? -eq 0 ]; then ok "${out#PASS }"; else bad "${out#FAIL }"; fi; }
+
+# run NAME ARGS...: the demo must exit 0 and print progress
+run() {
+    name=$1; shift
+    if OMP_WAIT_POLICY=passive "$B/$name" --device cpu --out "$T/$name" "$@" > "$T/$name.log" 2>&1; then
+        ok "$name $* (exit 0)"
+    else
+        bad "$name $* exited $?: $(tail -n 5 "$T/$name.log")"
+    fi
+}
+# bad_flags NAME: an unknown flag and a bad value exit 2 with a message
+bad_flags() {
+    "$B/$1" --no-such-flag 1 > "$T/err.log" 2>&1
+    rc=$?; [ $rc -eq 2 ] && grep -q "unknown option" "$T/err.log" && ok "$1: unknown flag exits 2" || bad "$1: unknown flag exited $rc"
+    "$B/$1" --steps zero > "$T/err.log" 2>&1
+    rc=$?; [ $rc -eq 2 ] && ok "$1: bad --steps exits 2" || bad "$1: bad --steps exited $rc"
+}
+# pngs NAME FILE:WxH...: each PNG of demo NAME decodes at its size, and summary.md embeds it
+pngs() {
+    d=$T/$1; shift
+    names=""
+    for spec in "$@"; do
+        f=${spec%%:*}; wh=${spec#*:}
+        check png "$d/$f" "${wh%x*}" "${wh#*x}"
+        names="$names $f"
+    done
+    # shellcheck disable=SC2086 # a list of file names without spaces
+    check md "$d/summary.md" $names
+}
+
+# ---- t1m2: recompute off vs on -------------------------------------------------------------
+run t1m2 --steps 4
+pngs t1m2 layer_fwd_mean_ci.png:1280x720 layer_bwd_mean_ci.png:1280x720 layer_total_mean_ci.png:1280x720 \
+    layer_delta_total.png:1280x720 step_wall_ms_compare.png:1280x720 step_wall_ms_delta.png:1280x720 \
+    mem_timeline_cpu_gpualloc_compare.png:1280x725 mem_timeline_cpu_gpureserved_compare.png:1280x725 \
+    layer_recompute_mean_ci.png:1280x720
+check csv "$T/t1m2/summary.csv" mode,n,mean_step_wall_ms,peak_gpu_alloc_gib,peak_gpu_reserved_gib,peak_cpu_rss_gib
+check csv "$T/t1m2/step_metrics.csv" step,wall_ms
+check csv "$T/t1m2/layer_metrics.csv" layer
+for k in fwd bwd total; do for r in 0 1; do
+    check csv "$T/t1m2/layer_${k}_ci_r$r.csv" layer,n,mean_ms,std_ms,ci95_ms,ci_lo,ci_hi
+done; done
+check csv "$T/t1m2/layer_mean_merged.csv" layer
+bad_flags t1m2
+
+# ---- t1m1: resident vs checkpoint vs slide --------------------------------------------------
+run t1m1 --steps 4
+pngs t1m1 fig01_wall_distribution.png:960x720 fig02_time_breakdown.png:1440x758 fig03_peak_memory.png:1280x720 \
+    fig04_memory_timeline.png:1280x1025 fig05_layer_forward.png:1280x720 fig06_layer_backward_recompute.png:1280x720 \
+    fig07_layer_optimizer.png:1280x720
+check csv "$T/t1m1/metrics_iter.csv" run,step,wall_ms,fwd_ms,bwd_ms,recompute_ms,opt_ms,h2d_busy_ms,d2h_busy_ms,host_opt_busy_ms,opt_wait_ms,alloc_peak_bytes,reserved_peak_bytes
+check csv "$T/t1m1/metrics_layer.csv" run,layer,fwd_mean_ms,fwd_ci95_ms,bwd_mean_ms,recompute_mean_ms,opt_mean_ms
+check csv "$T/t1m1/mem_trace.csv" run,step,t_ms,allocated_bytes,reserved_bytes,rss_bytes
+bad_flags t1m1
+
+# ---- sweep: the Pareto frontier and sequence scaling ----------------------------------------
+run sweep --steps 3
+pngs sweep pareto.png:1200x600 seq_scaling.png:1200x600
+check csv "$T/sweep/pareto.csv" policy,mode,n,median_ms,peak_alloc_bytes,on_frontier,loss_bitwise_equal_to_none
+check csv "$T/sweep/seq_scaling.csv" policy,seq,n,median_ms,peak_alloc_bytes
+bad_flags sweep
+
+# ---- maxbatch: the largest batch under a memory cap ------------------------------------------
+run maxbatch
+pngs maxbatch maxbatch.png:1200x600
+check csv "$T/maxbatch/maxbatch.csv" policy,mode,mem_cap_bytes,max_batch,tokens_per_s
+bad_flags maxbatch
+
+# ---- textdemo: a byte-level model on a real text ---------------------------------------------
+run textdemo --steps 20
+pngs textdemo loss_curves.png:1400x820
+check csv "$T/textdemo/loss.csv" run,step,train_loss,val_loss,elapsed_ms
+# the validation loss falls over the 20 steps (first vs last evaluation of the first run)
+vals=$(awk -F, 'NR == 2 { r = $1 } NR > 1 && $1 == r && $4 != "" { if (f == "") f = $4; l = $4 } END { print f, l }' \
+    "$T/textdemo/loss.csv")
+if awk -v v="$vals" 'BEGIN { split(v, a, " "); exit !(a[1] != "" && a[2] + 0 < a[1] - 0.5) }'; then
+    ok "textdemo: validation loss falls ($vals)"
+else bad "textdemo: validation loss did not fall by 0.5 nats ($vals)"; fi
+grep -q "bitwise" "$T/textdemo.log" && ok "textdemo reports the bitwise check" || bad "textdemo: no bitwise line in its log"
+bad_flags textdemo
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
