@@ -72,7 +72,7 @@ build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_
 
 # The demos (see demos/README in the top README): each one .c file over demos/demo.h, plot.h
 # and the shared figure recipes; with nvcc present they run on the GPU too.
-demos: $(addprefix build/,$(DEMOS))
+demos: $(addprefix build/,$(DEMOS)) build/recompute_tradeoff
 
 $(addprefix build/,$(DEMOS)): build/%: demos/%.c $(HDRS) $(DEMO_HDRS) $(CLI_DEPS)
 	@mkdir -p build

@@ -181,14 +181,13 @@ DEMO_DEF void demo__driver_version(char *buf, size_t cap)
     if (!f) return;
     char line[512];
     if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." */
-        char *p = strstr(line, "Module");
-        if (p) {
-            p += 6;
-            while (*p == ' ') p++;
-            size_t n = strcspn(p, " \n");
-            snprintf(buf, cap, "%.*s", (int)n, p);
-        }
+        /* "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64 [Kernel Module]  580.159.04  Tue ...":
+           the first word made of digits and dots, with a dot */
+        for (char *w = strtok(line, " \t\n"); w; w = strtok(NULL, " \t\n"))
+            if (strchr(w, '.') && strspn(w, "0123456789.") == strlen(w)) {
+                snprintf(buf, cap, "%s", w);
+                break;
+            }
     }
     fclose(f);
 }
