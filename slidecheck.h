@@ -5195,16 +5195,19 @@ static int sc__mm_pick(void)
     return path;
 }
 
-SCDEF const char *sc_cpu_matmul_isa(void)
+/* The run-time ISA paths (matmuls and the host optimizer): 3 AVX-512, 2 AVX2, 1 scalar. */
+static const char *sc__isa_name(int path) { return path == 3 ? "avx512" : path == 2 ? "avx2" : "scalar"; }
+/* A test hook's ISA name as a path (NULL: the best one); 0 when unknown. */
+static int sc__isa_code(const char *isa, int best)
 {
-    int path = sc__mm_pick();
-    return path == 3 ? "avx512" : path == 2 ? "avx2" : "scalar";
+    return !isa ? best : !strcmp(isa, "avx512") ? 3 : !strcmp(isa, "avx2") ? 2 : !strcmp(isa, "scalar") ? 1 : 0;
 }
+
+SCDEF const char *sc_cpu_matmul_isa(void) { return sc__isa_name(sc__mm_pick()); }
 
 SCDEF int sc__cpu_matmul_force(const char *isa)
 {
-    int want = !isa ? sc__mm_best() : !strcmp(isa, "avx512") ? 3 : !strcmp(isa, "avx2") ? 2
-             : !strcmp(isa, "scalar") ? 1 : 0;
+    int want = sc__isa_code(isa, sc__mm_best());
     if (!want || want > sc__mm_best()) return 0;
     __atomic_store_n(&sc__mm_path, want, __ATOMIC_RELAXED);
     return 1;
@@ -6032,16 +6035,11 @@ static int sc__optim_pick(void)
 #endif
 }
 
-SCDEF const char *sc_cpu_optim_isa(void)
-{
-    int path = sc__optim_pick();
-    return path == 3 ? "avx512" : path == 2 ? "avx2" : "scalar";
-}
+SCDEF const char *sc_cpu_optim_isa(void) { return sc__isa_name(sc__optim_pick()); }
 
 SCDEF int sc__cpu_optim_force(const char *isa)
 {
-    int want = !isa ? sc__optim_best() : !strcmp(isa, "avx512") ? 3 : !strcmp(isa, "avx2") ? 2
-             : !strcmp(isa, "scalar") ? 1 : 0;
+    int want = sc__isa_code(isa, sc__optim_best());
     if (!want || want > sc__optim_best()) return 0;
     sc__optim_path = want;
     return 1;

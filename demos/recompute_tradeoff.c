@@ -35,6 +35,7 @@
 #define STB_TRUETYPE_IMPLEMENTATION
 #define STBTT_STATIC
 #include "plot.h"
+#include "demo.h" /* demo_mkdirs */
 
 #include <errno.h>
 #include <stdlib.h>
@@ -87,28 +88,6 @@ static void die(const char *what)
     fflush(stdout);
     fprintf(stderr, "recompute_tradeoff: %s: %s\n", what, sc_last_error());
     exit(1);
-}
-
-/* mkdir -p: 0, or -1 with a message on stderr. */
-static int make_dirs(const char *dir)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
-        fprintf(stderr, "recompute_tradeoff: --out path too long\n");
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char keep = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST) {
-                fprintf(stderr, "recompute_tradeoff: cannot create directory %s: %s\n", buf, strerror(errno));
-                return -1;
-            }
-            *p = keep;
-            if (!keep) return 0;
-        }
-    }
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi)
@@ -630,7 +609,7 @@ int main(int argc, char **argv)
 
     /* 3. Train each policy and measure every step (into a directory made first, so that a bad
           --out fails before any training). */
-    if (make_dirs(o.out)) return 1;
+    if (demo_mkdirs(o.out)) return 1;
     if (pl_check_font()) return 1; /* the figures need it: fail now rather than after training */
     char device_name[160] = "cpu";
     printf("model %s (%s, %d layers, %.1fM params), B=%d T=%d, %d steps per policy (1 warm-up), AdamW lr %g\n",
