@@ -1004,6 +1004,10 @@ SCDEF const float *sc_model_logits(const sc_model *m);
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m);
 /* The model's CUDA context (NULL on the CPU backend): for tracer event callbacks. */
 SCDEF sc_cuda *sc_model_cuda(sc_model *m);
+/* Set tc's timing callbacks for m: on the GPU, CUDA events on the model's streams and a device
+   sync at each step's end (so wall times include the queued work); on the CPU, none (the CPU
+   clock). The other fields of tc are left as they are. */
+SCDEF void sc_model_tracer_timing(sc_model *m, sc_tracer_config *tc);
 /* Sizes like "6GiB", "512MiB", "1.5GB", "4096" (bytes). 0 on success, -1 on a malformed size. */
 SCDEF int sc_parse_size(const char *s, size_t *out);
 
@@ -6368,14 +6372,8 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
     memset(&tc, 0, sizeof tc);
     tc.warmup_steps = -1;
     tc.no_clear_refs = 1;
-#ifdef SLIDECHECK_CUDA
-    if (m->cu) {
-        tc.event_record = sc_cuda_event_record;
-        tc.event_elapsed_ms = sc_cuda_event_elapsed_ms;
-        tc.event_destroy = sc_cuda_event_destroy;
-        tc.user = m->cu;
-    }
-#endif
+    sc_model_tracer_timing(m, &tc);
+    tc.device_sync = NULL; /* per-layer spans only: no wall time is read */
     sc_result r = sc_tracer_init(&tr, &tc);
     if (r != SC_SUCCESS) {
         free(costs);
@@ -6417,6 +6415,30 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
     return r;
 }
 SCDEF sc_cuda *sc_model_cuda(sc_model *m) { return m->cu; }
+
+#ifdef SLIDECHECK_CUDA
+static void sc__tracer_cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
+#endif
+
+SCDEF void sc_model_tracer_timing(sc_model *m, sc_tracer_config *tc)
+{
+    tc->event_record = NULL;
+    tc->event_elapsed_ms = NULL;
+    tc->event_destroy = NULL;
+    tc->device_sync = NULL;
+    tc->user = NULL;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        tc->event_record = sc_cuda_event_record;
+        tc->event_elapsed_ms = sc_cuda_event_elapsed_ms;
+        tc->event_destroy = sc_cuda_event_destroy;
+        tc->device_sync = sc__tracer_cuda_sync;
+        tc->user = m->cu;
+    }
+#else
+    (void)m;
+#endif
+}
 
 SCDEF int sc_parse_size(const char *s, size_t *out)
 {

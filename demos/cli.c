@@ -404,10 +404,6 @@ static int cmd_grad(int argc, char **argv)
     return 0;
 }
 
-#ifdef SLIDECHECK_CUDA
-static void cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
-#endif
-
 /* mkdir -p DIR and prove a file can be created there (removed again), or exit 1 now */
 static void check_writable_dir(const char *dir, const char *flag)
 {
@@ -496,15 +492,7 @@ static int cmd_train(int argc, char **argv)
     sc_tracer_config tc;
     memset(&tc, 0, sizeof tc);
     tc.warmup_steps = o.warmup > 0 ? o.warmup : -1;
-#ifdef SLIDECHECK_CUDA
-    if (sc_model_cuda(m)) {
-        tc.event_record = sc_cuda_event_record;
-        tc.event_elapsed_ms = sc_cuda_event_elapsed_ms;
-        tc.event_destroy = sc_cuda_event_destroy;
-        tc.device_sync = cuda_sync;
-        tc.user = sc_model_cuda(m);
-    }
-#endif
+    sc_model_tracer_timing(m, &tc);
     if ((r = sc_tracer_init(&tr, &tc)) != SC_SUCCESS) die(r, "tracer");
     sc_model_set_tracer(m, &tr);
     sc_allocator *al = sc_model_allocator(m);

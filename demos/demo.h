@@ -364,10 +364,6 @@ DEMO_DEF void demo_run_free(demo_run *r)
     r->traced = 0;
 }
 
-#ifdef SLIDECHECK_CUDA
-static void demo__cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
-#endif
-
 static int demo__progress_tty = -1;
 
 /* One progress line, rewritten in place on a terminal, a line per call otherwise (logs). */
@@ -418,15 +414,7 @@ DEMO_DEF int demo_train(const demo *d, demo_run *r, const int32_t *ids, int nbat
     sc_tracer_config tc;
     memset(&tc, 0, sizeof tc);
     tc.warmup_steps = d->o.warmup > 0 ? d->o.warmup : -1;
-#ifdef SLIDECHECK_CUDA
-    if (sc_model_cuda(m)) {
-        tc.event_record = sc_cuda_event_record;
-        tc.event_elapsed_ms = sc_cuda_event_elapsed_ms;
-        tc.event_destroy = sc_cuda_event_destroy;
-        tc.device_sync = demo__cuda_sync;
-        tc.user = sc_model_cuda(m);
-    }
-#endif
+    sc_model_tracer_timing(m, &tc);
     if (r->traced) sc_tracer_uninit(&r->tr);
     if (sc_tracer_init(&r->tr, &tc) != SC_SUCCESS) demo_die(d, "tracer");
     r->traced = 1;
@@ -478,6 +466,37 @@ DEMO_DEF int demo_train(const demo *d, demo_run *r, const int32_t *ids, int nbat
     sc_model_set_tracer(m, NULL);
     sc_model_destroy(m);
     return r->oom;
+}
+
+/* One entry of a --runs list: a checkpoint policy, or slide[:POLICY] (slide mode; policy none
+   unless given). label is the entry as written, "slide:full" shown as "slide+full". */
+typedef struct demo_run_spec {
+    char label[64], policy[128];
+    sc_mode mode;
+} demo_run_spec;
+
+/* Split a comma-separated --runs list into at most max specs, each policy checked ("layers:0-1,3"
+   cannot be given here: its commas would split it). A bad or empty list is a usage error. */
+DEMO_DEF int demo_parse_runs(const demo *d, const char *list, demo_run_spec *out, int max)
+{
+    char buf[1024];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%.*s", (int)sizeof buf - 1, list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max) demo_usage_error(d, "--runs: at most %d runs", max);
+        demo_run_spec *r = &out[n++];
+        int slide = !strncmp(tok, "slide", 5) && (!tok[5] || tok[5] == ':');
+        const char *pol = slide ? (tok[5] ? tok + 6 : "none") : tok;
+        snprintf(r->policy, sizeof r->policy, "%.*s", (int)sizeof r->policy - 1, pol);
+        r->mode = slide ? SC_MODE_SLIDE : SC_MODE_RESIDENT;
+        if (slide && strcmp(pol, "none")) snprintf(r->label, sizeof r->label, "slide+%.40s", pol);
+        else snprintf(r->label, sizeof r->label, "%.*s", (int)sizeof r->label - 1, tok);
+        sc_plan check;
+        if (sc_plan_parse(&check, r->policy, d->cfg.num_layers) != SC_SUCCESS)
+            demo_usage_error(d, "--runs '%s': %s", tok, sc_last_error());
+    }
+    if (!n) demo_usage_error(d, "%s", "--runs is empty");
+    return n;
 }
 
 /* Random token ids in [0, vocab), seeded: n of them. */

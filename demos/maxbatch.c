@@ -96,20 +96,13 @@ int main(int argc, char **argv)
 
     result res[MAXR];
     int nr = 0;
-    char list[512];
-    snprintf(list, sizeof list, "%s", mo.runs);
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (nr == MAXR) demo_usage_error(&d, "--runs: at most %d runs", MAXR);
-        result *r = &res[nr++];
-        memset(r, 0, sizeof *r);
-        int slide = !strncmp(tok, "slide", 5) && (!tok[5] || tok[5] == ':');
-        snprintf(r->policy, sizeof r->policy, "%s", slide ? (tok[5] ? tok + 6 : "none") : tok);
-        r->mode = slide ? SC_MODE_SLIDE : SC_MODE_RESIDENT;
-        if (slide && strcmp(r->policy, "none")) snprintf(r->label, sizeof r->label, "slide+%s", tok + 6);
-        else snprintf(r->label, sizeof r->label, "%s", tok);
-        sc_plan check;
-        if (sc_plan_parse(&check, r->policy, d.cfg.num_layers))
-            demo_usage_error(&d, "--runs '%s': %s", tok, sc_last_error());
+    demo_run_spec spec[MAXR];
+    nr = demo_parse_runs(&d, mo.runs, spec, MAXR);
+    for (int i = 0; i < nr; i++) {
+        memset(&res[i], 0, sizeof res[i]);
+        snprintf(res[i].label, sizeof res[i].label, "%.*s", (int)sizeof res[i].label - 1, spec[i].label);
+        snprintf(res[i].policy, sizeof res[i].policy, "%.*s", (int)sizeof res[i].policy - 1, spec[i].policy);
+        res[i].mode = spec[i].mode;
     }
     int32_t *ids = demo_random_tokens(&d, (size_t)mo.max_batch * T);
 

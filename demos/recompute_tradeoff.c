@@ -241,10 +241,6 @@ static void make_plan(run *r, const sc_config *cfg, int B, int T, int act_bytes)
     r->predicted = sc_plan_saved_bytes(cfg, &r->plan, B, T, act_bytes);
 }
 
-#ifdef SLIDECHECK_CUDA
-static void cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
-#endif
-
 /* Train `steps` steps under r's plan and record every step. */
 static void train_policy(run *r, const sc_config *cfg, const sc_model_config *mc, const int32_t *ids, int B, int T,
                          int steps, const char *out_dir, char *device_name, size_t device_name_cap)
@@ -260,15 +256,10 @@ static void train_policy(run *r, const sc_config *cfg, const sc_model_config *mc
     memset(&tc, 0, sizeof tc);
     tc.warmup_steps = 1;
     snprintf(device_name, device_name_cap, "cpu");
+    sc_model_tracer_timing(m, &tc);
 #ifdef SLIDECHECK_CUDA
-    if (sc_model_cuda(m)) {
-        tc.event_record = sc_cuda_event_record;
-        tc.event_elapsed_ms = sc_cuda_event_elapsed_ms;
-        tc.event_destroy = sc_cuda_event_destroy;
-        tc.device_sync = cuda_sync;
-        tc.user = sc_model_cuda(m);
+    if (sc_model_cuda(m))
         snprintf(device_name, device_name_cap, "cuda (%s)", sc_cuda_device_name(sc_model_cuda(m)));
-    }
 #endif
     if (sc_tracer_init(&tr, &tc) != SC_SUCCESS) die("tracer");
     sc_model_set_tracer(m, &tr);

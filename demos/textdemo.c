@@ -196,19 +196,14 @@ int main(int argc, char **argv)
     /* the runs: a checkpoint policy, or slide[:policy]; "layers:0-1,3" would need its commas */
     run runs[MAX_RUNS];
     int nr = 0;
-    char list[512];
-    snprintf(list, sizeof list, "%s", t.runs);
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (nr == MAX_RUNS) demo_usage_error(&d, "--runs: at most %d runs", MAX_RUNS);
-        run *r = &runs[nr++];
-        memset(r, 0, sizeof *r);
-        int slide = !strncmp(tok, "slide", 5) && (!tok[5] || tok[5] == ':');
-        const char *pol = slide ? (tok[5] ? tok + 6 : "none") : tok;
-        r->mode = slide ? SC_MODE_SLIDE : SC_MODE_RESIDENT;
-        snprintf(r->name, sizeof r->name, "%s", tok);
-        if (sc_plan_parse(&r->plan, pol, d.cfg.num_layers)) demo_usage_error(&d, "--runs: %s", sc_last_error());
+    demo_run_spec spec[MAX_RUNS];
+    nr = demo_parse_runs(&d, t.runs, spec, MAX_RUNS);
+    for (int i = 0; i < nr; i++) {
+        memset(&runs[i], 0, sizeof runs[i]);
+        snprintf(runs[i].name, sizeof runs[i].name, "%.*s", (int)sizeof runs[i].name - 1, spec[i].label);
+        runs[i].mode = spec[i].mode;
+        sc_plan_parse(&runs[i].plan, spec[i].policy, d.cfg.num_layers); /* checked above */
     }
-    if (!nr) demo_usage_error(&d, "%s", "--runs is empty");
 
     /* the text: bytes 0..255 are the tokens; the last 10% is for validation */
     const char *tried[] = {t.text ? t.text : "/usr/share/common-licenses/GPL-3", t.text ? NULL : "/usr/share/common-licenses/GPL-2"};
