@@ -6356,7 +6356,10 @@ SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_co
 SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, int T)
 {
     size_t small = (size_t)T * (size_t)cfg->head_dim * 4 + (size_t)B * T * 12;
-    size_t margin = budget / 50 + ((size_t)4 << 20) + small;
+    /* reserved exceeds allocated by the allocator's rounding: a partly used 2 MiB small-pool
+       segment per stream (compute and copy), one partly used 20 MiB segment for 1..10 MiB
+       requests, and 2% for fragmentation and the 2 MiB rounding of large blocks */
+    size_t margin = budget / 50 + 2 * SC__ALLOCATOR_SMALL_BUFFER + SC__ALLOCATOR_LARGE_BUFFER + small;
     return budget > margin ? budget - margin : 1;
 }
 

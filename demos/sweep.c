@@ -124,6 +124,14 @@ static point measure(const demo *d, const char *label, const char *policy, const
     return p;
 }
 
+/* The smallest cap whose usable part (less the allocator margin) holds `need` bytes. */
+static size_t cap_for(size_t need, const sc_config *cfg, int B, int T)
+{
+    size_t c = need;
+    while (sc_plan_budget_usable(c, cfg, B, T) < need) c += c / 256 + 4096;
+    return c;
+}
+
 static const char *fmt_bytes(char *buf, double b, double unit)
 {
     snprintf(buf, 32, unit == DEMO_GIB ? "%.2f GiB" : "%.1f MiB", b / unit);
@@ -279,8 +287,9 @@ int main(int argc, char **argv)
     point pt[MAXP];
     printf("== step time vs peak memory: B=%d T=%d, %d steps per run ==\n", B, T, steps);
     for (; np < 7; np++) pt[np] = measure(&d, pols[np], pols[np], NULL, 0, B, T, steps, ids, np ? pt : NULL, np);
-    /* The planner at three budgets spaced between the smallest it accepts (at least full's peak)
-       and none's peak; one live model profiles and plans, then each plan trains from scratch. */
+    /* The planner at three budgets (caps) spaced between the smallest it accepts (at least full's
+       peak) and the cap whose usable part, less the allocator margin, holds none's peak; one live
+       model profiles and plans, then each plan trains from scratch. */
     double lo = pt[1].alloc, hi = pt[0].oom ? (double)d.o.mem_cap : pt[0].alloc;
     if (!pt[1].oom && hi > lo) {
         sc_model *m = NULL;
@@ -290,9 +299,9 @@ int main(int argc, char **argv)
         sc_result rc = sc_model_create(&m, &d.cfg, &d.mc, NULL);
         if (!rc) rc = sc_model_plan_budget(&plan, &rep, m, ids, B, T, (size_t)hi); /* sets rep.min_budget */
         if (!rc || rc == SC_ERROR_INVALID_ARGS) {
-            size_t minc = rep.min_budget; /* about the smallest cap whose usable part (less the margin) plans */
-            while (sc_plan_budget_usable(minc, &d.cfg, B, T) < rep.min_budget) minc += minc / 256 + 4096;
+            size_t minc = cap_for(rep.min_budget, &d.cfg, B, T);
             lo = fmax(lo, (double)minc);
+            if (!pt[0].oom) hi = (double)cap_for((size_t)hi, &d.cfg, B, T);
             for (int k = 1; k <= 3 && lo < hi; k++) {
                 size_t budget = (size_t)(lo + (hi - lo) * k / 4);
                 char lab[48], pol[64];
