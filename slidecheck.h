@@ -901,8 +901,11 @@ SCDEF int sc__cpu_optim_force(const char *isa);
 typedef enum sc_keep {
     SC_KEEP_ALL = 0,        /* every activation the backward needs */
     SC_KEEP_SELECTIVE = 1,  /* outputs of GEMMs and attention; norms, RoPE, SwiGLU recomputed */
-    SC_KEEP_SELECTIVE_MLP = 2 /* attention block kept; the whole MLP block recomputed */
+    SC_KEEP_SELECTIVE_MLP = 2, /* attention block kept; the whole MLP block recomputed */
+    SC_KEEP_SELECTIVE_ATTN = 3 /* input, residual and gate_up kept (over half of the bytes saved):
+                                  ln1, qkv, q/k-norm + RoPE, attention, ln2 and SwiGLU recomputed */
 } sc_keep;
+#define SC_KEEP_COUNT 4
 
 #define SC_MAX_LAYERS 256
 typedef struct sc_plan {
@@ -912,9 +915,12 @@ typedef struct sc_plan {
     char name[128];
 } sc_plan;
 
-/* Parse a policy: none | full | every:K | layers:a-b,c,... | selective | selective:mlp | sqrt.
+/* Parse a policy: none | full | every:K | layers:a-b,c,... | selective | selective:mlp |
+   selective:attn | sqrt.
    ("budget:SIZE" needs costs: use sc_planner_plan.) */
 SCDEF sc_result sc_plan_parse(sc_plan *plan, const char *policy, int num_layers);
+/* "keep all", "selective", "selective:mlp", "selective:attn" */
+SCDEF const char *sc_keep_name(int keep);
 /* Bytes that layer l keeps after forward under `plan` (closed form), in the model's storage. */
 SCDEF size_t sc_plan_saved_bytes_layer(const sc_config *cfg, const sc_plan *plan, int l, int B, int T,
                                        int act_bytes);
@@ -1106,7 +1112,8 @@ SC_CUDA_DEF void sc_cuda_copy_async(sc_cuda *cu, int stream, void *dst, const vo
 /* work queued on `stream` after this call waits for `event` */
 SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
 /* ------------------------------------------------------------------------------------------
-   Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp or
+   Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp /
+   selective:attn or
    a recomputed segment so that the predicted peak fits the budget and the recompute time is
    least. The chain is cut into units: a single kept layer, or a recomputed segment [s, e) that
    saves only x_s. Bytes are exact and closed form, in the model's storage (act_bytes per
@@ -1117,12 +1124,13 @@ SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
      saved(l) = S_k(l) (kept), X (first layer of a segment), 0 (other layers of a segment);
      Peak = F + max( sum_l saved(l) + X + Hd,  max_units u [ P(u) + sum_{j in u} A(j) + W + X ] )
    with P(u) the saved bytes of all layers before u. Recompute time of a unit: 0 (keep all),
-   rsel (selective), rmlp (selective:mlp), sum of fwd over a segment.
+   rsel (selective), rmlp (selective:mlp), rattn (selective:attn), sum of fwd over a segment.
    ------------------------------------------------------------------------------------------ */
 typedef struct sc_layer_cost {
     double fwd_s;   /* forward of the whole layer (= replay cost inside a segment) */
     double rsel_s;  /* recompute of a SC_KEEP_SELECTIVE layer */
     double rmlp_s;  /* recompute of a SC_KEEP_SELECTIVE_MLP layer */
+    double rattn_s; /* recompute of a SC_KEEP_SELECTIVE_ATTN layer */
 } sc_layer_cost;
 
 typedef struct sc_plan_row {
@@ -1175,12 +1183,12 @@ SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, 
    AdamW state and, with master weights, the f32 master copy. */
 SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc);
 /* The budget to plan for under an allocator cap of `budget` bytes. The planner counts tensor
-   bytes; the allocator's "allocated" also counts 512-byte rounding, large-pool blocks left
-   unsplit (remainder <= 1 MiB) and small buffers (RoPE tables, ids, targets, row losses): the
-   budget less 2% + 4 MiB + those buffers. */
+   bytes; the cap counts reserved segments: 512-byte rounding, partly used 2 MiB small-pool and
+   20 MiB mid-size segments, large blocks rounded to 2 MiB, and small buffers (RoPE tables, ids,
+   targets, row losses). Usable = the budget less 2% + 2 x 2 MiB + 20 MiB + those buffers. */
 SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, int T);
-/* budget:SIZE on a live model: times one forward+backward each under full, selective and
-   selective:mlp on ids[B*T] (their recompute spans give each layer's replay cost; the forward
+/* budget:SIZE on a live model: times one forward+backward each under full, selective, selective:mlp and
+   selective:attn on ids[B*T] (their recompute spans give each layer's replay cost; the forward
    span of the `full` step its whole-layer cost), then plans for sc_plan_budget_usable(budget).
    The model's gradients are overwritten; no optimizer step is taken. rep may be NULL. */
 SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
@@ -6153,6 +6161,12 @@ static void sc__plan_segments(sc_plan *p, int K)
     for (int l = 0; l < p->num_layers; l++) p->seg[l] = (short)(l - l % K);
 }
 
+SCDEF const char *sc_keep_name(int keep)
+{
+    static const char *names[SC_KEEP_COUNT] = {"keep all", "selective", "selective:mlp", "selective:attn"};
+    return keep >= 0 && keep < SC_KEEP_COUNT ? names[keep] : "?";
+}
+
 SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
 {
     if (!p || !policy) return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy: NULL argument");
@@ -6168,6 +6182,7 @@ SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
     if (!strcmp(policy, "full")) { sc__plan_segments(p, 1); return SC_SUCCESS; }
     if (!strcmp(policy, "selective")) { memset(p->keep, SC_KEEP_SELECTIVE, (size_t)L); return SC_SUCCESS; }
     if (!strcmp(policy, "selective:mlp")) { memset(p->keep, SC_KEEP_SELECTIVE_MLP, (size_t)L); return SC_SUCCESS; }
+    if (!strcmp(policy, "selective:attn")) { memset(p->keep, SC_KEEP_SELECTIVE_ATTN, (size_t)L); return SC_SUCCESS; }
     if (!strcmp(policy, "sqrt")) {
         k = (int)ceil(sqrt((double)L));
         sc__plan_segments(p, k);
@@ -6202,7 +6217,7 @@ SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
                         "and sc_planner_plan()", policy);
     return sc__fail(SC_ERROR_INVALID_ARGS,
                     "unknown checkpoint policy '%s' (known: none, full, every:K, layers:LIST, selective, "
-                    "selective:mlp, sqrt, budget:SIZE)", policy);
+                    "selective:mlp, selective:attn, sqrt, budget:SIZE)", policy);
 }
 
 /* Activation slots of one layer: their sizes, and which ones each keep mode saves. */
@@ -6222,6 +6237,8 @@ static unsigned sc__keep_mask(int keep)
                (1u << SC__A_GU);
     if (keep == SC_KEEP_SELECTIVE_MLP)
         return all & ~((1u << SC__A_RSTD2) | (1u << SC__A_B) | (1u << SC__A_GU) | (1u << SC__A_M));
+    if (keep == SC_KEEP_SELECTIVE_ATTN) /* recompute costs the qkv GEMM and the attention forward */
+        return (1u << SC__A_X) | (1u << SC__A_X2) | (1u << SC__A_GU);
     return all;
 }
 
@@ -6366,7 +6383,7 @@ SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, i
 SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
                                      int T, size_t budget)
 {
-    static const char *prof[3] = {"full", "selective", "selective:mlp"};
+    static const char *prof[4] = {"full", "selective", "selective:mlp", "selective:attn"};
     const sc_config *cfg = &m->cfg;
     sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
     if (!costs) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_model_plan_budget: host memory");
@@ -6383,7 +6400,7 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
         return r;
     }
     m->tr = &tr;
-    for (int k = 0; k < 3 && r == SC_SUCCESS; k++) {
+    for (int k = 0; k < 4 && r == SC_SUCCESS; k++) {
         sc_plan p;
         float loss;
         sc_plan_parse(&p, prof[k], cfg->num_layers);
@@ -6396,7 +6413,8 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
                down_proj and residual add that a one-layer replay skips) */
             if (k == 0) costs[l].fwd_s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_FWD) / 1000.0;
             else if (k == 1) costs[l].rsel_s = sec;
-            else costs[l].rmlp_s = sec;
+            else if (k == 2) costs[l].rmlp_s = sec;
+            else costs[l].rattn_s = sec;
         }
     }
     m->tr = user_tr;
@@ -8536,7 +8554,7 @@ SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)
 
 /* The byte sizes of the cost model; every layer of a config has the same sizes. */
 typedef struct sc__pl_sizes {
-    size_t S[3]; /* saved bytes of one layer kept with SC_KEEP_ALL / SELECTIVE / SELECTIVE_MLP */
+    size_t S[SC_KEEP_COUNT]; /* saved bytes of one layer kept with each sc_keep mode */
     size_t X, W, Hd;
 } sc__pl_sizes;
 
@@ -8546,7 +8564,7 @@ static sc__pl_sizes sc__pl_sizes_of(const sc_config *c, int B, int T, int ab)
     size_t N = (size_t)B * T, C = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t H = (size_t)c->num_heads, KV = (size_t)c->num_kv_heads, D = (size_t)c->head_dim;
     size_t Q = (H + 2 * KV) * D, K = (H + KV) * D, V = (size_t)c->vocab_size;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < SC_KEEP_COUNT; k++) {
         unsigned mask = sc__keep_mask(k);
         z.S[k] = 0;
         for (int a = 0; a < SC__A_COUNT; a++)
@@ -8558,14 +8576,17 @@ static sc__pl_sizes sc__pl_sizes_of(const sc_config *c, int B, int T, int ab)
     return z;
 }
 
+#define SC__PL_SEG SC_KEEP_COUNT /* a unit's kind: an sc_keep mode, or this: a recomputed segment */
+
 static double sc__pl_unit_time(const sc_layer_cost *costs, int kind, int s, int e)
 {
     double t = 0.0;
     if (!costs) return 0.0;
-    if (kind == 3)
+    if (kind == SC__PL_SEG)
         for (int j = s; j < e; j++) t += costs[j].fwd_s;
     else if (kind == SC_KEEP_SELECTIVE) t = costs[s].rsel_s;
     else if (kind == SC_KEEP_SELECTIVE_MLP) t = costs[s].rmlp_s;
+    else if (kind == SC_KEEP_SELECTIVE_ATTN) t = costs[s].rattn_s;
     return t;
 }
 
@@ -8601,6 +8622,7 @@ SCDEF void sc_plan_estimate_costs(const sc_config *c, int B, int T, int act_byte
         costs[l].fwd_s = (gemm_f + attn_f) / peak + (gemm_b + attn_b + elem + adds) / bw;
         costs[l].rsel_s = elem / bw;
         costs[l].rmlp_s = SC__GEMM_F(C, 2 * I) / peak + (norm + SC__GEMM_B(C, 2 * I) + swiglu) / bw;
+        costs[l].rattn_s = (SC__GEMM_F(C, Q) + attn_f) / peak + (SC__GEMM_B(C, Q) + attn_b + elem) / bw;
     }
 #undef SC__GEMM_F
 #undef SC__GEMM_B
@@ -8633,7 +8655,7 @@ SCDEF sc_result sc_plan_evaluate(sc_plan_report *rep, const sc_plan *plan, const
         return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_evaluate: NULL argument or plan for the wrong layer count");
     for (int l = 0; l < L; l++) {
         int s = plan->seg[l];
-        if (s >= 0 ? (s != l && (l == 0 || plan->seg[l - 1] != s)) : plan->keep[l] > SC_KEEP_SELECTIVE_MLP)
+        if (s >= 0 ? (s != l && (l == 0 || plan->seg[l - 1] != s)) : plan->keep[l] >= SC_KEEP_COUNT)
             return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_evaluate: layer %d has a bad keep/seg entry", l);
     }
     sc__pl_sizes z = sc__pl_sizes_of(cfg, B, T, act_bytes);
@@ -8642,17 +8664,17 @@ SCDEF sc_result sc_plan_evaluate(sc_plan_report *rep, const sc_plan *plan, const
     rep->num_layers = L;
     size_t P = 0, bwd = 0;
     for (int s = 0; s < L;) {
-        int kind = plan->seg[s] >= 0 ? 3 : plan->keep[s];
-        int e = kind == 3 ? sc__seg_end(plan, s) : s + 1;
+        int kind = plan->seg[s] >= 0 ? SC__PL_SEG : plan->keep[s];
+        int e = kind == SC__PL_SEG ? sc__seg_end(plan, s) : s + 1;
         size_t need = P + (size_t)(e - s) * z.S[0] + z.W + z.X;
         if (need > bwd || s == 0) { bwd = need; rep->bwd_peak_unit = s; }
         for (int j = s; j < e; j++) {
             sc_plan_row *r = &rep->rows[j];
             r->unit_start = s;
             r->unit_end = e;
-            r->segment = kind == 3;
-            r->saved_bytes = kind == 3 ? (j == s ? z.X : 0) : z.S[kind];
-            r->recompute_s = sc__pl_unit_time(costs, kind, kind == 3 ? j : s, kind == 3 ? j + 1 : e);
+            r->segment = kind == SC__PL_SEG;
+            r->saved_bytes = kind == SC__PL_SEG ? (j == s ? z.X : 0) : z.S[kind];
+            r->recompute_s = sc__pl_unit_time(costs, kind, kind == SC__PL_SEG ? j : s, kind == SC__PL_SEG ? j + 1 : e);
             P += r->saved_bytes;
             rep->recompute_s += r->recompute_s;
             if (costs) rep->step_estimate_s += 3.0 * costs[j].fwd_s;
@@ -8668,8 +8690,8 @@ SCDEF sc_result sc_plan_evaluate(sc_plan_report *rep, const sc_plan *plan, const
 }
 
 /* A DP state at a unit boundary: saved bytes so far P, worst backward need so far M (without
-   F), recompute time t, and the unit that led here (layers [start, end), kind 0-2 keep mode,
-   3 segment) with the index of the state it came from. */
+   F), recompute time t, and the unit that led here (layers [start, end), kind: an sc_keep mode
+   or SC__PL_SEG) with the index of the state it came from. */
 typedef struct sc__pl_state {
     size_t P, M;
     double t;
@@ -8764,12 +8786,12 @@ static sc_result sc__pl_dp(sc__pl_vec *st, int *best, const sc__pl_sizes *z, int
             seg_t += costs ? costs[i].fwd_s : 0.0;
             for (int si = beg[i]; si < beg[i + 1]; si++) {
                 sc__pl_state p = st->v[si], q;
-                for (int kind = i == j - 1 ? 0 : 3; kind <= 3; kind++) {
+                for (int kind = i == j - 1 ? 0 : SC__PL_SEG; kind <= SC__PL_SEG; kind++) {
                     size_t need = p.P + (size_t)(j - i) * z->S[0] + z->W + z->X;
-                    q.P = p.P + (kind == 3 ? z->X : z->S[kind]);
+                    q.P = p.P + (kind == SC__PL_SEG ? z->X : z->S[kind]);
                     if (F + need > budget || F + q.P + z->X + z->Hd > budget) continue;
                     q.M = !track_m ? 0 : need > p.M ? need : p.M;
-                    q.t = p.t + (kind == 3 ? seg_t : sc__pl_unit_time(costs, kind, i, j));
+                    q.t = p.t + (kind == SC__PL_SEG ? seg_t : sc__pl_unit_time(costs, kind, i, j));
                     if (q.t > tmax) continue; /* times only grow */
                     q.prev = si;
                     q.start = (short)i;
@@ -8814,8 +8836,8 @@ SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_conf
     sc_layer_cost est[SC_MAX_LAYERS];
     if (!costs) sc_plan_estimate_costs(cfg, B, T, act_bytes, est), costs = est;
     for (int l = 0; l < L; l++)
-        if (!(costs[l].fwd_s >= 0 && costs[l].rsel_s >= 0 && costs[l].rmlp_s >= 0) ||
-            costs[l].fwd_s + costs[l].rsel_s + costs[l].rmlp_s > 1e30)
+        if (!(costs[l].fwd_s >= 0 && costs[l].rsel_s >= 0 && costs[l].rmlp_s >= 0 && costs[l].rattn_s >= 0) ||
+            costs[l].fwd_s + costs[l].rsel_s + costs[l].rmlp_s + costs[l].rattn_s > 1e30)
             return sc__fail(SC_ERROR_INVALID_ARGS, "planner: layer %d has a negative or non-finite cost", l);
     sc__pl_sizes z = sc__pl_sizes_of(cfg, B, T, act_bytes);
     sc__pl_vec st = {NULL, 0, 0};
@@ -8852,8 +8874,8 @@ SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_conf
         for (int si = best; st.v[si].prev >= 0; si = st.v[si].prev) {
             const sc__pl_state *s = &st.v[si];
             for (int l = s->start; l < s->end; l++) {
-                out->keep[l] = (unsigned char)(s->kind == 3 ? (int)SC_KEEP_ALL : s->kind);
-                out->seg[l] = (short)(s->kind == 3 ? s->start : -1);
+                out->keep[l] = (unsigned char)(s->kind == SC__PL_SEG ? (int)SC_KEEP_ALL : s->kind);
+                out->seg[l] = (short)(s->kind == SC__PL_SEG ? s->start : -1);
             }
         }
         sc__fmt_size(sz, sizeof sz, budget);
@@ -8890,9 +8912,7 @@ SCDEF int sc_plan_report_table(const sc_plan_report *rep, const sc_plan *plan, c
         if (r->unit_end - r->unit_start > 1) snprintf(unit, sizeof unit, "%d-%d", r->unit_start, r->unit_end - 1);
         else snprintf(unit, sizeof unit, "%d", r->unit_start);
         if (r->segment) snprintf(mode, sizeof mode, "recompute (segment %s)", unit);
-        else snprintf(mode, sizeof mode, "%s", plan->keep[l] == SC_KEEP_SELECTIVE ? "selective"
-                                               : plan->keep[l] == SC_KEEP_SELECTIVE_MLP ? "selective:mlp"
-                                                                                         : "keep all");
+        else snprintf(mode, sizeof mode, "%s", sc_keep_name(plan->keep[l]));
         sc__cat(buf, cap, &n, "%5d  %-7s  %-26s %10.1f %13.3f\n", l, unit, mode, (double)r->saved_bytes / MiB,
                 r->recompute_s * 1e3);
     }

@@ -42,7 +42,8 @@ static const char *usage_common =
     "  --device cpu|cuda|auto  where to run (auto: the GPU when one is usable; default auto)\n"
     "  --dtype fp32|bf16       storage type (default fp32)\n"
     "  --master-weights        with bf16 on cuda: f32 master weights, gradients and optimizer state\n"
-    "  --ckpt POLICY           none | full | every:K | layers:0-3,7 | selective | selective:mlp | sqrt\n"
+    "  --ckpt POLICY           none | full | every:K | layers:0-3,7 | selective | selective:mlp |\n"
+    "                          selective:attn | sqrt | budget:SIZE\n"
     "                          (default none)\n"
     "  --mem-cap SIZE          behave as a device of SIZE bytes, e.g. 16GiB (default: no cap)\n"
     "  --mode resident|slide   resident: all on the device (default); slide: weights, gradients and\n"
@@ -87,7 +88,7 @@ static const char *usage_plan =
     "                       [--dtype fp32|bf16] [--optim sgd|adamw] [--master-weights]\n"
     "\n"
     "Prints the plan the exact planner picks for a memory budget: per layer, keep all / selective /\n"
-    "selective:mlp or a recomputed segment, with the predicted peak and recompute time. Times are\n"
+    "selective:mlp / selective:attn or a recomputed segment, with the predicted peak and recompute time. Times are\n"
     "a roofline ESTIMATE here (no profiling run); train --ckpt budget:SIZE measures them.\n"
     "Bytes assume the CUDA storage of --dtype (bf16: 2-byte weights, activations and optimizer state).\n"
     "\n";
@@ -273,7 +274,7 @@ static void print_plan(const sc_plan_report *rep, const sc_plan *plan)
     free(buf);
 }
 
-/* budget:SIZE: the library times one step under full, selective and selective:mlp (the recompute
+/* budget:SIZE: the library times one step under full and the three selective levels (the recompute
    spans give each layer's replay cost), then lets the planner choose. */
 static sc_plan plan_budget(sc_model *m, const int32_t *ids, int B, int T, size_t budget)
 {

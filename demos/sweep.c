@@ -26,7 +26,7 @@
 
 static const char *usage =
     "usage: sweep [options]\n\n"
-    "Step time against peak memory for none, full, every:2, every:4, sqrt, selective, selective:mlp,\n"
+    "Step time against peak memory for none, full, every:2, every:4, sqrt and the three selective levels,\n"
     "the budget planner at three budgets and slide mode, with the Pareto frontier; then peak memory\n"
     "and step time against the sequence length for none, full, every:2, selective and slide.\n"
     "Checks that every loss is bitwise equal to none's.\n\n"
@@ -54,7 +54,7 @@ typedef struct point {
 static void layout_of(const sc_plan *p, char *s)
 {
     for (int l = 0; l < p->num_layers; l++) {
-        if (p->seg[l] < 0) { *s++ = "ASM"[p->keep[l]]; continue; }
+        if (p->seg[l] < 0) { *s++ = "ASMQ"[p->keep[l]]; continue; }
         if (p->seg[l] == l) *s++ = '[';
         *s++ = 'R';
         if (l + 1 == p->num_layers || p->seg[l + 1] != p->seg[l]) *s++ = ']';
@@ -283,10 +283,11 @@ int main(int argc, char **argv)
     double unit = d.on_gpu ? DEMO_GIB : DEMO_MIB;
 
     /* 1. The policies at B x T; none first: it is every other run's reference. */
-    static const char *pols[7] = {"none", "full", "every:2", "every:4", "sqrt", "selective", "selective:mlp"};
+    static const char *pols[8] = {"none", "full", "every:2", "every:4", "sqrt", "selective", "selective:mlp",
+                                  "selective:attn"};
     point pt[MAXP];
     printf("== step time vs peak memory: B=%d T=%d, %d steps per run ==\n", B, T, steps);
-    for (; np < 7; np++) pt[np] = measure(&d, pols[np], pols[np], NULL, 0, B, T, steps, ids, np ? pt : NULL, np);
+    for (; np < 8; np++) pt[np] = measure(&d, pols[np], pols[np], NULL, 0, B, T, steps, ids, np ? pt : NULL, np);
     /* The planner at three budgets (caps) spaced between the smallest it accepts (at least full's
        peak) and the cap whose usable part, less the allocator margin, holds none's peak; one live
        model profiles and plans, then each plan trains from scratch. */
@@ -386,7 +387,7 @@ int main(int argc, char **argv)
                              "device bytes; its weights, gradients and AdamW state live on the host). Step times: the "
                              "median with a distribution-free CI of the median (order statistics; the CSVs also hold "
                              "the mean and its Student-t 95% CI, ci95_ms). Layout, one letter per layer: [R..] a "
-                             "recomputed segment, A keep all, S selective, M selective:mlp. The planner's budgets are "
+                             "recomputed segment, A keep all, S selective, M selective:mlp, Q selective:attn. The planner's budgets are "
                              "spaced between the smallest it accepts (at least full's peak) and none's peak; each plan is "
                              "measured like the others, then tried for 2 steps under an allocator cap of its budget.",
                              B, T, steps);

@@ -660,7 +660,7 @@ static void test_slide_cfg(const sc_config *c, int B, int T)
     for (int i = 0; i < 2 * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
     float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
           *gb = (float *)malloc(4 * np);
-    static const char *pols[] = {"none", "full", "every:2", "selective", "selective:mlp"};
+    static const char *pols[] = {"none", "full", "every:2", "selective", "selective:mlp", "selective:attn"};
     static const int modes[3][2] = {{0, 0}, {1, 0}, {1, 1}}; /* fp32, pure bf16, bf16 + master */
     for (int md = 0; md < 3; md++)
         for (int p = 0; p < (g_quick ? 2 : 5); p++)
@@ -944,7 +944,7 @@ static void test_model_cfg(const sc_config *c, int B, int T)
         free(pi);
     }
 
-    static const char *policies[] = {"none", "full", "every:2", "every:3", "layers:0-1", "selective", "selective:mlp", "sqrt"};
+    static const char *policies[] = {"none", "full", "every:2", "every:3", "layers:0-1", "selective", "selective:mlp", "selective:attn", "sqrt"};
     for (int mode = 0; mode < 3; mode++) {
         int bf16 = mode > 0, master = mode == 2;
         const char *mname = mode == 0 ? "f32" : mode == 1 ? "bf16" : "bf16+master";

@@ -16,7 +16,7 @@ static int npass, nfail;
 
 /* ---- an independent plain implementation of the cost model ---- */
 typedef struct ref_model {
-    size_t S[3], X, W, Hd, F;
+    size_t S[4], X, W, Hd, F;
 } ref_model;
 
 static ref_model ref_sizes(const sc_config *c, int B, int T, int ab, size_t F)
@@ -29,6 +29,7 @@ static ref_model ref_sizes(const sc_config *c, int B, int T, int ab, size_t F)
     r.S[0] = x + rstd + x + qkv + qk + rqk + o + lse + x + rstd + x + gu + m; /* every slot */
     r.S[1] = x + qkv + o + lse + x + gu;                                       /* selective */
     r.S[2] = r.S[0] - rstd - x - gu - m;                                       /* selective:mlp */
+    r.S[3] = x + x + gu;                                                       /* selective:attn */
     r.X = x;
     r.W = (N * (2 * I > Q + K ? 2 * I : Q + K) + N * (I > H * D ? I : H * D) + N * C) * a;
     r.Hd = 3 * x + 4 * N + (N < 1024 ? N : 1024) * (size_t)c->vocab_size * a;
@@ -36,7 +37,8 @@ static ref_model ref_sizes(const sc_config *c, int B, int T, int ab, size_t F)
     return r;
 }
 
-/* A plan as units: start[u], len[u], kind[u] (0..2 keep mode, 3 segment). */
+/* A plan as units: start[u], len[u], kind[u] (0..3 keep mode, SEG segment). */
+#define SEG 4
 typedef struct units {
     int n, start[16], len[16], kind[16];
 } units;
@@ -48,12 +50,13 @@ static void ref_eval(const ref_model *m, const units *u, const sc_layer_cost *co
     for (int k = 0; k < u->n; k++) {
         size_t need = P + (size_t)u->len[k] * m->S[0] + m->W + m->X;
         if (need > worst) worst = need;
-        if (u->kind[k] == 3) {
+        if (u->kind[k] == SEG) {
             P += m->X;
             for (int j = u->start[k]; j < u->start[k] + u->len[k]; j++) t += cost[j].fwd_s;
         } else {
             P += m->S[u->kind[k]];
-            t += u->kind[k] == 1 ? cost[u->start[k]].rsel_s : u->kind[k] == 2 ? cost[u->start[k]].rmlp_s : 0.0;
+            const sc_layer_cost *c = &cost[u->start[k]];
+            t += u->kind[k] == 1 ? c->rsel_s : u->kind[k] == 2 ? c->rmlp_s : u->kind[k] == 3 ? c->rattn_s : 0.0;
         }
     }
     size_t fwd = P + m->X + m->Hd;
@@ -71,7 +74,7 @@ static units units_of_plan(const sc_plan *p)
             while (e < p->num_layers && p->seg[e] == p->seg[l]) e++;
         u.start[u.n] = l;
         u.len[u.n] = e - l;
-        u.kind[u.n] = p->seg[l] >= 0 ? 3 : p->keep[l];
+        u.kind[u.n] = p->seg[l] >= 0 ? SEG : p->keep[l];
         u.n++;
         l = e;
     }
@@ -101,13 +104,13 @@ static void bf_enum(bf_all *all, units *u, int i, int L, const ref_model *m, con
         ref_eval(m, u, cost, &b->peak, &b->t);
         return;
     }
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < SEG; kind++) {
         u->start[u->n] = i, u->len[u->n] = 1, u->kind[u->n] = kind, u->n++;
         bf_enum(all, u, i + 1, L, m, cost);
         u->n--;
     }
     for (int j = i + 1; j <= L; j++) {
-        u->start[u->n] = i, u->len[u->n] = j - i, u->kind[u->n] = 3, u->n++;
+        u->start[u->n] = i, u->len[u->n] = j - i, u->kind[u->n] = SEG, u->n++;
         bf_enum(all, u, j, L, m, cost);
         u->n--;
     }
@@ -126,7 +129,7 @@ static int rnd(int n)
     return (int)(rng_state % (unsigned long long)n);
 }
 
-static int bf_cases, kinds_seen[5]; /* kinds: segment >= 2 layers, selective, selective:mlp, mixture, infeasible */
+static int bf_cases, kinds_seen[6]; /* segment >= 2 layers, selective, selective:mlp, mixture, infeasible, selective:attn */
 
 /* One cost set and chain length: every budget in `budgets` against brute force. */
 static void check_against_brute_force(const char *label, sc_config cfg, int B, int T, int ab, size_t F,
@@ -199,9 +202,10 @@ static void check_against_brute_force(const char *label, sc_config cfg, int B, i
         }
         int kinds = 0;
         for (int k = 0; k < pu.n; k++) {
-            if (pu.kind[k] == 3 && pu.len[k] >= 2) kinds_seen[0]++;
+            if (pu.kind[k] == SEG && pu.len[k] >= 2) kinds_seen[0]++;
             if (pu.kind[k] == 1) kinds_seen[1]++;
             if (pu.kind[k] == 2) kinds_seen[2]++;
+            if (pu.kind[k] == 3) kinds_seen[5]++;
             kinds |= 1 << pu.kind[k];
         }
         if (kinds & (kinds - 1)) kinds_seen[3]++;
@@ -215,10 +219,11 @@ static void check_against_brute_force(const char *label, sc_config cfg, int B, i
 static void random_costs(sc_layer_cost *c, int L, int mode)
 {
     for (int l = 0; l < L; l++) {
-        if (mode == 0) { c[l].fwd_s = 10, c[l].rsel_s = 2, c[l].rmlp_s = 5; continue; } /* uniform: ties */
+        if (mode == 0) { c[l].fwd_s = 10, c[l].rsel_s = 2, c[l].rmlp_s = 5, c[l].rattn_s = 4; continue; } /* ties */
         c[l].fwd_s = 1 + rnd(100);
         c[l].rsel_s = mode == 1 ? 1 + rnd((int)c[l].fwd_s) : 1 + rnd(120); /* mode 2: any order */
         c[l].rmlp_s = mode == 1 ? 1 + rnd((int)c[l].fwd_s) : 1 + rnd(120);
+        c[l].rattn_s = mode == 1 ? 1 + rnd((int)c[l].fwd_s) : 1 + rnd(120);
     }
 }
 
@@ -241,16 +246,17 @@ static void test_brute_force(void)
         }
     }
     printf("brute-force cases: %d (budget x cost set x chain); answers with segments>=2: %d units, selective: %d, "
-           "selective:mlp: %d, mixtures: %d plans, infeasible: %d\n", bf_cases, kinds_seen[0], kinds_seen[1],
-           kinds_seen[2], kinds_seen[3], kinds_seen[4]);
-    CHECK(kinds_seen[0] && kinds_seen[1] && kinds_seen[2] && kinds_seen[3] && kinds_seen[4],
-          "brute force covers segments, selective, selective:mlp, mixtures and infeasible budgets");
+           "selective:mlp: %d, selective:attn: %d, mixtures: %d plans, infeasible: %d\n", bf_cases, kinds_seen[0],
+           kinds_seen[1], kinds_seen[2], kinds_seen[5], kinds_seen[3], kinds_seen[4]);
+    CHECK(kinds_seen[0] && kinds_seen[1] && kinds_seen[2] && kinds_seen[3] && kinds_seen[4] && kinds_seen[5],
+          "brute force covers segments, the three selective levels, mixtures and infeasible budgets");
 }
 
 static void test_closed_forms(void)
 {
     const char *names[] = {"tiny", "qwen3-1.7b", "qwen2.5-0.5b"};
-    const char *pols[] = {"none", "full", "selective", "selective:mlp", "every:3", "sqrt", "layers:1-2"};
+    const char *pols[] = {"none", "full", "selective", "selective:mlp", "selective:attn", "every:3", "sqrt",
+                          "layers:1-2"};
     for (int ni = 0; ni < 3; ni++) {
         sc_config cfg;
         sc_config_named(&cfg, names[ni]);
@@ -261,9 +267,10 @@ static void test_closed_forms(void)
         CHECK(sc_plan_fixed_bytes(&cfg, 0, 4, 4) == sc_config_num_params(&cfg) * 8, "%s fixed bytes SGD f32",
               names[ni]);
         int ok = 1;
-        for (int k = 0; k < 3; k++) {
+        static const char *lv[4] = {"none", "selective", "selective:mlp", "selective:attn"};
+        for (int k = 0; k < 4; k++) {
             sc_plan p;
-            sc_plan_parse(&p, k == 0 ? "none" : k == 1 ? "selective" : "selective:mlp", L);
+            sc_plan_parse(&p, lv[k], L);
             ok &= sc_plan_saved_bytes_layer(&cfg, &p, 0, B, T, ab) == m.S[k];
         }
         CHECK(ok, "%s: the test's S_k match sc_plan_saved_bytes_layer", names[ni]);
@@ -281,12 +288,18 @@ static void test_closed_forms(void)
         want = F + (fe > bw ? fe : bw);
         CHECK(rep.peak_bytes == want, "%s full: predicted peak %zu == formula %zu", names[ni], rep.peak_bytes, want);
         ok = 1;
-        for (int pi = 0; pi < 7; pi++) {
+        for (int pi = 0; pi < 8; pi++) {
             sc_plan_parse(&p, pols[pi], L);
             sc_plan_evaluate(&rep, &p, &cfg, B, T, ab, F, NULL);
             ok &= rep.saved_bytes == sc_plan_saved_bytes(&cfg, &p, B, T, ab);
         }
-        CHECK(ok, "%s: predicted saved bytes == sc_plan_saved_bytes for 7 policies", names[ni]);
+        CHECK(ok, "%s: predicted saved bytes == sc_plan_saved_bytes for 8 policies", names[ni]);
+        /* the GPU issue's target is for the Qwen3-1.7B shape; with a wide MLP (Qwen2.5-0.5B) it saves less */
+        int half = ni == 1;
+        CHECK(m.S[3] < m.S[1] && (!half || 2 * m.S[3] <= m.S[0]),
+              "%s: selective:attn keeps %zu of none's %zu bytes per layer (saves %.1f%%; selective keeps %zu)%s",
+              names[ni], m.S[3], m.S[0], 100.0 * (1.0 - (double)m.S[3] / (double)m.S[0]), m.S[1],
+              half ? ", >= 50%" : "");
     }
 }
 
