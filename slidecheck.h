@@ -1046,6 +1046,10 @@ SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu);
    supports, the runtime's and cuBLAS's. Any may be NULL. */
 SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas);
 SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
+/* NVTX ranges (nvtx3, header-only): the model opens one per tracer span ("fwd layer 3"), so an
+   nsys timeline reads like trace.json. Without a profiler attached they cost a branch. */
+SC_CUDA_DEF void sc_cuda_nvtx_push(const char *name);
+SC_CUDA_DEF void sc_cuda_nvtx_pop(void);
 /* allocator and tracer callbacks (user = the sc_cuda*) */
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
 SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
@@ -6513,6 +6517,14 @@ static void sc__flush_launches(sc_model *m)
 
 static int sc__span_begin(sc_model *m, const char *name, sc_phase ph, int layer)
 {
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        char nv[96];
+        if (layer >= 0) snprintf(nv, sizeof nv, "%s %s %d", sc_phase_name(ph), name, layer);
+        else snprintf(nv, sizeof nv, "%s %s", sc_phase_name(ph), name);
+        sc_cuda_nvtx_push(nv);
+    }
+#endif
     if (!m->tr) return -1;
     sc__flush_launches(m);
     return sc_tracer_span_begin(m->tr, name, ph, layer, 0);
@@ -6520,6 +6532,9 @@ static int sc__span_begin(sc_model *m, const char *name, sc_phase ph, int layer)
 
 static void sc__span_end(sc_model *m, int id)
 {
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_nvtx_pop();
+#endif
     if (!m->tr) return;
     sc__flush_launches(m);
     sc_tracer_span_end(m->tr, id);

@@ -39,6 +39,7 @@
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cublasLt.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <cmath>
@@ -1625,6 +1626,8 @@ SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas)
     return SC_SUCCESS;
 }
 SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu) { return cu ? (int64_t)cu->launches : 0; }
+SC_CUDA_DEF void sc_cuda_nvtx_push(const char *name) { nvtxRangePushA(name); }
+SC_CUDA_DEF void sc_cuda_nvtx_pop(void) { nvtxRangePop(); }
 
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
 {

@@ -510,7 +510,7 @@ static int cmd_train(int argc, char **argv)
     }
     sc_slide_info si;
     memset(&si, 0, sizeof si);
-    int64_t peak_rss = 0;
+    int64_t peak_rss = 0, launches = 0;
     double *walls = (double *)malloc(sizeof(double) * (size_t)o.steps);
     int64_t peak_alloc = 0, peak_resv = 0;
     float first_loss = 0.0f;
@@ -537,6 +537,8 @@ static int cmd_train(int argc, char **argv)
         if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
         if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
         if (sm->cpu_peak_rss > peak_rss) peak_rss = sm->cpu_peak_rss;
+        launches = 0;
+        for (int p = 0; p < SC_PHASE_COUNT; p++) launches += sm->launches[p];
         printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB",
                s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);
@@ -559,6 +561,8 @@ static int cmd_train(int argc, char **argv)
                (double)peak_resv / 1073741824.0, (double)peak_rss / 1073741824.0);
         /* model FLOPs (sc_config_train_flops: 6 N tokens + causal attention, recompute not counted) */
         printf("  params %zu", sc_config_num_params(&cfg));
+        /* kernel launches + cuBLASLt calls of the last step (0 on the CPU) */
+        printf("  launches %lld", (long long)launches);
         if (st.median > 0)
             printf("  model %.1f TFLOP/s", (double)o.accum * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)
