@@ -1049,6 +1049,13 @@ SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so f
 /* NVTX ranges (nvtx3, header-only): the model opens one per tracer span ("fwd layer 3"), so an
    nsys timeline reads like trace.json. Without a profiler attached they cost a branch. */
 SC_CUDA_DEF void sc_cuda_nvtx_push(const char *name);
+/* Per-kernel profile of the compute stream: an event after every kernel and cuBLASLt call; a
+   kernel's time runs from the previous one's end to its own (launch gaps fall into it).
+   collect (after a step): synchronises and adds the step's times (keep = 0: warm-up, dropped);
+   report: a table per step (divided by `steps`), longest first, snprintf-style. */
+SC_CUDA_DEF sc_result sc_cuda_profile_ops(sc_cuda *cu, int on);
+SC_CUDA_DEF sc_result sc_cuda_profile_collect(sc_cuda *cu, int keep);
+SC_CUDA_DEF int sc_cuda_profile_report(sc_cuda *cu, char *buf, size_t cap, int steps);
 SC_CUDA_DEF void sc_cuda_nvtx_pop(void);
 /* allocator and tracer callbacks (user = the sc_cuda*) */
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user);

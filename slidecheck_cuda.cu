@@ -72,6 +72,20 @@ struct sc__gemm_entry {
 
 enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_COUNT = 3 };
 
+/* Per-kernel profile (sc_cuda_profile_ops): an event after every launch on the compute stream;
+   a kernel's time is from the previous mark to its own, accumulated per name (GEMMs per shape). */
+struct sc__prof_row {
+    char name[64];
+    double ms;
+    long long calls;
+};
+struct sc__prof {
+    std::vector<cudaEvent_t> ev;   /* recorded this step, in order; ev[0] the start mark */
+    std::vector<int> row;          /* row of ev[i] (i >= 1) */
+    std::vector<sc__prof_row> rows;
+    std::vector<cudaEvent_t> spare;
+};
+
 struct sc_cuda {
     int dev, bf16, grads_f32;
     cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
@@ -88,6 +102,7 @@ struct sc_cuda {
     size_t scr_size[SC__SCR_COUNT];
     std::vector<sc__gemm_entry> *gemms;
     std::vector<int> *hbuf;
+    sc__prof *prof; /* NULL unless profiling */
 };
 
 static void sc__cu_fail(sc_cuda *cu, sc_result r, const char *fmt, ...)
@@ -117,10 +132,35 @@ static void sc__cu_fail(sc_cuda *cu, sc_result r, const char *fmt, ...)
                         __FILE__, __LINE__);                                                         \
     } while (0)
 
+static void sc__prof_mark(sc_cuda *cu, const char *what)
+{
+    sc__prof *p = cu->prof;
+    int row = -1;
+    for (size_t i = 0; i < p->rows.size(); i++)
+        if (!strcmp(p->rows[i].name, what)) { row = (int)i; break; }
+    if (row < 0) {
+        sc__prof_row r;
+        snprintf(r.name, sizeof r.name, "%s", what);
+        r.ms = 0.0;
+        r.calls = 0;
+        p->rows.push_back(r);
+        row = (int)p->rows.size() - 1;
+    }
+    cudaEvent_t e;
+    if (!p->spare.empty()) { e = p->spare.back(); p->spare.pop_back(); }
+    else SC__CK(cu, cudaEventCreate(&e));
+    if (cu->status != SC_SUCCESS) return;
+    if (p->ev.empty()) p->row.push_back(-1);
+    SC__CK(cu, cudaEventRecord(e, cu->stream));
+    p->ev.push_back(e);
+    p->row.push_back(row);
+}
+
 /* after every kernel launch */
 static void sc__launched(sc_cuda *cu, const char *what)
 {
     cu->launches++;
+    if (cu->prof) sc__prof_mark(cu, what);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) sc__cu_fail(cu, SC_ERROR_CUDA, "launch of %s failed: %s", what, cudaGetErrorString(e));
 }
@@ -1487,7 +1527,15 @@ static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const voi
         cublasStatus_t st = cublasLtMatmul(cu->lt, e->op, &alpha, A, e->la, B, e->lb, &beta, D, e->ld, D, e->ld, &e->algo,
                                            cu->ws, cu->ws_size, cu->stream);
         cu->launches++;
-        if (st == CUBLAS_STATUS_SUCCESS) return;
+        if (st == CUBLAS_STATUS_SUCCESS) {
+            if (cu->prof) {
+                char nm[64];
+                snprintf(nm, sizeof nm, "gemm %s%s m%lld n%lld k%lld%s", ta ? "T" : "N", tb ? "T" : "N", (long long)m,
+                         (long long)n, (long long)k, beta != 0.0f ? " +=" : "");
+                sc__prof_mark(cu, nm);
+            }
+            return;
+        }
         if (st != CUBLAS_STATUS_NOT_SUPPORTED) { SC__CKB(cu, st); return; }
         e->ok = 0; /* not supported after all: the fallback from now on, for this key */
     }
@@ -1575,6 +1623,11 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
         delete cu->gemms;
     }
     delete cu->hbuf;
+    if (cu->prof) {
+        for (auto e : cu->prof->ev) (void)cudaEventDestroy(e);
+        for (auto e : cu->prof->spare) (void)cudaEventDestroy(e);
+        delete cu->prof;
+    }
     for (int i = 0; i < SC__SCR_COUNT; i++)
         if (cu->scr[i]) (void)cudaFree(cu->scr[i]);
     if (cu->ws) (void)cudaFree(cu->ws);
@@ -1627,6 +1680,63 @@ SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas)
 }
 SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu) { return cu ? (int64_t)cu->launches : 0; }
 SC_CUDA_DEF void sc_cuda_nvtx_push(const char *name) { nvtxRangePushA(name); }
+
+SC_CUDA_DEF sc_result sc_cuda_profile_ops(sc_cuda *cu, int on)
+{
+    if (!cu) return SC_ERROR_INVALID_ARGS;
+    if (on && !cu->prof) cu->prof = new sc__prof();
+    if (on) sc__prof_mark(cu, "(start)"); /* the first mark only opens the interval */
+    return sc_cuda_status(cu);
+}
+
+SC_CUDA_DEF sc_result sc_cuda_profile_collect(sc_cuda *cu, int keep)
+{
+    if (!cu || !cu->prof) return SC_ERROR_INVALID_ARGS;
+    sc__prof *p = cu->prof;
+    SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    for (size_t i = 1; i < p->ev.size() && sc__ok(cu); i++) {
+        float ms = 0.0f;
+        SC__CK(cu, cudaEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]));
+        if (keep) p->rows[(size_t)p->row[i]].ms += ms, p->rows[(size_t)p->row[i]].calls++;
+    }
+    if (!keep)
+        for (auto &r : p->rows) r.ms = 0.0, r.calls = 0;
+    /* the last mark opens the next interval */
+    cudaEvent_t last = p->ev.empty() ? NULL : p->ev.back();
+    for (size_t i = 0; i + 1 < p->ev.size(); i++) p->spare.push_back(p->ev[i]);
+    p->ev.clear();
+    p->row.clear();
+    if (last) { p->ev.push_back(last); p->row.push_back(-1); }
+    return sc_cuda_status(cu);
+}
+
+static int sc__prof_cmp(const void *a, const void *b)
+{
+    double x = ((const sc__prof_row *)a)->ms, y = ((const sc__prof_row *)b)->ms;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+SC_CUDA_DEF int sc_cuda_profile_report(sc_cuda *cu, char *buf, size_t cap, int steps)
+{
+    if (!cu || !cu->prof) return 0;
+    std::vector<sc__prof_row> r = cu->prof->rows;
+    qsort(r.data(), r.size(), sizeof r[0], sc__prof_cmp);
+    double tot = 0.0;
+    for (auto &x : r) tot += x.ms;
+    int d = steps > 0 ? steps : 1;
+    size_t n = 0;
+    auto put = [&](const char *fmt, auto... a) {
+        int k = snprintf(buf && n < cap ? buf + n : NULL, buf && n < cap ? cap - n : 0, fmt, a...);
+        if (k > 0) n += (size_t)k;
+    };
+    put("%-52s %10s %7s %9s %6s\n", "kernel (per step, compute stream)", "ms", "share", "calls", "us/call");
+    for (auto &x : r)
+        if (x.calls)
+            put("%-52s %10.3f %6.1f%% %9.1f %6.1f\n", x.name, x.ms / d, 100.0 * x.ms / (tot > 0 ? tot : 1),
+                (double)x.calls / d, 1e3 * x.ms / (double)x.calls);
+    put("%-52s %10.3f\n", "total", tot / d);
+    return (int)n;
+}
 SC_CUDA_DEF void sc_cuda_nvtx_pop(void) { nvtxRangePop(); }
 
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
@@ -1753,6 +1863,7 @@ SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes)
 {
     if (!sc__ok(cu) || !bytes) return;
     SC__CK(cu, cudaMemsetAsync(dst, 0, bytes, cu->stream));
+    if (cu->prof && sc__ok(cu)) sc__prof_mark(cu, "memset");
 }
 
 SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes)

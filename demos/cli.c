@@ -25,7 +25,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
-    int have_lr;
+    int have_lr, op_times;
 } cli_opts;
 
 static const char *usage_main =
@@ -81,6 +81,8 @@ static const char *usage_train =
     "  --accum N               micro-batches per optimizer step (gradient accumulation; default 1).\n"
     "                          With --tokens the file's rows are split into N micro-batches\n"
     "  --save-every N          with --save: also write the checkpoint every N steps\n"
+    "  --op-times              cuda: print the time per kernel and GEMM shape of the steps after the\n"
+    "                          warm-up (an event after every kernel: slightly slower steps)\n"
     "\n";
 
 static const char *usage_plan =
@@ -160,6 +162,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         if (!strstr(list, key)) die_usage("unknown option '%s' for this command", f);
         if (!strcmp(f, "--master-weights")) { o->master = 1; continue; }
         if (!strcmp(f, "--pure-bf16")) { o->pure_bf16 = 1; continue; }
+        if (!strcmp(f, "--op-times")) { o->op_times = 1; continue; }
         if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--hf")) o->hf = v;
@@ -449,7 +452,7 @@ static int cmd_train(int argc, char **argv)
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
-                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice",
+                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* a long run must not fail at its end: the output places are checked now */
@@ -498,6 +501,13 @@ static int cmd_train(int argc, char **argv)
     sc_model_set_tracer(m, &tr);
     sc_allocator *al = sc_model_allocator(m);
     int slide = mc.mode == SC_MODE_SLIDE;
+#ifdef SLIDECHECK_CUDA
+    sc_cuda *cu = sc_model_cuda(m);
+    if (o.op_times && !cu) die_usage("%s", "--op-times needs the cuda device");
+    if (o.op_times && (r = sc_cuda_profile_ops(cu, 1)) != SC_SUCCESS) die(r, "--op-times");
+#else
+    if (o.op_times) die_usage("%s", "--op-times needs a build with CUDA");
+#endif
     printf("model %s (%s, %d layers, %.1fM params)  B=%d T=%d accum %d  policy %s  %s %s%s  mode %s  optim %s lr %g\n",
            cfg.name[0] ? cfg.name : o.hf, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
            (double)sc_config_num_params(&cfg) / 1e6, B, T, o.accum, plan.name, sc_model_cuda(m) ? "cuda" : "cpu",
@@ -531,6 +541,9 @@ static int cmd_train(int argc, char **argv)
         mem.peak_reserved = st.reserved_bytes[SC_STAT_ALL].peak;
         mem.host_pinned = (int64_t)si.pinned_bytes;
         if ((r = sc_tracer_step_end(&tr, loss, (double)o.accum * B * T, &mem)) != SC_SUCCESS) die(r, "tracer");
+#ifdef SLIDECHECK_CUDA
+        if (o.op_times && (r = sc_cuda_profile_collect(cu, s >= o.warmup)) != SC_SUCCESS) die(r, "--op-times");
+#endif
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
         walls[s] = sm->wall_ms;
         if (s == 0) first_loss = loss;
@@ -576,6 +589,17 @@ static int cmd_train(int argc, char **argv)
 #endif
         );
         free(walls);
+#ifdef SLIDECHECK_CUDA
+        if (o.op_times) {
+            int kept = o.steps - (o.warmup < o.steps ? o.warmup : 0);
+            int n = sc_cuda_profile_report(cu, NULL, 0, kept);
+            char *buf = (char *)malloc((size_t)n + 1);
+            if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+            sc_cuda_profile_report(cu, buf, (size_t)n + 1, kept);
+            printf("per-kernel times over %d steps (an event after each kernel):\n%s", kept, buf);
+            free(buf);
+        }
+#endif
     }
     if (o.out) {
         if ((r = sc_tracer_write_all(&tr, o.out)) != SC_SUCCESS) die(r, o.out);
