@@ -3,7 +3,8 @@
 #   sh bench/demos_gpu.sh OUT [BIN] [DEMO...]
 # BIN holds the demo binaries built with nvcc present (default build/). Each demo writes its
 # CSVs, PNGs and summary.md into OUT/<demo>/ and its log into OUT/<demo>.log. FONT=PATH.ttf
-# names the figures' font when the machine has no DejaVu (its -Bold.ttf beside it is used too).
+# names the figures' font when the machine has no DejaVu (its -Bold.ttf beside it is used too);
+# TEXT=FILE names textdemo's text when the machine has no /usr/share/common-licenses/GPL-3.
 # The sweep runs 6 steps per point here (one warm-up + 5 timed) to keep the whole run short.
 set -u
 out=${1:?usage: sh bench/demos_gpu.sh OUT [BIN]}
@@ -12,6 +13,8 @@ shift; [ $# -gt 0 ] && shift
 which=${*:-t1m2 t1m1 sweep maxbatch textdemo}
 font=""
 [ -n "${FONT:-}" ] && font="--font $FONT"
+text=""
+[ -n "${TEXT:-}" ] && text="--text $TEXT"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.csv" 2>&1
 run() {
@@ -29,4 +32,5 @@ run t1m2 --model qwen3-1.7b
 run t1m1 --model qwen3-1.7b
 run sweep --model qwen3-1.7b --steps 6
 run maxbatch --model qwen3-1.7b
-run textdemo
+# shellcheck disable=SC2086 # $text is empty or two words
+run textdemo $text

@@ -5,9 +5,9 @@
 
    For each run (a checkpoint policy, or slide mode with one) we search the batch size B: double
    from B=1 until the allocator refuses memory, then bisect between the last B that fitted and the
-   first that did not. Each probe trains 2 steps from the seeded weights (the second step has the
-   AdamW state allocated) and an out-of-memory probe stops cleanly: the process never dies, the
-   allocator simply says no. The search assumes that a B that fits implies every smaller B fits.
+   first that did not. Each probe trains 2 steps (the second with the AdamW state allocated) on
+   one model kept across the run's probes, and an out-of-memory probe stops cleanly: the process
+   never dies, the allocator simply says no. The search assumes that a B that fits implies every smaller B fits.
    At the largest B that fits we train --steps steps and report the median step time and tokens/s
    (B * T / median step). The search stops at --max-batch; when it fits there, the cap was hit,
    not the memory, and the CSV says so (first_oom_batch empty, capped 1).
@@ -70,45 +70,36 @@ typedef struct result {
     double median_ms, tokens_s, tok_lo, tok_hi, peak, reserved; /* tok_lo..hi: slowest and fastest step */
 } result;
 
-/* A slide-mode model kept across probes: creating one pins the whole model's host memory (29 GiB
-   for qwen3-1.7b, tens of seconds), while its device memory, the thing probed, depends only on B,
-   T and the plan. Between probes its cached device segments are released, so each probe starts
-   from the model's fixed device bytes, as a fresh model would. */
-static sc_model *slide_probe;
-
-static int fits_slide(const demo *d, result *res, int B, int T, const int32_t *ids)
-{
-    sc_plan plan;
-    if (sc_plan_parse(&plan, res->policy, d->cfg.num_layers)) demo_die(d, "plan");
-    if (!slide_probe) {
-        sc_model_config mc = d->mc;
-        mc.mode = SC_MODE_SLIDE;
-        sc_result rc = sc_model_create(&slide_probe, &d->cfg, &mc, NULL);
-        if (rc == SC_ERROR_OUT_OF_MEMORY) return 0;
-        if (rc) demo_die(d, "creating the slide model");
-    }
-    sc_allocator_empty_cache(sc_model_allocator(slide_probe));
-    sc_result rc = SC_SUCCESS;
-    for (int s = 0; s < 2 && !rc; s++) {
-        float loss;
-        rc = sc_model_step(slide_probe, &plan, ids, 1, B, T, 1, &loss);
-    }
-    sc_result rs = sc_model_sync(slide_probe);
-    if (!rc) rc = rs;
-    if (rc && rc != SC_ERROR_OUT_OF_MEMORY) demo_die(d, "slide probe");
-    return !rc;
-}
+/* One model kept across the probes of a run: creating a model costs seconds (qwen3-1.7b: random
+   init of 1.7 B parameters; in slide mode also pinning 29 GiB of host memory), while the device
+   memory probed depends only on B, T, the plan and the model's fixed bytes. Between probes the
+   cached device segments are released, so each probe starts from the fixed bytes (weights,
+   gradients, optimizer state), as a fresh model after its first step would. */
+static sc_model *probe_model;
 
 /* One probe: 2 steps at batch B. 1 when they fit. */
 static int fits(const demo *d, result *res, int B, int T, const int32_t *ids)
 {
-    int ok;
-    if (res->mode == SC_MODE_SLIDE) ok = fits_slide(d, res, B, T, ids);
-    else {
-        demo_run r = demo_run_make(d, res->label, res->policy, res->mode, B, T, 2);
-        ok = !demo_train(d, &r, ids, 1);
-        demo_run_free(&r);
+    sc_plan plan;
+    if (sc_plan_parse(&plan, res->policy, d->cfg.num_layers)) demo_die(d, "plan");
+    sc_result rc = SC_SUCCESS;
+    if (!probe_model) {
+        sc_model_config mc = d->mc;
+        mc.mode = res->mode;
+        rc = sc_model_create(&probe_model, &d->cfg, &mc, NULL);
+        if (rc && rc != SC_ERROR_OUT_OF_MEMORY) demo_die(d, "creating the model");
     }
+    if (probe_model) {
+        sc_allocator_empty_cache(sc_model_allocator(probe_model));
+        for (int s = 0; s < 2 && !rc; s++) {
+            float loss;
+            rc = sc_model_step(probe_model, &plan, ids, 1, B, T, 1, &loss);
+        }
+        sc_result rs = sc_model_sync(probe_model);
+        if (!rc) rc = rs;
+        if (rc && rc != SC_ERROR_OUT_OF_MEMORY) demo_die(d, "probe");
+    }
+    int ok = rc == SC_SUCCESS;
     res->probes++;
     printf("  probe B=%-5d %s\n", B, ok ? "fits" : "out of memory");
     return ok;
@@ -155,8 +146,8 @@ int main(int argc, char **argv)
             else hi = mid;
         }
         r->first_oom = hi, r->capped = !hi;
-        if (slide_probe) sc_model_destroy(slide_probe); /* before the measured run pins its own copy */
-        slide_probe = NULL;
+        if (probe_model) sc_model_destroy(probe_model); /* before the measured run makes its own */
+        probe_model = NULL;
         for (; lo > 0; lo--) { /* measure at lo; should a later step run out of memory, step down */
             demo_run run = demo_run_make(&d, r->label, r->policy, r->mode, lo, T, steps);
             printf("  throughput at B=%d, %d steps\n", lo, steps);

@@ -152,11 +152,49 @@ static void csv_point(FILE *f, const point *p)
     fprintf(f, ",%s", p->bitwise < 0 ? "" : p->bitwise ? "1" : "0");
 }
 
-/* pareto.png: every point with the CI of its median time, the frontier as a staircase. */
+/* One panel of pareto.png: the frontier as a staircase, each point inside the panel with the CI
+   bar of its median time, and the labels of the points with lab[i]. legend: this panel holds the
+   legend's entries. Returns the marker kinds drawn, as bits. */
+static int pareto_panel(pl_chart *ch, const point *pt, int np, const int *order, int nf, double unit, const int *lab,
+                        int legend)
+{
+    pl_canvas *c = ch->c;
+    double fx[2 * MAXP], fy[2 * MAXP], lx[MAXP], ly[MAXP];
+    const char *ll[MAXP];
+    int nfl = 0, nl = 0, kinds = 0;
+    for (int k = 0; k < nf; k++) { /* the staircase: right, then down */
+        if (k) fx[nfl] = pt[order[k]].median, fy[nfl] = fy[nfl - 1], nfl++;
+        fx[nfl] = pt[order[k]].median, fy[nfl++] = pt[order[k]].alloc / unit;
+    }
+    pl_chart_line(ch, fx, fy, nfl, 0x444444, 2, 1, legend && nf > 1 ? "Pareto frontier" : NULL);
+    for (int i = 0; i < np; i++) {
+        uint32_t col = pl_color(pt[i].color);
+        double x = pt[i].median, y = pt[i].alloc / unit, px = pl_chart_px(ch, x), py = pl_chart_py(ch, y);
+        double a = pl_chart_px(ch, pt[i].mlo), b = pl_chart_px(ch, pt[i].mhi);
+        if (pt[i].oom || !(px >= ch->x0 && px <= ch->x1 && py >= ch->y0 && py <= ch->y1)) continue;
+        if (pt[i].n >= 2) {
+            pl_clip(c, ch->x0, ch->y0, ch->x1, ch->y1); /* a bar may run out of a zoomed panel */
+            pl_line(c, a, py, b, py, 1.5, col), pl_line(c, a, py - 5, a, py + 5, 1.5, col);
+            pl_line(c, b, py - 5, b, py + 5, 1.5, col);
+            pl_unclip(c);
+            pl_mark_add(c, fmax(a, ch->x0), py - 5, fmin(b, ch->x1), py + 5, PL_MARK_DATA, -1);
+        }
+        pl_chart_markers(ch, &x, &y, 1, col, pt[i].marker, 11, NULL);
+        if (pt[i].capfit < 0) pl_chart_markers(ch, &x, &y, 1, 0xcc0000, PL_M_CROSS, 9, NULL), kinds |= 1 << PL_M_CROSS;
+        kinds |= 1 << pt[i].marker;
+        if (lab[i]) lx[nl] = x, ly[nl] = y, ll[nl++] = pt[i].label;
+    }
+    pl_chart_labels(ch, lx, ly, ll, nl, 0x222222);
+    return kinds;
+}
+
+/* pareto.png: every point with the CI of its median time, the frontier as a staircase. When one
+   far point (slide mode, typically) squeezes the resident runs into a sliver of the time axis, a
+   second panel on the right zooms on them, and the left one labels only the points outside. */
 static void pareto_png(const demo *d, const point *pt, int np, const int *order, int nf, int B, int T, double unit)
 {
     pl_canvas c;
-    pl_chart ch;
+    pl_chart ch, zc;
     char sub[600], oom[400] = "";
     const point *ok = pt; /* the first run that fitted, for the subtitle */
     for (int i = np - 1; i >= 0; i--) ok = pt[i].oom ? ok : &pt[i];
@@ -165,49 +203,63 @@ static void pareto_png(const demo *d, const point *pt, int np, const int *order,
              demo_setup_line(d, B, T), ok->n, 100 * ok->mcov);
     if (pl_figure(&c, 1200, 600, "Step time vs peak memory: checkpoint policies, planner budgets, slide", sub))
         demo_die(d, "figure");
-    pl_chart_init(&ch, &c, 95, 95, 1170, 540);
-    double xl = INFINITY, xh = -INFINITY, yl = 0, yh = fmax(fixed, cap), fx[2 * MAXP], fy[2 * MAXP], lx[MAXP], ly[MAXP];
-    const char *ll[MAXP];
-    int nfl = 0, nl = 0, kinds = 0;
+    double xl = INFINITY, xh = -INFINITY, yl = 0, yh = fmax(fixed, cap);
+    double zxl = INFINITY, zxh = -INFINITY, zyl = INFINITY, zyh = -INFINITY; /* the resident runs */
+    int nres = 0, lab[MAXP] = {0}, kinds = 0;
     for (int i = 0; i < np; i++) {
         double v[3] = {pt[i].median, pt[i].mlo, pt[i].mhi}, w = pt[i].alloc / unit;
-        if (!pt[i].oom) pl_range_of(v, 3, &xl, &xh), pl_range_of(&w, 1, &yl, &yh);
-    }
-    ch.pad = 0.08; /* room for the labels of the outermost points */
-    pl_chart_x(&ch, xl, xh, 0, "step time (ms, median)");
-    pl_chart_y(&ch, 0, yh, 0, unit == DEMO_GIB ? "peak allocated (GiB)" : "peak allocated (MiB)");
-    pl_chart_axes(&ch);
-    pl_chart_hline(&ch, fixed, 0x999999, 1, "weights + grads + AdamW state (resident)");
-    if (cap > 0) pl_chart_hline(&ch, cap, 0xcc0000, 1, "--mem-cap");
-    for (int k = 0; k < nf; k++) { /* the staircase: right, then down */
-        if (k) fx[nfl] = pt[order[k]].median, fy[nfl] = fy[nfl - 1], nfl++;
-        fx[nfl] = pt[order[k]].median, fy[nfl++] = pt[order[k]].alloc / unit;
-    }
-    pl_chart_line(&ch, fx, fy, nfl, 0x444444, 2, 1, nf > 1 ? "Pareto frontier" : NULL);
-    for (int i = 0; i < np; i++) {
-        uint32_t col = pl_color(pt[i].color);
-        double x = pt[i].median, y = pt[i].alloc / unit, py = pl_chart_py(&ch, y);
-        double a = pl_chart_px(&ch, pt[i].mlo), b = pl_chart_px(&ch, pt[i].mhi);
         if (pt[i].oom) {
             size_t u = strlen(oom);
             snprintf(oom + u, sizeof oom - u, "%s%.47s", u ? ", " : "out of memory: ", pt[i].label);
             continue;
         }
-        if (pt[i].n >= 2) {
-            pl_line(&c, a, py, b, py, 1.5, col), pl_line(&c, a, py - 5, a, py + 5, 1.5, col);
-            pl_line(&c, b, py - 5, b, py + 5, 1.5, col), pl_mark_add(&c, a, py - 5, b, py + 5, PL_MARK_DATA, -1);
-        }
-        pl_chart_markers(&ch, &x, &y, 1, col, pt[i].marker, 11, NULL);
-        if (pt[i].capfit < 0) pl_chart_markers(&ch, &x, &y, 1, 0xcc0000, PL_M_CROSS, 9, NULL), kinds |= 1 << PL_M_CROSS;
-        lx[nl] = x, ly[nl] = y, ll[nl++] = pt[i].label, kinds |= 1 << pt[i].marker;
+        pl_range_of(v, 3, &xl, &xh), pl_range_of(&w, 1, &yl, &yh);
+        if (!pt[i].mode) pl_range_of(v, 3, &zxl, &zxh), pl_range_of(&w, 1, &zyl, &zyh), nres++;
     }
-    if (kinds & 1 << PL_M_CIRCLE) pl_chart_markers(&ch, NULL, NULL, 0, 0x666666, PL_M_CIRCLE, 10, "checkpoint policy");
-    if (kinds & 1 << PL_M_DIAMOND) pl_chart_markers(&ch, NULL, NULL, 0, pl_color(9), PL_M_DIAMOND, 10, "planner at a budget");
+    int zoom = nres >= 2 && zxh - zxl < (xh - xl) / 5;
+    const char *ytitle = unit == DEMO_GIB ? "peak allocated (GiB)" : "peak allocated (MiB)";
+    pl_chart_init(&ch, &c, 95, 95, zoom ? 470 : 1170, 540);
+    ch.pad = 0.08; /* room for the labels of the outermost points */
+    pl_chart_x(&ch, xl, xh, 0, "step time (ms, median)");
+    pl_chart_y(&ch, 0, yh, 0, ytitle);
+    pl_chart_axes(&ch);
+    pl_chart_hline(&ch, fixed, 0x999999, 1, zoom ? NULL : "weights + grads + AdamW state (resident)");
+    if (cap > 0) pl_chart_hline(&ch, cap, 0xcc0000, 1, zoom ? NULL : "--mem-cap");
+    pl_chart *lc = &ch; /* the panel that holds the legend */
+    if (zoom) {
+        pl_chart_init(&zc, &c, 575, 95, 1170, 540);
+        zc.pad = 0.08;
+        zyl = fmin(zyl, fixed); /* the resident floor, just under the lowest run */
+        if (cap > 0 && cap >= zyl && cap <= zyh * 1.05) zyh = fmax(zyh, cap);
+        pl_chart_x(&zc, zxl, zxh, 0, "step time (ms, median)");
+        pl_chart_y(&zc, zyl, zyh, 0, ytitle);
+        pl_chart_axes(&zc);
+        pl_chart_hline(&zc, fixed, 0x999999, 1, "weights + grads + AdamW state (resident)");
+        if (cap > 0) pl_chart_hline(&zc, cap, 0xcc0000, 1, "--mem-cap");
+        /* the zoomed region, outlined on the left panel */
+        double bx0 = pl_chart_px(&ch, zc.xlo), bx1 = pl_chart_px(&ch, zc.xhi);
+        double by0 = pl_chart_py(&ch, zc.yhi), by1 = pl_chart_py(&ch, zc.ylo);
+        pl_rect_outline(&c, bx0 - 3, by0 - 3, bx1 + 3, by1 + 3, 1, 0x888888);
+        pl_mark_add(&c, bx0 - 3, by0 - 3, bx1 + 3, by1 + 3, PL_MARK_DATA, -1);
+        pl_text(&c, (ch.x0 + ch.x1) / 2, 88, 13, 0x444444, PL_CENTER | PL_BASELINE, "all runs (grey box: zoomed on the right)");
+        pl_text(&c, (zc.x0 + zc.x1) / 2, 88, 13, 0x444444, PL_CENTER | PL_BASELINE, "the resident runs, zoomed");
+        for (int i = 0; i < np; i++) lab[i] = 1;
+        kinds |= pareto_panel(&zc, pt, np, order, nf, unit, lab, 1);
+        for (int i = 0; i < np; i++) /* the left panel labels what the zoom does not show */
+            lab[i] = !(pt[i].median >= zc.xlo && pt[i].median <= zc.xhi && pt[i].alloc / unit >= zc.ylo &&
+                       pt[i].alloc / unit <= zc.yhi);
+        kinds |= pareto_panel(&ch, pt, np, order, nf, unit, lab, 0);
+        lc = &zc;
+    } else {
+        for (int i = 0; i < np; i++) lab[i] = 1;
+        kinds |= pareto_panel(&ch, pt, np, order, nf, unit, lab, 1);
+    }
+    if (kinds & 1 << PL_M_CIRCLE) pl_chart_markers(lc, NULL, NULL, 0, 0x666666, PL_M_CIRCLE, 10, "checkpoint policy");
+    if (kinds & 1 << PL_M_DIAMOND) pl_chart_markers(lc, NULL, NULL, 0, pl_color(9), PL_M_DIAMOND, 10, "planner at a budget");
     if (kinds & 1 << PL_M_CROSS)
-        pl_chart_markers(&ch, NULL, NULL, 0, 0xcc0000, PL_M_CROSS, 9, "plan runs out of memory under a cap of its budget");
-    if (kinds & 1 << PL_M_SQUARE) pl_chart_markers(&ch, NULL, NULL, 0, pl_color(8), PL_M_SQUARE, 10, "slide mode (device bytes)");
-    pl_chart_labels(&ch, lx, ly, ll, nl, 0x222222);
-    pl_chart_legend(&ch);
+        pl_chart_markers(lc, NULL, NULL, 0, 0xcc0000, PL_M_CROSS, 9, "plan runs out of memory under a cap of its budget");
+    if (kinds & 1 << PL_M_SQUARE) pl_chart_markers(lc, NULL, NULL, 0, pl_color(8), PL_M_SQUARE, 10, "slide mode (device bytes)");
+    pl_chart_legend(lc);
     if (*oom) pl_text(&c, 95, 590, 14, 0xcc0000, 0, oom);
     if (pl_write_png(&c, demo_path(d, "pareto.png"))) demo_die(d, "writing pareto.png");
     pl_free(&c);
@@ -229,9 +281,11 @@ static void seq_png(const demo *d, point sp[5][MAXSEQ], const int *seq, int ns, 
     if (pl_figure(&c, 1200, 600, "Activation growth: peak memory and step time vs sequence length", sub))
         demo_die(d, "figure");
     for (int s = 0; s < ns; s++) snprintf(lab[s], 16, "%d", seq[s]), sl[s] = lab[s];
+    pl_chart left;
     for (int panel = 0; panel < 2; panel++) {
         pl_chart ch;
-        pl_chart_init(&ch, &c, panel ? 690 : 95, 95, panel ? 1170 : 575, 540);
+        /* y0 115: room above the plots for two rows of legend, should no corner inside be free */
+        pl_chart_init(&ch, &c, panel ? 690 : 95, 115, panel ? 1170 : 575, 540);
         pl_chart_x_categories(&ch, ns, sl, "sequence length T (tokens)");
         double lo = 0, hi = panel ? 0 : fmax(fixed, cap);
         for (int k = 0; k < 5; k++)
@@ -256,8 +310,9 @@ static void seq_png(const demo *d, point sp[5][MAXSEQ], const int *seq, int ns, 
             pl_chart_markers(&ch, xs, ys, n, pl_color(scol[k]), k == 4 ? PL_M_SQUARE : PL_M_CIRCLE, 9, spol[k]);
             if (!panel) pl_chart_markers(&ch, ox, oy, no, pl_color(scol[k]), PL_M_CROSS, 12, NULL);
         }
-        if (!panel) pl_chart_legend(&ch);
+        if (!panel) left = ch;
     }
+    pl_chart_legend(&left); /* after both panels: it must not spill onto the right one */
     if (pl_write_png(&c, demo_path(d, "seq_scaling.png"))) demo_die(d, "writing seq_scaling.png");
     pl_free(&c);
 }
