@@ -866,7 +866,8 @@ SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, siz
 /* Optimizers on host arrays for slide mode (and the CPU backend): the constants of one step are
    computed once; per element the arithmetic is exactly that of the CUDA kernels (every operation
    rounded on its own, no FMA), so host and device updates give the same bits. p, m, v have dtype
-   pt (SC_BF16: uint16_t bits, stored round-to-nearest-even), g has dtype gt; wout (may be NULL)
+   pt (SC_BF16: uint16_t bits, stored round-to-nearest-even), AdamW's m and v dtype st (bf16 state
+   halves the host memory of f32 master weights' optimizer), g has dtype gt; wout (may be NULL)
    receives the updated p as bf16 (the working copy uploaded in master-weights mode). */
 typedef struct sc_optim_consts {
     float lr, beta1, beta2, eps, weight_decay;
@@ -877,13 +878,13 @@ typedef struct sc_optim_consts {
 } sc_optim_consts;
 SCDEF sc_optim_consts sc_optim_consts_make(float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 /* AdamW / SGD over [0, n) on the calling thread (AVX-512 / AVX2 chosen at run time). */
-SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
-                              size_t n, const sc_optim_consts *k);
+SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,
+                              uint16_t *wout, size_t n, const sc_optim_consts *k);
 SCDEF void sc_cpu_sgd_range(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
                             const sc_optim_consts *k);
 /* The same split in fixed chunks over `threads` OpenMP threads (0: all); bits do not depend on it. */
-SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
-                           size_t n, const sc_optim_consts *k, int threads);
+SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,
+                           uint16_t *wout, size_t n, const sc_optim_consts *k, int threads);
 SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
                          const sc_optim_consts *k, int threads);
 /* "avx512", "avx2" or "scalar": the path the range functions take on this CPU. */
@@ -949,6 +950,9 @@ typedef struct sc_model_config {
     int keep_logits;           /* copy logits of the last forward to host (for `grad`) */
     int master_weights;        /* CUDA bf16: f32 master weights, f32 gradients and optimizer state
                                   (slide: f32 master and state on the host, bf16 working copies) */
+    int state_bf16;            /* AdamW's m and v stored as bf16 (both modes, both backends): with
+                                  f32 master weights, 8 instead of 12 bytes per parameter of state
+                                  and master on the host. Other arithmetic than f32 state. */
     sc_mode mode;              /* SC_MODE_RESIDENT (default) or SC_MODE_SLIDE */
     int prefetch;              /* slide: layers uploaded ahead of the one computing (0 -> 1) */
     int cpu_threads;           /* slide: threads of the host optimizer (0 -> all cores) */
@@ -1108,12 +1112,12 @@ SC_CUDA_DEF void sc_cuda_crossentropy_slice_backward(sc_cuda *cu, void *dlogits,
                                                      int n, int Vs, float scale);
 /* acc (f32) = x or acc + x, x in the activation dtype */
 SC_CUDA_DEF void sc_cuda_accumulate(sc_cuda *cu, float *acc, const void *x, size_t n, int first);
-/* p, m, v in dtype pt; g in dtype gt. Every operation rounded on its own (no FMA), so the host
-   optimizer (sc_cpu_adamw_range) gives the same bits. */
+/* p in dtype pt, AdamW's m, v in dtype st; g in dtype gt. Every operation rounded on its own (no
+   FMA), so the host optimizer (sc_cpu_adamw_range) gives the same bits. */
 SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
                               float weight_decay);
-SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
-                                size_t n, const sc_optim_consts *k);
+SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
+                                sc_dtype gt, size_t n, const sc_optim_consts *k);
 /* Slide mode. Streams: 0 compute, 1 upload, 2 download (sc_cuda_event_record takes the same
    numbers). Pinned host memory: NULL on failure (message in sc_last_error()). */
 SC_CUDA_DEF void *sc_cuda_host_alloc(sc_cuda *cu, size_t bytes);
@@ -5825,16 +5829,16 @@ SCDEF sc_optim_consts sc_optim_consts_make(float lr, float beta1, float beta2, f
     return c;
 }
 
-static void sc__adamw_scalar(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
-                             size_t i, size_t n, const sc_optim_consts *k)
+static void sc__adamw_scalar(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,
+                             uint16_t *wout, size_t i, size_t n, const sc_optim_consts *k)
 {
     for (; i < n; i++) {
         float gi = sc__ld(g, gt, i);
         float pd = sc__mulf(sc__ld(p, pt, i), k->decay);
-        float mi = sc__mulf(k->beta1, sc__ld(m, pt, i)) + sc__mulf(k->omb1, gi);
-        float vi = sc__mulf(k->beta2, sc__ld(v, pt, i)) + sc__mulf(sc__mulf(k->omb2, gi), gi);
-        sc__st(m, pt, i, mi);
-        sc__st(v, pt, i, vi);
+        float mi = sc__mulf(k->beta1, sc__ld(m, st, i)) + sc__mulf(k->omb1, gi);
+        float vi = sc__mulf(k->beta2, sc__ld(v, st, i)) + sc__mulf(sc__mulf(k->omb2, gi), gi);
+        sc__st(m, st, i, mi);
+        sc__st(v, st, i, vi);
         float pn = pd - sc__mulf(k->step, mi / (sqrtf(vi) / k->bc2s + k->eps)); /* unrounded mi, vi */
         sc__st(p, pt, i, pn);
         if (wout) wout[i] = sc_f32_to_bf16(pn);
@@ -5875,6 +5879,27 @@ static void sc__sgd_scalar(void *p, sc_dtype pt, const void *g, sc_dtype gt, uin
     default: CALL(1, 1, 1); break;                                                                               \
     }
 
+/* AdamW also takes the state's dtype (S): 16 combinations */
+#define SC__ADAMW_CASES(CALL)                                                                                     \
+    switch ((pt == SC_BF16) * 8 + (st == SC_BF16) * 4 + (gt == SC_BF16) * 2 + (wout != NULL)) {                \
+    case 0: CALL(0, 0, 0, 0); break;                                                                             \
+    case 1: CALL(0, 0, 1, 0); break;                                                                             \
+    case 2: CALL(0, 1, 0, 0); break;                                                                             \
+    case 3: CALL(0, 1, 1, 0); break;                                                                             \
+    case 4: CALL(0, 0, 0, 1); break;                                                                             \
+    case 5: CALL(0, 0, 1, 1); break;                                                                             \
+    case 6: CALL(0, 1, 0, 1); break;                                                                             \
+    case 7: CALL(0, 1, 1, 1); break;                                                                             \
+    case 8: CALL(1, 0, 0, 0); break;                                                                             \
+    case 9: CALL(1, 0, 1, 0); break;                                                                             \
+    case 10: CALL(1, 1, 0, 0); break;                                                                            \
+    case 11: CALL(1, 1, 1, 0); break;                                                                            \
+    case 12: CALL(1, 0, 0, 1); break;                                                                            \
+    case 13: CALL(1, 0, 1, 1); break;                                                                            \
+    case 14: CALL(1, 1, 0, 1); break;                                                                            \
+    default: CALL(1, 1, 1, 1); break;                                                                            \
+    }
+
 /* AVX-512F, 16 lanes */
 SC__AVX512 SC__INL __m512 sc__mul16(__m512 a, __m512 b)
 {
@@ -5903,7 +5928,7 @@ SC__AVX512 SC__INL void sc__st16(void *x, int bf, size_t i, __m512 f)
 }
 
 SC__AVX512 SC__INL void sc__adamw16(void *p, void *m, void *v, const void *g, uint16_t *wout, size_t n,
-                                     const sc_optim_consts *k, int P, int G, int W)
+                                     const sc_optim_consts *k, int P, int G, int W, int S)
 {
     const __m512 decay = _mm512_set1_ps(k->decay), b1 = _mm512_set1_ps(k->beta1), b2 = _mm512_set1_ps(k->beta2);
     const __m512 omb1 = _mm512_set1_ps(k->omb1), omb2 = _mm512_set1_ps(k->omb2), step = _mm512_set1_ps(k->step);
@@ -5911,10 +5936,10 @@ SC__AVX512 SC__INL void sc__adamw16(void *p, void *m, void *v, const void *g, ui
     for (size_t i = 0; i + 16 <= n; i += 16) {
         __m512 gi = sc__ld16(g, G, i);
         __m512 pd = sc__mul16(sc__ld16(p, P, i), decay);
-        __m512 mi = _mm512_add_ps(sc__mul16(b1, sc__ld16(m, P, i)), sc__mul16(omb1, gi));
-        __m512 vi = _mm512_add_ps(sc__mul16(b2, sc__ld16(v, P, i)), sc__mul16(sc__mul16(omb2, gi), gi));
-        sc__st16(m, P, i, mi);
-        sc__st16(v, P, i, vi);
+        __m512 mi = _mm512_add_ps(sc__mul16(b1, sc__ld16(m, S, i)), sc__mul16(omb1, gi));
+        __m512 vi = _mm512_add_ps(sc__mul16(b2, sc__ld16(v, S, i)), sc__mul16(sc__mul16(omb2, gi), gi));
+        sc__st16(m, S, i, mi);
+        sc__st16(v, S, i, vi);
         __m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bc2s), eps);
         __m512 pn = _mm512_sub_ps(pd, sc__mul16(step, _mm512_div_ps(mi, den)));
         sc__st16(p, P, i, pn);
@@ -5934,13 +5959,13 @@ SC__AVX512 SC__INL void sc__sgd16(void *p, const void *g, uint16_t *wout, size_t
     }
 }
 
-SC__AVX512 static void sc__adamw_avx512(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
-                                        uint16_t *wout, size_t n, const sc_optim_consts *k)
+SC__AVX512 static void sc__adamw_avx512(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
+                                        sc_dtype gt, uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
-#define SC__CALL(P, G, W) sc__adamw16(p, m, v, g, wout, n, k, P, G, W)
-    SC__OPTIM_CASES(SC__CALL)
+#define SC__CALL(P, G, W, S) sc__adamw16(p, m, v, g, wout, n, k, P, G, W, S)
+    SC__ADAMW_CASES(SC__CALL)
 #undef SC__CALL
-    sc__adamw_scalar(p, m, v, pt, g, gt, wout, n & ~(size_t)15, n, k);
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, n & ~(size_t)15, n, k);
 }
 
 SC__AVX512 static void sc__sgd_avx512(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
@@ -5981,7 +6006,7 @@ SC__AVX2 SC__INL void sc__st8(void *x, int bf, size_t i, __m256 f)
 }
 
 SC__AVX2 SC__INL void sc__adamw8(void *p, void *m, void *v, const void *g, uint16_t *wout, size_t n,
-                                  const sc_optim_consts *k, int P, int G, int W)
+                                  const sc_optim_consts *k, int P, int G, int W, int S)
 {
     const __m256 decay = _mm256_set1_ps(k->decay), b1 = _mm256_set1_ps(k->beta1), b2 = _mm256_set1_ps(k->beta2);
     const __m256 omb1 = _mm256_set1_ps(k->omb1), omb2 = _mm256_set1_ps(k->omb2), step = _mm256_set1_ps(k->step);
@@ -5989,10 +6014,10 @@ SC__AVX2 SC__INL void sc__adamw8(void *p, void *m, void *v, const void *g, uint1
     for (size_t i = 0; i + 8 <= n; i += 8) {
         __m256 gi = sc__ld8(g, G, i);
         __m256 pd = sc__mul8(sc__ld8(p, P, i), decay);
-        __m256 mi = _mm256_add_ps(sc__mul8(b1, sc__ld8(m, P, i)), sc__mul8(omb1, gi));
-        __m256 vi = _mm256_add_ps(sc__mul8(b2, sc__ld8(v, P, i)), sc__mul8(sc__mul8(omb2, gi), gi));
-        sc__st8(m, P, i, mi);
-        sc__st8(v, P, i, vi);
+        __m256 mi = _mm256_add_ps(sc__mul8(b1, sc__ld8(m, S, i)), sc__mul8(omb1, gi));
+        __m256 vi = _mm256_add_ps(sc__mul8(b2, sc__ld8(v, S, i)), sc__mul8(sc__mul8(omb2, gi), gi));
+        sc__st8(m, S, i, mi);
+        sc__st8(v, S, i, vi);
         __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2s), eps);
         __m256 pn = _mm256_sub_ps(pd, sc__mul8(step, _mm256_div_ps(mi, den)));
         sc__st8(p, P, i, pn);
@@ -6012,13 +6037,13 @@ SC__AVX2 SC__INL void sc__sgd8(void *p, const void *g, uint16_t *wout, size_t n,
     }
 }
 
-SC__AVX2 static void sc__adamw_avx2(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
-                                    uint16_t *wout, size_t n, const sc_optim_consts *k)
+SC__AVX2 static void sc__adamw_avx2(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
+                                    sc_dtype gt, uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
-#define SC__CALL(P, G, W) sc__adamw8(p, m, v, g, wout, n, k, P, G, W)
-    SC__OPTIM_CASES(SC__CALL)
+#define SC__CALL(P, G, W, S) sc__adamw8(p, m, v, g, wout, n, k, P, G, W, S)
+    SC__ADAMW_CASES(SC__CALL)
 #undef SC__CALL
-    sc__adamw_scalar(p, m, v, pt, g, gt, wout, n & ~(size_t)7, n, k);
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, n & ~(size_t)7, n, k);
 }
 
 SC__AVX2 static void sc__sgd_avx2(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
@@ -6068,15 +6093,15 @@ SCDEF int sc__cpu_optim_force(const char *isa)
     return 1;
 }
 
-SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
-                              size_t n, const sc_optim_consts *k)
+SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,
+                              uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
 #if SC__OPTIM_X86
     int path = sc__optim_pick();
-    if (path == 3) { sc__adamw_avx512(p, m, v, pt, g, gt, wout, n, k); return; }
-    if (path == 2) { sc__adamw_avx2(p, m, v, pt, g, gt, wout, n, k); return; }
+    if (path == 3) { sc__adamw_avx512(p, m, v, pt, st, g, gt, wout, n, k); return; }
+    if (path == 2) { sc__adamw_avx2(p, m, v, pt, st, g, gt, wout, n, k); return; }
 #endif
-    sc__adamw_scalar(p, m, v, pt, g, gt, wout, 0, n, k);
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, n, k);
 }
 
 SCDEF void sc_cpu_sgd_range(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
@@ -6104,10 +6129,10 @@ static int sc__optim_threads(int threads)
 #endif
 }
 
-SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout,
-                           size_t n, const sc_optim_consts *k, int threads)
+SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,
+                           uint16_t *wout, size_t n, const sc_optim_consts *k, int threads)
 {
-    size_t ps = sc_dtype_size(pt), gs = sc_dtype_size(gt);
+    size_t ps = sc_dtype_size(pt), ss = sc_dtype_size(st), gs = sc_dtype_size(gt);
     long long nc = (long long)((n + SC__OPTIM_CHUNK - 1) / SC__OPTIM_CHUNK);
     int nt = sc__optim_threads(threads);
     (void)nt;
@@ -6115,8 +6140,8 @@ SCDEF void sc_cpu_adamw_mt(void *p, void *m, void *v, sc_dtype pt, const void *g
     SC__OMP(omp parallel for num_threads(nt) schedule(static))
     for (long long c = 0; c < nc; c++) {
         size_t o = (size_t)c * SC__OPTIM_CHUNK, len = n - o < SC__OPTIM_CHUNK ? n - o : SC__OPTIM_CHUNK;
-        sc_cpu_adamw_range((char *)p + o * ps, (char *)m + o * ps, (char *)v + o * ps, pt, (const char *)g + o * gs,
-                           gt, wout ? wout + o : NULL, len, k);
+        sc_cpu_adamw_range((char *)p + o * ps, (char *)m + o * ss, (char *)v + o * ss, pt, st,
+                           (const char *)g + o * gs, gt, wout ? wout + o : NULL, len, k);
     }
 }
 
@@ -6147,7 +6172,7 @@ SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, siz
 {
     /* torch.optim.AdamW (foreach=False): decoupled decay, bias correction, eps outside sqrt */
     sc_optim_consts k = sc_optim_consts_make(lr, beta1, beta2, eps, weight_decay, t);
-    sc_cpu_adamw_mt(p, m, v, SC_F32, g, SC_F32, NULL, n, &k, 0);
+    sc_cpu_adamw_mt(p, m, v, SC_F32, SC_F32, g, SC_F32, NULL, n, &k, 0);
 }
 
 /* ==========================================================================================
@@ -6375,10 +6400,11 @@ SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_co
 {
     int pb, gb, ab;
     sc_model_config_storage(mc, &pb, &gb, &ab);
-    int adamw = mc->optim == SC_OPTIM_ADAMW;
-    if (mc->master_weights) /* bf16 working copy + f32 master, f32 gradients and states */
-        return sc_plan_fixed_bytes(cfg, adamw, 4, gb) + sc_config_num_params(cfg) * (size_t)pb;
-    return sc_plan_fixed_bytes(cfg, adamw, pb, gb);
+    int adamw = mc->optim == SC_OPTIM_ADAMW, mb = mc->master_weights ? 4 : pb;
+    size_t n = sc_config_num_params(cfg), f = sc_plan_fixed_bytes(cfg, adamw, mb, gb);
+    if (adamw && mc->state_bf16) f -= n * 2 * (size_t)(mb - 2); /* m and v in 2 bytes */
+    if (mc->master_weights) f += n * (size_t)pb;               /* + the bf16 working copy */
+    return f;
 }
 
 SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, int T)
@@ -6639,10 +6665,10 @@ typedef struct sc__qarg { struct sc__slide *sl; int i; } sc__qarg;
 
 typedef struct sc__slide {
     /* host: parameters (f32, or bf16 in pure-bf16 mode), the bf16 working copy of master mode
-       (uploaded; NULL otherwise: uploads read hp), gradients, AdamW state (dtype of hp) */
+       (uploaded; NULL otherwise: uploads read hp), gradients, AdamW state (dtype hst) */
     void *hp, *hg, *hm, *hv;
     uint16_t *hw;
-    sc_dtype hpt;
+    sc_dtype hpt, hst;
     void *stage;                   /* pinned: embedding rows up, dL/dx_0 down */
     size_t stage_bytes, pinned_bytes, host_bytes;
     int hp_pinned;
@@ -7412,13 +7438,13 @@ static int sc__slide_threads(const sc_model *m) { return m->mc.cpu_threads > 0 ?
 static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, size_t n, int threads)
 {
     sc__slide *sl = m->sl;
-    size_t pe = sc_dtype_size(sl->hpt), ge = sc_dtype_size(m->gdt);
-    void *p = (char *)sl->hp + off * pe;
+    size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = sc_dtype_size(m->gdt);
+    void *p = (char *)sl->hp + off * pe, *hm = (char *)sl->hm + off * se, *hv = (char *)sl->hv + off * se;
     const void *g = (const char *)sl->hg + off * ge;
     uint16_t *w = sl->hw ? sl->hw + off : NULL;
     if (m->mc.optim == SC_OPTIM_ADAMW) {
-        if (threads < 0) sc_cpu_adamw_range(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, k);
-        else sc_cpu_adamw_mt(p, (char *)sl->hm + off * pe, (char *)sl->hv + off * pe, sl->hpt, g, m->gdt, w, n, k, threads);
+        if (threads < 0) sc_cpu_adamw_range(p, hm, hv, sl->hpt, sl->hst, g, m->gdt, w, n, k);
+        else sc_cpu_adamw_mt(p, hm, hv, sl->hpt, sl->hst, g, m->gdt, w, n, k, threads);
     } else {
         if (threads < 0) sc_cpu_sgd_range(p, sl->hpt, g, m->gdt, w, n, k);
         else sc_cpu_sgd_mt(p, sl->hpt, g, m->gdt, w, n, k, threads);
@@ -7734,11 +7760,12 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     int gpu = m->cu != NULL, master = gpu && m->mc.bf16 && m->mc.master_weights;
     size_t n = m->nparams;
     sl->hpt = (gpu && m->mc.bf16 && !master) ? SC_BF16 : SC_F32;
-    size_t pe = sc_dtype_size(sl->hpt), ge = (size_t)m->gb;
+    sl->hst = m->mc.state_bf16 ? SC_BF16 : sl->hpt;
+    size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = (size_t)m->gb;
     int adam = m->mc.optim == SC_OPTIM_ADAMW;
     sl->hp_pinned = gpu && !master; /* uploads read hp unless there is a bf16 working copy */
     size_t pinned = n * ge + (sl->hp_pinned ? n * pe : 0) + (master ? n * 2 : 0);
-    size_t pageable = (sl->hp_pinned ? 0 : n * pe) + (adam ? 2 * n * pe : 0);
+    size_t pageable = (sl->hp_pinned ? 0 : n * pe) + (adam ? 2 * n * se : 0);
     size_t phys = sc__host_phys_bytes();
     char a[32], b[32], d[32];
     sc__gib_str(a, sizeof a, pinned);
@@ -7752,7 +7779,7 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
                 "(weights, gradients, optimizer state)...\n", a, b);
     if (!(sl->hp = sc__host_alloc(m, n * pe, sl->hp_pinned)) || !(sl->hg = sc__host_alloc(m, n * ge, gpu)) ||
         (master && !(sl->hw = (uint16_t *)sc__host_alloc(m, n * 2, gpu))) ||
-        (adam && (!(sl->hm = sc__host_alloc(m, n * pe, 0)) || !(sl->hv = sc__host_alloc(m, n * pe, 0)))) ||
+        (adam && (!(sl->hm = sc__host_alloc(m, n * se, 0)) || !(sl->hv = sc__host_alloc(m, n * se, 0)))) ||
         !(sl->touched = (unsigned char *)SC_MALLOC((size_t)c->vocab_size))) {
         char e[1100];
         snprintf(e, sizeof e, "%s", sc_last_error());
@@ -7767,7 +7794,7 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
         sc__st(sl->hp, sl->hpt, (size_t)i, v);
         if (sl->hw) sl->hw[i] = sc_f32_to_bf16(v);
         sc__st(sl->hg, m->gdt, (size_t)i, 0.0f);
-        if (adam) { sc__st(sl->hm, sl->hpt, (size_t)i, 0.0f); sc__st(sl->hv, sl->hpt, (size_t)i, 0.0f); }
+        if (adam) { sc__st(sl->hm, sl->hst, (size_t)i, 0.0f); sc__st(sl->hv, sl->hst, (size_t)i, 0.0f); }
     }
     if (!gpu)
         for (int i = 0; i < 2; i++) {
@@ -8495,19 +8522,20 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
         return SC_SUCCESS;
     }
     float *p = m->master ? m->master : m->params;
-    int pb = m->master ? 4 : m->pb;
+    int pb = m->master ? 4 : m->pb, sb = m->mc.state_bf16 ? 2 : pb;
     if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
-        SC__TRY(sc__alloc_bytes(m, &m->opt_m, m->nparams, pb, "adamw.m"));
-        SC__TRY(sc__alloc_bytes(m, &m->opt_v, m->nparams, pb, "adamw.v"));
-        sc__memset0(m, m->opt_m, m->nparams * (size_t)pb);
-        sc__memset0(m, m->opt_v, m->nparams * (size_t)pb);
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, m->nparams, sb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, m->nparams, sb, "adamw.v"));
+        sc__memset0(m, m->opt_m, m->nparams * (size_t)sb);
+        sc__memset0(m, m->opt_v, m->nparams * (size_t)sb);
     }
+    sc_dtype st = sb == 2 ? SC_BF16 : SC_F32;
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
         sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
         if (m->mc.optim == SC_OPTIM_ADAMW) {
             sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, m->grads, m->gdt, m->nparams, &k);
+            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, st, m->grads, m->gdt, m->nparams, &k);
         } else
             sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, m->nparams, m->mc.lr, m->mc.weight_decay);
         if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, m->nparams);
@@ -8515,10 +8543,10 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
         return sc_cuda_status(m->cu);
     }
 #endif
-    (void)pb;
-    if (m->mc.optim == SC_OPTIM_ADAMW)
-        sc_cpu_adamw_update(p, m->opt_m, m->opt_v, m->grads, m->nparams, m->mc.lr, m->mc.beta1, m->mc.beta2,
-                            m->mc.eps, m->mc.weight_decay, m->t);
+    if (m->mc.optim == SC_OPTIM_ADAMW) { /* the CPU backend holds f32 parameters and gradients */
+        sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        sc_cpu_adamw_mt(p, m->opt_m, m->opt_v, SC_F32, st, m->grads, SC_F32, NULL, m->nparams, &k, 0);
+    }
     else
         sc_cpu_sgd_update(p, m->grads, m->nparams, m->mc.lr, m->mc.weight_decay);
     sc__round(m, m->params, m->nparams);

@@ -322,8 +322,8 @@ __global__ void k_sgd(P *p, const Gt *g, size_t n, float lr, float wd)
     }
 }
 
-template <typename P, typename Gt>
-__global__ void k_adamw(P *p, P *m, P *v, const Gt *g, size_t n, sc_optim_consts k)
+template <typename P, typename S, typename Gt>
+__global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, sc_optim_consts k)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float gi = ldf(g + i);
@@ -2426,17 +2426,20 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
     sc__launched(cu, "sgd_update");
 }
 
-SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, const void *g, sc_dtype gt,
-                                size_t n, const sc_optim_consts *k)
+SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
+                                sc_dtype gt, size_t n, const sc_optim_consts *k)
 {
     if (!sc__ok(cu) || !n) return;
     unsigned gr = sc__grid(n, 256);
-#define SC__ADAM(P, GT) k_adamw<P, GT><<<gr, 256, 0, cu->stream>>>((P *)p, (P *)m, (P *)v, (const GT *)g, n, *k)
-    if (pt == SC_F32 && gt == SC_F32) SC__ADAM(float, float);
-    else if (pt == SC_F32 && gt == SC_BF16) SC__ADAM(float, bf16);
-    else if (pt == SC_BF16 && gt == SC_F32) SC__ADAM(bf16, float);
-    else if (pt == SC_BF16 && gt == SC_BF16) SC__ADAM(bf16, bf16);
-    else { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "adamw_update: dtypes %d/%d", (int)pt, (int)gt); return; }
+    int ok = (pt == SC_F32 || pt == SC_BF16) && (st == SC_F32 || st == SC_BF16) && (gt == SC_F32 || gt == SC_BF16);
+    if (!ok) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "adamw_update: dtypes %d/%d/%d", (int)pt, (int)st, (int)gt); return; }
+#define SC__ADAM(P, S, GT) k_adamw<P, S, GT><<<gr, 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, *k)
+#define SC__ADAM_G(P, S) do { if (gt == SC_F32) SC__ADAM(P, S, float); else SC__ADAM(P, S, bf16); } while (0)
+    if (pt == SC_F32 && st == SC_F32) SC__ADAM_G(float, float);
+    else if (pt == SC_F32) SC__ADAM_G(float, bf16);
+    else if (st == SC_F32) SC__ADAM_G(bf16, float);
+    else SC__ADAM_G(bf16, bf16);
+#undef SC__ADAM_G
 #undef SC__ADAM
     sc__launched(cu, "adamw_update");
 }

@@ -75,8 +75,8 @@ static sc_optim_consts K;
 static void run_kernel(int which, int rep)
 {
     switch (which) {
-    case 0: sc_cpu_adamw_mt(P, M, V, SC_F32, G, SC_BF16, W, N, &K, nthreads); break;
-    case 1: sc_cpu_adamw_mt(P, M, V, SC_F32, G, SC_F32, NULL, N, &K, nthreads); break;
+    case 0: sc_cpu_adamw_mt(P, M, V, SC_F32, SC_F32, G, SC_BF16, W, N, &K, nthreads); break;
+    case 1: sc_cpu_adamw_mt(P, M, V, SC_F32, SC_F32, G, SC_F32, NULL, N, &K, nthreads); break;
     case 2: sc_cpu_sgd_mt(P, SC_F32, G, SC_BF16, W, N, &K, nthreads); break;
     case 3: sc_cpu_sgd_mt(P, SC_BF16, G, SC_BF16, NULL, N, &K, nthreads); break;
     default: triad(P, M, V, N, rep & 1 ? 0.5f : -0.5f); break;

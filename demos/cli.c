@@ -25,7 +25,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
-    int have_lr, op_times;
+    int have_lr, op_times, state_bf16;
 } cli_opts;
 
 static const char *usage_main =
@@ -81,6 +81,8 @@ static const char *usage_train =
     "  --accum N               micro-batches per optimizer step (gradient accumulation; default 1).\n"
     "                          With --tokens the file's rows are split into N micro-batches\n"
     "  --save-every N          with --save: also write the checkpoint every N steps\n"
+    "  --state-bf16            AdamW's m and v in bf16 (e.g. with f32 master weights on a small host:\n"
+    "                          8 instead of 12 bytes per parameter; other arithmetic than f32 state)\n"
     "  --op-times              cuda: print the time per kernel and GEMM shape of the steps after the\n"
     "                          warm-up (an event after every kernel: slightly slower steps)\n"
     "\n";
@@ -163,6 +165,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         if (!strcmp(f, "--master-weights")) { o->master = 1; continue; }
         if (!strcmp(f, "--pure-bf16")) { o->pure_bf16 = 1; continue; }
         if (!strcmp(f, "--op-times")) { o->op_times = 1; continue; }
+        if (!strcmp(f, "--state-bf16")) { o->state_bf16 = 1; continue; }
         if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--hf")) o->hf = v;
@@ -240,7 +243,9 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
     mc->eps = (float)o->eps;
     mc->weight_decay = (float)o->wd;
     mc->head_slice = o->head_slice;
+    mc->state_bf16 = o->state_bf16;
     if (o->master && !mc->bf16) die_usage("%s", "--master-weights needs --dtype bf16");
+    if (o->state_bf16 && mc->optim != SC_OPTIM_ADAMW) die_usage("%s", "--state-bf16 needs --optim adamw");
     if (!strcmp(o->mode, "slide")) {
         mc->mode = SC_MODE_SLIDE;
         mc->prefetch = o->prefetch;
@@ -452,7 +457,7 @@ static int cmd_train(int argc, char **argv)
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
-                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times",
+                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* a long run must not fail at its end: the output places are checked now */

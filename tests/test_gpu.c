@@ -545,7 +545,7 @@ static void test_optim(tctx *t)
     memcpy(p2, p, n * 4);
     sc_cpu_adamw_update(p2, m, v, g, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
     sc_optim_consts k = sc_optim_consts_make(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
-    sc_cuda_adamw_update(t->cu, dp, dm, dv, pt, dg, gt, n, &k);
+    sc_cuda_adamw_update(t->cu, dp, dm, dv, pt, pt, dg, gt, n, &k);
     got = dget(t, dp, n, pt);
     name_of(nm, sizeof nm, t, "adamw_update p");
     check_rel(nm, got, p2, n, t->bf16 ? t->tol : 1e-6, t->bf16);
@@ -563,7 +563,7 @@ static void test_optim(tctx *t)
 }
 
 /* The host optimizer of slide mode against the CUDA kernels: the same bits, for every storage
-   combination (p/m/v f32 or bf16, g f32 or bf16), AdamW and SGD, several steps t. */
+   combination (p/m/v f32 or bf16, f32 p with bf16 m/v, g f32 or bf16), AdamW and SGD, several steps t. */
 static void test_optim_bitwise(void)
 {
     sc_cuda *cu = NULL;
@@ -571,42 +571,45 @@ static void test_optim_bitwise(void)
     memset(&cc, 0, sizeof cc);
     if (sc_cuda_create(&cu, &cc) != SC_SUCCESS) { check(0, "optimizer bitwise: context", "%s", sc_last_error()); return; }
     size_t n = 100003;
-    for (int pt = 0; pt < 2; pt++)
+    for (int pst = 0; pst < 3; pst++) /* p and m/v: f32, f32 with bf16 m/v, bf16 */
         for (int gt = 0; gt < 2; gt++)
             for (int adam = 0; adam < 2; adam++) {
-                sc_dtype P = pt ? SC_BF16 : SC_F32, G = gt ? SC_BF16 : SC_F32;
-                size_t pe = sc_dtype_size(P), ge = sc_dtype_size(G);
+                int pt = pst == 2, stb = pst >= 1;
+                if (!adam && pst == 1) continue; /* SGD has no state */
+                sc_dtype P = pt ? SC_BF16 : SC_F32, S = stb ? SC_BF16 : SC_F32, G = gt ? SC_BF16 : SC_F32;
+                size_t pe = sc_dtype_size(P), se = sc_dtype_size(S), ge = sc_dtype_size(G);
                 float *p = hrand(n, 0.1f, 0), *g = hrand(n, 0.01f, 0), *m = hrand(n, 0.01f, 0), *v = hrand(n, 1e-4f, 0);
                 for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
-                void *hp = malloc(n * pe), *hg = malloc(n * ge), *hm = malloc(n * pe), *hv = malloc(n * pe);
+                void *hp = malloc(n * pe), *hg = malloc(n * ge), *hm = malloc(n * se), *hv = malloc(n * se);
                 for (size_t i = 0; i < n; i++) {
-                    if (pt) { ((uint16_t *)hp)[i] = sc_f32_to_bf16(p[i]); ((uint16_t *)hm)[i] = sc_f32_to_bf16(m[i]);
-                              ((uint16_t *)hv)[i] = sc_f32_to_bf16(v[i]); }
-                    else { ((float *)hp)[i] = p[i]; ((float *)hm)[i] = m[i]; ((float *)hv)[i] = v[i]; }
+                    if (pt) ((uint16_t *)hp)[i] = sc_f32_to_bf16(p[i]); else ((float *)hp)[i] = p[i];
+                    if (stb) { ((uint16_t *)hm)[i] = sc_f32_to_bf16(m[i]); ((uint16_t *)hv)[i] = sc_f32_to_bf16(v[i]); }
+                    else { ((float *)hm)[i] = m[i]; ((float *)hv)[i] = v[i]; }
                     if (gt) ((uint16_t *)hg)[i] = sc_f32_to_bf16(g[i]); else ((float *)hg)[i] = g[i];
                 }
                 void *dp = sc_cuda_raw_alloc(n * pe, cu), *dg = sc_cuda_raw_alloc(n * ge, cu),
-                     *dm = sc_cuda_raw_alloc(n * pe, cu), *dv = sc_cuda_raw_alloc(n * pe, cu);
+                     *dm = sc_cuda_raw_alloc(n * se, cu), *dv = sc_cuda_raw_alloc(n * se, cu);
                 sc_cuda_upload(cu, dp, hp, n * pe); sc_cuda_upload(cu, dg, hg, n * ge);
-                sc_cuda_upload(cu, dm, hm, n * pe); sc_cuda_upload(cu, dv, hv, n * pe);
+                sc_cuda_upload(cu, dm, hm, n * se); sc_cuda_upload(cu, dv, hv, n * se);
                 for (int t = 1; t <= 3; t++) {
                     sc_optim_consts k = sc_optim_consts_make(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t);
                     if (adam) {
-                        sc_cpu_adamw_mt(hp, hm, hv, P, hg, G, NULL, n, &k, 0);
-                        sc_cuda_adamw_update(cu, dp, dm, dv, P, dg, G, n, &k);
+                        sc_cpu_adamw_mt(hp, hm, hv, P, S, hg, G, NULL, n, &k, 0);
+                        sc_cuda_adamw_update(cu, dp, dm, dv, P, S, dg, G, n, &k);
                     } else {
                         sc_cpu_sgd_mt(hp, P, hg, G, NULL, n, &k, 0);
                         sc_cuda_sgd_update(cu, dp, P, dg, G, n, k.lr, k.weight_decay);
                     }
                 }
-                void *rp = malloc(n * pe), *rm = malloc(n * pe), *rv = malloc(n * pe);
+                void *rp = malloc(n * pe), *rm = malloc(n * se), *rv = malloc(n * se);
                 sc_cuda_download(cu, rp, dp, n * pe);
-                sc_cuda_download(cu, rm, dm, n * pe);
-                sc_cuda_download(cu, rv, dv, n * pe);
-                int same = !memcmp(rp, hp, n * pe) && (!adam || (!memcmp(rm, hm, n * pe) && !memcmp(rv, hv, n * pe)));
+                sc_cuda_download(cu, rm, dm, n * se);
+                sc_cuda_download(cu, rv, dv, n * se);
+                int same = !memcmp(rp, hp, n * pe) && (!adam || (!memcmp(rm, hm, n * se) && !memcmp(rv, hv, n * se)));
                 char nm[160];
-                snprintf(nm, sizeof nm, "host %s (%s) == CUDA kernel bitwise: p/m/v %s, g %s, 3 steps, n=%zu",
-                         adam ? "AdamW" : "SGD", sc_cpu_optim_isa(), pt ? "bf16" : "f32", gt ? "bf16" : "f32", n);
+                snprintf(nm, sizeof nm, "host %s (%s) == CUDA kernel bitwise: p %s, m/v %s, g %s, 3 steps, n=%zu",
+                         adam ? "AdamW" : "SGD", sc_cpu_optim_isa(), pt ? "bf16" : "f32", stb ? "bf16" : "f32",
+                         gt ? "bf16" : "f32", n);
                 check(same && sc_cuda_status(cu) == SC_SUCCESS, nm, "differs");
                 free(p); free(g); free(m); free(v); free(hp); free(hg); free(hm); free(hv); free(rp); free(rm); free(rv);
                 sc_cuda_raw_free(dp, 0, cu); sc_cuda_raw_free(dg, 0, cu); sc_cuda_raw_free(dm, 0, cu); sc_cuda_raw_free(dv, 0, cu);

@@ -31,6 +31,10 @@ static void st(void *x, sc_dtype t, size_t i, float f)
     if (t == SC_BF16) ((uint16_t *)x)[i] = sc_f32_to_bf16(f);
     else ((float *)x)[i] = f;
 }
+/* 1: AdamW's m and v in bf16 whatever p's dtype (the state_bf16 option) */
+static int s_bf16;
+static sc_dtype sdt(sc_dtype pt) { return s_bf16 ? SC_BF16 : pt; }
+
 static float mul(float a, float b)
 {
     volatile float r = a * b;
@@ -43,10 +47,10 @@ static void ref_adamw(void *p, void *m, void *v, sc_dtype pt, const void *g, sc_
     float step = lr / (1.0f - powf(b1, (float)t)), bc2s = sqrtf(1.0f - powf(b2, (float)t));
     for (size_t i = 0; i < n; i++) {
         float gi = ld(g, gt, i), pd = mul(ld(p, pt, i), decay);
-        float mi = mul(b1, ld(m, pt, i)) + mul(omb1, gi);
-        float vi = mul(b2, ld(v, pt, i)) + mul(mul(omb2, gi), gi);
-        st(m, pt, i, mi);
-        st(v, pt, i, vi);
+        float mi = mul(b1, ld(m, sdt(pt), i)) + mul(omb1, gi);
+        float vi = mul(b2, ld(v, sdt(pt), i)) + mul(mul(omb2, gi), gi);
+        st(m, sdt(pt), i, mi);
+        st(v, sdt(pt), i, vi);
         float pn = pd - mul(step, mi / (sqrtf(vi) / bc2s + eps));
         st(p, pt, i, pn);
         if (wout) wout[i] = sc_f32_to_bf16(pn);
@@ -87,7 +91,8 @@ static void old_adamw(float *p, float *m, float *v, const float *g, size_t n, fl
     }
 }
 
-/* One state: p, m, v in pt, g in gt, wout. Buffers are malloc'ed at exactly their size, so ASan sees overruns. */
+/* One state: p in pt, m, v in sdt(pt), g in gt, wout. Buffers are malloc'ed at exactly their size, so ASan sees
+   overruns. */
 typedef struct { void *p, *m, *v, *g; uint16_t *w; } state;
 static void fill(void *x, sc_dtype t, size_t n, float scale, int positive)
 {
@@ -98,19 +103,19 @@ static void fill(void *x, sc_dtype t, size_t n, float scale, int positive)
 }
 static state make(sc_dtype pt, sc_dtype gt, size_t n, int with_w)
 {
-    size_t ps = sc_dtype_size(pt), gs = sc_dtype_size(gt), k = n ? n : 1;
-    state s = {malloc(k * ps), malloc(k * ps), malloc(k * ps), malloc(k * gs), with_w ? (uint16_t *)malloc(k * 2) : NULL};
+    size_t ps = sc_dtype_size(pt), ss = sc_dtype_size(sdt(pt)), gs = sc_dtype_size(gt), k = n ? n : 1;
+    state s = {malloc(k * ps), malloc(k * ss), malloc(k * ss), malloc(k * gs), with_w ? (uint16_t *)malloc(k * 2) : NULL};
     fill(s.p, pt, n, 1.0f, 0);
-    fill(s.m, pt, n, 1e-2f, 0);
-    fill(s.v, pt, n, 1e-4f, 1);
+    fill(s.m, sdt(pt), n, 1e-2f, 0);
+    fill(s.v, sdt(pt), n, 1e-4f, 1);
     fill(s.g, gt, n, 1e-1f, 0);
     if (s.w) memset(s.w, 0xab, n * 2);
     return s;
 }
 static void set(state d, state a, sc_dtype pt, sc_dtype gt, size_t n) /* d = a */
 {
-    size_t ps = sc_dtype_size(pt), gs = sc_dtype_size(gt);
-    memcpy(d.p, a.p, n * ps), memcpy(d.m, a.m, n * ps), memcpy(d.v, a.v, n * ps), memcpy(d.g, a.g, n * gs);
+    size_t ps = sc_dtype_size(pt), ss = sc_dtype_size(sdt(pt)), gs = sc_dtype_size(gt);
+    memcpy(d.p, a.p, n * ps), memcpy(d.m, a.m, n * ss), memcpy(d.v, a.v, n * ss), memcpy(d.g, a.g, n * gs);
     if (d.w) memcpy(d.w, a.w, n * 2);
 }
 static state copy(state a, sc_dtype pt, sc_dtype gt, size_t n)
@@ -121,8 +126,8 @@ static state copy(state a, sc_dtype pt, sc_dtype gt, size_t n)
 }
 static int same(state a, state b, sc_dtype pt, size_t n)
 {
-    size_t ps = sc_dtype_size(pt);
-    return !memcmp(a.p, b.p, n * ps) && !memcmp(a.m, b.m, n * ps) && !memcmp(a.v, b.v, n * ps) &&
+    size_t ps = sc_dtype_size(pt), ss = sc_dtype_size(sdt(pt));
+    return !memcmp(a.p, b.p, n * ps) && !memcmp(a.m, b.m, n * ss) && !memcmp(a.v, b.v, n * ss) &&
            (!a.w || !memcmp(a.w, b.w, n * 2));
 }
 static void drop(state s) { free(s.p), free(s.m), free(s.v), free(s.g), free(s.w); }
@@ -148,10 +153,12 @@ int main(void)
             continue;
         }
         CHECK(!strcmp(sc_cpu_optim_isa(), isas[ii]), "forced path %s", isas[ii]);
-        for (int pt = 0; pt < 2; pt++)
+        for (int pst = 0; pst < 3; pst++) /* p f32, p f32 with bf16 state, p bf16 */
             for (int gt = 0; gt < 2; gt++)
                 for (int w = 0; w < 2; w++)
                     for (int si = 0; si < 6; si++) {
+                        int pt = pst == 2;
+                        s_bf16 = pst == 1;
                         size_t n = sizes[si];
                         int ok_a = 1, ok_s = 1;
                         sc_dtype P = (sc_dtype)pt, G = (sc_dtype)gt;
@@ -164,11 +171,11 @@ int main(void)
                             set(r, a, P, G, n);
                             ref_adamw(r.p, r.m, r.v, P, r.g, G, r.w, n, lr, b1, b2, eps, wd, t);
                             set(x, a, P, G, n);
-                            sc_cpu_adamw_range(x.p, x.m, x.v, P, x.g, G, x.w, n, &k);
+                            sc_cpu_adamw_range(x.p, x.m, x.v, P, sdt(P), x.g, G, x.w, n, &k);
                             ok_a &= same(x, r, P, n);
                             for (int nt = 1; nt <= 3; nt++) {
                                 set(x, a, P, G, n);
-                                sc_cpu_adamw_mt(x.p, x.m, x.v, P, x.g, G, x.w, n, &k, nt);
+                                sc_cpu_adamw_mt(x.p, x.m, x.v, P, sdt(P), x.g, G, x.w, n, &k, nt);
                                 ok_a &= same(x, r, P, n);
                             }
                             /* SGD on the same inputs (only p, g, w are used) */
@@ -184,12 +191,13 @@ int main(void)
                             }
                         }
                         drop(a), drop(r), drop(x);
-                        CHECK(ok_a, "%s adamw p=%s g=%s wout=%d n=%zu: range, mt(1,2,3) == reference", isas[ii],
-                              dn(P), dn(G), w, n);
+                        CHECK(ok_a, "%s adamw p=%s m,v=%s g=%s wout=%d n=%zu: range, mt(1,2,3) == reference",
+                              isas[ii], dn(P), dn(sdt(P)), dn(G), w, n);
                         CHECK(ok_s, "%s sgd   p=%s g=%s wout=%d n=%zu: range, mt(1,2,3) == reference", isas[ii],
                               dn(P), dn(G), w, n);
                     }
 
+        s_bf16 = 0;
         /* specials: NaN / inf / huge gradients in vector lanes and in the tail */
         {
             size_t n = 37;
@@ -203,7 +211,7 @@ int main(void)
             CHECK(same(x, r, SC_F32, n) && isnan(((float *)r.p)[3]), "%s sgd NaN/inf specials", isas[ii]);
             set(r, a, SC_F32, SC_F32, n), set(x, a, SC_F32, SC_F32, n);
             ref_adamw(r.p, r.m, r.v, SC_F32, r.g, SC_F32, r.w, n, lr, b1, b2, eps, wd, 1);
-            sc_cpu_adamw_range(x.p, x.m, x.v, SC_F32, x.g, SC_F32, x.w, n, &k);
+            sc_cpu_adamw_range(x.p, x.m, x.v, SC_F32, SC_F32, x.g, SC_F32, x.w, n, &k);
             CHECK(same(x, r, SC_F32, n) && isnan(((float *)r.p)[3]), "%s adamw NaN/inf specials", isas[ii]);
             drop(r), drop(x), drop(a);
         }
@@ -243,7 +251,7 @@ int main(void)
             int t = 7;
             sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, t);
             state a = make(SC_F32, SC_F32, n, 0), x = copy(a, SC_F32, SC_F32, n), r = copy(a, SC_F32, SC_F32, n);
-            sc_cpu_adamw_mt(x.p, x.m, x.v, SC_F32, x.g, SC_F32, NULL, n, &k, 0);
+            sc_cpu_adamw_mt(x.p, x.m, x.v, SC_F32, SC_F32, x.g, SC_F32, NULL, n, &k, 0);
             sc_cpu_adamw_update((float *)r.p, (float *)r.m, (float *)r.v, (const float *)r.g, n, lr, b1, b2, eps, wd, t);
             CHECK(same(x, r, SC_F32, n), "%s adamw == sc_cpu_adamw_update (f32)", isas[ii]);
             set(r, a, SC_F32, SC_F32, n);

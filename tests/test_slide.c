@@ -16,7 +16,7 @@ static int npass, nfail;
         else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
     } while (0)
 
-typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; int head_slice; } run_cfg;
+typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; int head_slice, state_bf16; } run_cfg;
 
 /* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
 static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
@@ -31,6 +31,7 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.prefetch = rc.prefetch;
     mc.cpu_threads = 2;
     mc.head_slice = rc.head_slice;
+    mc.state_bf16 = rc.state_bf16;
     sc_plan plan;
     sc_model *m;
     if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
@@ -58,9 +59,10 @@ static void compare(const char *name, const sc_config *cfg, const float *params,
     int ok = wa && wb && ga && gb && train(cfg, params, ids, B, T, rc, SC_MODE_RESIDENT, STEPS, la, wa, ga) &&
              train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lb, wb, gb);
     CHECK(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np),
-          "slide == resident bitwise: %s %s %s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
+          "slide == resident bitwise: %s %s %s%s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
           "%zu weights, %zu grads)",
-          name, rc.policy, rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.bf16 ? "bf16" : "fp32", rc.accum,
+          name, rc.policy, rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.state_bf16 ? " (bf16 state)" : "",
+          rc.bf16 ? "bf16" : "fp32", rc.accum,
           rc.prefetch ? rc.prefetch : 1, rc.head_slice, ok ? la[0] : 0.0f, ok ? la[STEPS] : 0.0f, np, np);
     free(wa); free(wb); free(ga); free(gb);
 }
@@ -94,22 +96,47 @@ int main(void)
         for (int i = 0; i < B * T; i++) { ids2[i] = ids[i]; ids2[B * T + i] = (ids[i] + 1) % cfg.vocab_size; }
         for (int p = 0; p < (int)(sizeof policies / sizeof policies[0]); p++)
             for (int o = 0; o < 2; o++) {
-                run_cfg rc = {policies[p], 0, 1, 0, o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD, 0};
+                run_cfg rc = {policies[p], 0, 1, 0, o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD, 0, 0};
                 compare(fixtures[f], &cfg, params, ids, B, T, rc);
             }
-        run_cfg bf = {"every:2", 1, 1, 0, SC_OPTIM_ADAMW, 0};
+        run_cfg bf = {"every:2", 1, 1, 0, SC_OPTIM_ADAMW, 0, 0};
         compare(fixtures[f], &cfg, params, ids, B, T, bf);
-        run_cfg ac = {"none", 0, 2, 0, SC_OPTIM_ADAMW, 0};
+        run_cfg ac = {"none", 0, 2, 0, SC_OPTIM_ADAMW, 0, 0};
         compare(fixtures[f], &cfg, params, ids2, B, T, ac);
-        run_cfg acf = {"full", 1, 2, 2, SC_OPTIM_SGD, 0};
+        run_cfg acf = {"full", 1, 2, 2, SC_OPTIM_SGD, 0, 0};
         compare(fixtures[f], &cfg, params, ids2, B, T, acf);
-        run_cfg pf = {"selective", 0, 1, cfg.num_layers, SC_OPTIM_ADAMW, 0};
+        run_cfg pf = {"selective", 0, 1, cfg.num_layers, SC_OPTIM_ADAMW, 0, 0};
         compare(fixtures[f], &cfg, params, ids, B, T, pf);
+        /* AdamW with bf16 m and v */
+        run_cfg s1 = {"none", 0, 1, 0, SC_OPTIM_ADAMW, 0, 1}, s2 = {"full", 1, 2, 2, SC_OPTIM_ADAMW, 0, 1},
+                s3 = {"selective:attn", 0, 1, 0, SC_OPTIM_ADAMW, 0, 1};
+        compare(fixtures[f], &cfg, params, ids, B, T, s1);
+        compare(fixtures[f], &cfg, params, ids2, B, T, s2);
+        compare(fixtures[f], &cfg, params, ids, B, T, s3);
+        {
+            /* the option does something: bf16 state moves the weights elsewhere than f32 state, nearby */
+            size_t np = sc_config_num_params(&cfg);
+            float la[4], lb[4], *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np),
+                            *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np);
+            run_cfg f32s = {"none", 0, 1, 0, SC_OPTIM_ADAMW, 0, 0};
+            int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, f32s, SC_MODE_RESIDENT, 3, la, wa, ga) &&
+                     train(&cfg, params, ids, B, T, s1, SC_MODE_RESIDENT, 3, lb, wb, gb);
+            double num = 0, den = 0;
+            for (size_t i = 0; ok && i < np; i++) {
+                num += ((double)wa[i] - wb[i]) * ((double)wa[i] - wb[i]);
+                den += ((double)wa[i] - params[i]) * ((double)wa[i] - params[i]);
+            }
+            double rel = den > 0 ? sqrt(num / den) : 1; /* against the size of the 3 updates */
+            CHECK(ok && memcmp(wa, wb, 4 * np) && rel < 0.05,
+                  "%s bf16 AdamW state: weights differ from f32 state's by %.2e of the updates (> 0, < 0.05)",
+                  fixtures[f], rel);
+            free(wa); free(wb); free(ga); free(gb);
+        }
         /* the LM head in vocabulary slices (the last one shorter): per-slice gradients with one
            micro-batch, the whole head's gradient with two */
         int hs = cfg.vocab_size / 3 + 1;
-        run_cfg h1 = {"none", 0, 1, 0, SC_OPTIM_SGD, hs}, h2 = {"full", 1, 1, 0, SC_OPTIM_ADAMW, hs},
-                h3 = {"every:2", 0, 2, 0, SC_OPTIM_ADAMW, hs};
+        run_cfg h1 = {"none", 0, 1, 0, SC_OPTIM_SGD, hs, 0}, h2 = {"full", 1, 1, 0, SC_OPTIM_ADAMW, hs, 0},
+                h3 = {"every:2", 0, 2, 0, SC_OPTIM_ADAMW, hs, 0};
         compare(fixtures[f], &cfg, params, ids, B, T, h1);
         compare(fixtures[f], &cfg, params, ids, B, T, h2);
         compare(fixtures[f], &cfg, params, ids2, B, T, h3);
@@ -118,7 +145,7 @@ int main(void)
             size_t np = sc_config_num_params(&cfg);
             float la[2] = {0, 0}, lb[2] = {0, 0}, *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np),
                             *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np);
-            run_cfg whole = {"none", 0, 1, 0, SC_OPTIM_SGD, 0}, sl = whole;
+            run_cfg whole = {"none", 0, 1, 0, SC_OPTIM_SGD, 0, 0}, sl = whole;
             sl.head_slice = hs;
             int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, whole, SC_MODE_RESIDENT, 1, la, wa, ga) &&
                      train(&cfg, params, ids, B, T, sl, SC_MODE_SLIDE, 1, lb, wb, gb);
