@@ -171,7 +171,8 @@ typedef enum sc_result {
     SC_ERROR_RANGE = -6,          /* a value is out of its range (token id, sequence length) */
     SC_ERROR_UNSUPPORTED = -7,    /* valid request that this build cannot do */
     SC_ERROR_NO_DEVICE = -8,      /* no usable GPU */
-    SC_ERROR_CUDA = -9            /* a CUDA / cuBLAS call failed */
+    SC_ERROR_CUDA = -9,           /* a CUDA / cuBLAS call failed */
+    SC_ERROR_TIMEOUT = -10        /* a peer process did not answer in time */
 } sc_result;
 
 /* A short fixed string for a result code. */
@@ -1212,6 +1213,33 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
    -1 for a malformed or zero budget (message in sc_last_error()). */
 SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
 
+/* ------------------------------------------------------------------------------------------
+   Several processes (data parallel): the launch environment and the rendezvous. A launcher
+   (torchrun, MPI, Slurm, or `--gpus N`) starts one process per GPU with RANK, LOCAL_RANK,
+   WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, as PyTorch's env:// does. Rank 0 listens on
+   MASTER_ADDR:MASTER_PORT; every other rank connects, says who it is and what it runs (a hash
+   of the model config, shapes and token file), and receives rank 0's blob (the NCCL unique id).
+   A rank that never arrives, a rank 0 that cannot be reached and a mismatch all end in a clear
+   error on every rank within the timeout, never a hang.
+   ------------------------------------------------------------------------------------------ */
+typedef struct sc_dist_env {
+    int rank, local_rank, world_size, local_world_size;
+    char master_addr[256];
+    int master_port;
+    double timeout_s; /* SLIDECHECK_RENDEZVOUS_TIMEOUT, default 60 */
+} sc_dist_env;
+
+/* Reads the environment. None of RANK / WORLD_SIZE set: one process (rank 0 of 1). A variable
+   that is malformed, out of range or missing where needed: SC_ERROR_INVALID_ARGS naming it.
+   MASTER_ADDR: an IPv4 or IPv6 address, or a host name where the C library exposes getaddrinfo
+   (POSIX builds; under strict -std=c11 only "localhost" and addresses). */
+SCDEF sc_result sc_dist_env_read(sc_dist_env *e);
+/* The rendezvous described above. check: what must agree across ranks; blob: in on rank 0, out
+   on the others (the same blob_bytes on every rank, at most 65536). */
+SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes);
+/* FNV-1a over bytes, chained from h (start with 0): for sc_dist_rendezvous's check. */
+SCDEF uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n);
+
 #endif /* SLIDECHECK_H */
 
 /* ========================================================================================== */
@@ -1285,6 +1313,7 @@ SCDEF const char *sc_result_string(sc_result r)
     case SC_ERROR_UNSUPPORTED: return "unsupported";
     case SC_ERROR_NO_DEVICE: return "no usable GPU";
     case SC_ERROR_CUDA: return "CUDA error";
+    case SC_ERROR_TIMEOUT: return "timed out";
     }
     return "unknown result";
 }
@@ -8997,6 +9026,349 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget)
     }
     if (budget) *budget = b;
     return 1;
+}
+
+/* ==========================================================================================
+   Several processes: the launch environment and the TCP rendezvous
+   ========================================================================================== */
+#ifndef _WIN32
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <unistd.h>
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+#endif
+
+SCDEF uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    if (!h) h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* 1: absent, or an integer in [lo, hi] stored in *out; 0: malformed or out of range */
+static int sc__env_int(const char *name, long lo, long hi, int *out, int *present)
+{
+    const char *v = getenv(name);
+    *present = v && *v;
+    if (!*present) return 1;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
+{
+    if (!e) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_env_read: NULL");
+    memset(e, 0, sizeof *e);
+    e->world_size = e->local_world_size = 1;
+    e->timeout_s = 60.0;
+    snprintf(e->master_addr, sizeof e->master_addr, "127.0.0.1");
+    int hw, hr, hl, hlw, hp, big = 1 << 20;
+    if (!sc__env_int("WORLD_SIZE", 1, big, &e->world_size, &hw))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "WORLD_SIZE='%s': need an integer in [1, %d]", getenv("WORLD_SIZE"), big);
+    if (!sc__env_int("RANK", 0, big, &e->rank, &hr))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "RANK='%s': need an integer >= 0", getenv("RANK"));
+    if (hw != hr)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "RANK and WORLD_SIZE go together (RANK %s, WORLD_SIZE %s)",
+                        hr ? "set" : "unset", hw ? "set" : "unset");
+    if (e->rank >= e->world_size)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "RANK=%d is not below WORLD_SIZE=%d", e->rank, e->world_size);
+    e->local_rank = e->rank;
+    e->local_world_size = e->world_size;
+    if (!sc__env_int("LOCAL_WORLD_SIZE", 1, big, &e->local_world_size, &hlw))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "LOCAL_WORLD_SIZE='%s': need an integer >= 1", getenv("LOCAL_WORLD_SIZE"));
+    if (!sc__env_int("LOCAL_RANK", 0, big, &e->local_rank, &hl) || e->local_rank >= e->local_world_size)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "LOCAL_RANK='%s': need an integer in [0, LOCAL_WORLD_SIZE=%d)",
+                        getenv("LOCAL_RANK") ? getenv("LOCAL_RANK") : "", e->local_world_size);
+    const char *t = getenv("SLIDECHECK_RENDEZVOUS_TIMEOUT");
+    if (t && *t) {
+        char *end;
+        double x = strtod(t, &end);
+        if (end == t || *end || !(x > 0.0) || x > 86400.0)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "SLIDECHECK_RENDEZVOUS_TIMEOUT='%s': need seconds in (0, 86400]", t);
+        e->timeout_s = x;
+    }
+    if (e->world_size == 1) return SC_SUCCESS;
+    const char *a = getenv("MASTER_ADDR");
+    if (!a || !*a) return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is not set (WORLD_SIZE=%d needs rank 0's address)",
+                                  e->world_size);
+    if (strlen(a) >= sizeof e->master_addr) return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is too long");
+    snprintf(e->master_addr, sizeof e->master_addr, "%s", a);
+    if (!sc__env_int("MASTER_PORT", 1, 65535, &e->master_port, &hp) || !hp)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_PORT='%s': need a port in [1, 65535]",
+                        getenv("MASTER_PORT") ? getenv("MASTER_PORT") : "");
+    return SC_SUCCESS;
+}
+
+#ifndef _WIN32
+static int64_t sc__dist_ms_left(int64_t deadline_ns) { return (deadline_ns - sc__trace_now_ns()) / 1000000; }
+
+/* 1 ready, 0 deadline passed, -1 error */
+static int sc__dist_wait(int fd, short ev, int64_t deadline_ns)
+{
+    for (;;) {
+        int64_t left = sc__dist_ms_left(deadline_ns);
+        if (left <= 0) return 0;
+        struct pollfd p;
+        p.fd = fd, p.events = ev, p.revents = 0;
+        int r = poll(&p, 1, (int)(left < 1000 ? left : 1000));
+        if (r > 0) return (p.revents & (ev | POLLHUP | POLLERR)) ? 1 : -1;
+        if (r < 0 && errno != EINTR) return -1;
+    }
+}
+
+static int sc__dist_io(int fd, void *buf, size_t n, int sending, int64_t deadline_ns)
+{
+    char *p = (char *)buf;
+    while (n) {
+        int w = sc__dist_wait(fd, sending ? POLLOUT : POLLIN, deadline_ns);
+        if (w <= 0) return w;
+        ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (k == 0) return -1; /* the peer closed */
+        if (k < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            return -1;
+        }
+        p += k, n -= (size_t)k;
+    }
+    return 1;
+}
+
+static void sc__put32(unsigned char *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = (unsigned char)(v >> (8 * i)); }
+static uint32_t sc__get32(const unsigned char *b)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)b[i] << (8 * i);
+    return v;
+}
+
+static sc_result sc__dist_addr(const sc_dist_env *e, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    const char *h = strcmp(e->master_addr, "localhost") ? e->master_addr : "127.0.0.1";
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET, a4->sin_port = htons((uint16_t)e->master_port), *len = sizeof *a4;
+        return SC_SUCCESS;
+    }
+    if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6, a6->sin6_port = htons((uint16_t)e->master_port), *len = sizeof *a6;
+        return SC_SUCCESS;
+    }
+#ifdef AI_NUMERICSERV /* getaddrinfo is visible (a POSIX build) */
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(h, NULL, &hints, &res);
+    if (rc || !res) return sc__fail(SC_ERROR_IO, "MASTER_ADDR '%s': %s", h, rc ? gai_strerror(rc) : "no address");
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = (socklen_t)res->ai_addrlen;
+    freeaddrinfo(res);
+    if (ss->ss_family == AF_INET) a4->sin_port = htons((uint16_t)e->master_port);
+    else a6->sin6_port = htons((uint16_t)e->master_port);
+    return SC_SUCCESS;
+#else
+    return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR '%s' is not an IP address or localhost, and this build has no "
+                    "getaddrinfo (strict C: compile with -D_POSIX_C_SOURCE=200112L to resolve host names)", h);
+#endif
+}
+
+static int sc__dist_socket(int family)
+{
+    int fd = socket(family, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#define SC__RV_MAGIC 0x56524353u /* "SCRV" */
+#define SC__RV_HELLO 28
+#define SC__RV_MAX_BLOB 65536
+
+/* rank 0: the reply to one peer: status (0 or a negative sc_result), the message, then the blob */
+static void sc__dist_reply(int fd, sc_result status, const char *msg, const void *blob, size_t blob_bytes, int64_t dl)
+{
+    unsigned char h[8];
+    size_t ml = strlen(msg);
+    sc__put32(h, (uint32_t)(int32_t)status);
+    sc__put32(h + 4, (uint32_t)ml);
+    if (sc__dist_io(fd, h, 8, 1, dl) == 1 && sc__dist_io(fd, (void *)msg, ml, 1, dl) == 1 && status == SC_SUCCESS)
+        (void)sc__dist_io(fd, (void *)blob, blob_bytes, 1, dl);
+}
+
+static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_storage *ss, socklen_t len, uint64_t check,
+                                const void *blob, size_t blob_bytes, int64_t dl)
+{
+    int W = e->world_size, lfd = sc__dist_socket(ss->ss_family), one = 1, arrived = 0;
+    char where[300], msg[1024] = "";
+    snprintf(where, sizeof where, "%s:%d", e->master_addr, e->master_port);
+    if (lfd < 0) return sc__fail(SC_ERROR_IO, "rendezvous: socket: %s", strerror(errno));
+    (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(lfd, (const struct sockaddr *)ss, len) || listen(lfd, W)) {
+        int err = errno;
+        close(lfd);
+        return sc__fail(SC_ERROR_IO, "rendezvous: rank 0 cannot listen on %s: %s", where, strerror(err));
+    }
+    int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
+    if (!fds) { close(lfd); return sc__fail(SC_ERROR_OUT_OF_MEMORY, "rendezvous: host malloc failed"); }
+    for (int i = 0; i < W; i++) fds[i] = -1;
+    sc_result r = SC_SUCCESS;
+    while (arrived < W - 1 && r == SC_SUCCESS) {
+        int w = sc__dist_wait(lfd, POLLIN, dl);
+        if (w == 0) {
+            char miss[256] = "";
+            size_t n = 0;
+            for (int i = 1; i < W && n + 12 < sizeof miss; i++)
+                if (fds[i] < 0) n += (size_t)snprintf(miss + n, sizeof miss - n, "%s%d", n ? ", " : "", i);
+            r = sc__fail(SC_ERROR_TIMEOUT, "rendezvous on %s: %d of %d ranks arrived within %g s; missing: rank %s",
+                         where, arrived + 1, W, e->timeout_s, miss);
+            break;
+        }
+        int c = w > 0 ? accept(lfd, NULL, NULL) : -1;
+        if (c < 0) {
+            if (w > 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED)) continue;
+            r = sc__fail(SC_ERROR_IO, "rendezvous on %s: accept: %s", where, strerror(errno));
+            break;
+        }
+        int fl = fcntl(c, F_GETFL, 0);
+        if (fl >= 0) (void)fcntl(c, F_SETFL, fl | O_NONBLOCK);
+        unsigned char h[SC__RV_HELLO];
+        int got = sc__dist_io(c, h, sizeof h, 0, dl);
+        if (got <= 0 || sc__get32(h) != SC__RV_MAGIC) { close(c); continue; } /* not one of ours, or it left */
+        int rank = (int)sc__get32(h + 8), world = (int)sc__get32(h + 12);
+        uint64_t ck = (uint64_t)sc__get32(h + 16) | (uint64_t)sc__get32(h + 20) << 32;
+        size_t bb = sc__get32(h + 24);
+        if (sc__get32(h + 4) != 1 || world != W || rank < 1 || rank >= W || fds[rank] >= 0 || bb != blob_bytes ||
+            ck != check) {
+            if (world != W) snprintf(msg, sizeof msg, "a rank says WORLD_SIZE=%d, rank 0 has %d", world, W);
+            else if (rank < 1 || rank >= W) snprintf(msg, sizeof msg, "a peer claims rank %d of %d", rank, W);
+            else if (fds[rank] >= 0) snprintf(msg, sizeof msg, "rank %d arrived twice", rank);
+            else if (ck != check)
+                snprintf(msg, sizeof msg, "rank %d runs another configuration than rank 0 (check %016llx vs %016llx: model, "
+                         "shapes, optimizer or token file differ)", rank, (unsigned long long)ck, (unsigned long long)check);
+            else snprintf(msg, sizeof msg, "rank %d: protocol mismatch", rank);
+            sc__dist_reply(c, SC_ERROR_INVALID_ARGS, msg, NULL, 0, sc__trace_now_ns() + 2000000000ll);
+            close(c);
+            r = sc__fail(SC_ERROR_INVALID_ARGS, "rendezvous on %s: %s", where, msg);
+            break;
+        }
+        fds[rank] = c;
+        arrived++;
+    }
+    /* everyone who came hears the outcome, so no rank waits for its own timeout (the replies get
+       2 s of their own: the deadline may be what ended the wait) */
+    int64_t rdl = sc__trace_now_ns() + 2000000000ll;
+    for (int i = 1; i < W; i++)
+        if (fds[i] >= 0) {
+            sc__dist_reply(fds[i], r, r == SC_SUCCESS ? "" : sc_last_error(), blob, blob_bytes, rdl);
+            close(fds[i]);
+        }
+    SC_FREE(fds);
+    close(lfd);
+    return r;
+}
+
+static sc_result sc__dist_join(const sc_dist_env *e, const struct sockaddr_storage *ss, socklen_t len, uint64_t check,
+                               void *blob, size_t blob_bytes, int64_t dl)
+{
+    char where[300], last[128] = "no answer";
+    snprintf(where, sizeof where, "%s:%d", e->master_addr, e->master_port);
+    int fd = -1;
+    while (fd < 0) { /* rank 0 may not listen yet: retry until the deadline */
+        if (sc__dist_ms_left(dl) <= 0)
+            return sc__fail(SC_ERROR_TIMEOUT, "rendezvous: rank %d could not reach rank 0 at %s within %g s (%s)",
+                            e->rank, where, e->timeout_s, last);
+        fd = sc__dist_socket(ss->ss_family);
+        if (fd < 0) return sc__fail(SC_ERROR_IO, "rendezvous: socket: %s", strerror(errno));
+        int ok = connect(fd, (const struct sockaddr *)ss, len) == 0;
+        if (!ok && errno == EINPROGRESS) {
+            int64_t step = sc__trace_now_ns() + 1000000000ll;
+            int w = sc__dist_wait(fd, POLLOUT, step < dl ? step : dl), err = 0;
+            socklen_t el = sizeof err;
+            ok = w == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0;
+            if (!ok) snprintf(last, sizeof last, "%s", err ? strerror(err) : "no answer");
+        } else if (!ok) snprintf(last, sizeof last, "%s", strerror(errno));
+        if (!ok) {
+            close(fd);
+            fd = -1;
+            struct pollfd none;
+            none.fd = -1, none.events = 0, none.revents = 0;
+            (void)poll(&none, 0, 50); /* 50 ms between tries */
+        }
+    }
+    unsigned char h[SC__RV_HELLO];
+    sc__put32(h, SC__RV_MAGIC);
+    sc__put32(h + 4, 1);
+    sc__put32(h + 8, (uint32_t)e->rank);
+    sc__put32(h + 12, (uint32_t)e->world_size);
+    sc__put32(h + 16, (uint32_t)check);
+    sc__put32(h + 20, (uint32_t)(check >> 32));
+    sc__put32(h + 24, (uint32_t)blob_bytes);
+    unsigned char rh[8];
+    int io = sc__dist_io(fd, h, sizeof h, 1, dl);
+    if (io == 1) io = sc__dist_io(fd, rh, sizeof rh, 0, dl);
+    sc_result r = SC_SUCCESS;
+    if (io != 1) {
+        r = io == 0 ? sc__fail(SC_ERROR_TIMEOUT, "rendezvous: rank %d reached %s but rank 0 did not answer within %g s "
+                               "(it waits for every rank)", e->rank, where, e->timeout_s)
+                    : sc__fail(SC_ERROR_IO, "rendezvous: rank %d: rank 0 at %s closed the connection", e->rank, where);
+    } else {
+        int32_t st = (int32_t)sc__get32(rh);
+        uint32_t ml = sc__get32(rh + 4);
+        char msg[1100] = "";
+        if (ml >= sizeof msg || sc__dist_io(fd, msg, ml, 0, dl) != 1)
+            r = sc__fail(SC_ERROR_IO, "rendezvous: rank %d: a malformed answer from rank 0", e->rank);
+        else if (st != 0) {
+            msg[ml] = 0;
+            sc_result code = st == SC_ERROR_TIMEOUT ? SC_ERROR_TIMEOUT : st == SC_ERROR_IO ? SC_ERROR_IO : SC_ERROR_INVALID_ARGS;
+            r = sc__fail(code, "rendezvous: rank 0 stopped: %s", msg);
+        } else if (sc__dist_io(fd, blob, blob_bytes, 0, dl) != 1)
+            r = sc__fail(SC_ERROR_IO, "rendezvous: rank %d: rank 0's id did not arrive", e->rank);
+    }
+    close(fd);
+    return r;
+}
+#endif
+
+SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes)
+{
+    if (!e || (blob_bytes && !blob) || blob_bytes > SC__RV_MAX_BLOB)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_rendezvous: NULL argument or blob over %d bytes", SC__RV_MAX_BLOB);
+    if (e->world_size <= 1) return SC_SUCCESS;
+#ifdef _WIN32
+    (void)check;
+    return sc__fail(SC_ERROR_UNSUPPORTED, "sc_dist_rendezvous: several processes need a POSIX system");
+#else
+    if (e->rank < 0 || e->rank >= e->world_size || e->master_port < 1 || e->master_port > 65535 || !(e->timeout_s > 0))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_rendezvous: rank %d of %d, port %d, timeout %g s", e->rank,
+                        e->world_size, e->master_port, e->timeout_s);
+    struct sockaddr_storage ss;
+    socklen_t len = 0;
+    SC__TRY(sc__dist_addr(e, &ss, &len));
+    int64_t dl = sc__trace_now_ns() + (int64_t)(e->timeout_s * 1e9);
+    return e->rank == 0 ? sc__dist_serve(e, &ss, len, check, blob, blob_bytes, dl)
+                        : sc__dist_join(e, &ss, len, check, blob, blob_bytes, dl);
+#endif
 }
 
 #endif /* SLIDECHECK_IMPLEMENTATION_DONE */

@@ -1,0 +1,225 @@
+/* Several processes without a GPU: the launch environment (torchrun's variables) and the TCP
+   rendezvous between real processes on the loopback: rank 0's blob reaches every rank; a
+   configuration mismatch, a rank that never arrives and an unreachable rank 0 all end in a clear
+   error within the timeout on every rank that is there. */
+#define SLIDECHECK_IMPLEMENTATION
+#include "../slidecheck.h"
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* strict C11 hides these POSIX declarations; glibc exports them */
+extern int setenv(const char *name, const char *value, int overwrite);
+extern int unsetenv(const char *name);
+extern int nanosleep(const struct timespec *req, struct timespec *rem);
+
+static void sleep_ms(int ms)
+{
+    struct timespec t;
+    t.tv_sec = ms / 1000, t.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&t, &t) != 0) {}
+}
+
+static int npass, nfail;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (cond) { npass++; printf("PASS "); printf(__VA_ARGS__); printf("\n"); } \
+        else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
+    } while (0)
+
+static const char *vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                             "SLIDECHECK_RENDEZVOUS_TIMEOUT"};
+static void env_clear(void)
+{
+    for (int i = 0; i < 7; i++) unsetenv(vars[i]);
+}
+
+/* RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT TIMEOUT; NULL = unset */
+static sc_result env_try(const char *v[7], sc_dist_env *e)
+{
+    env_clear();
+    for (int i = 0; i < 7; i++)
+        if (v[i]) setenv(vars[i], v[i], 1);
+    return sc_dist_env_read(e);
+}
+
+static void test_env(void)
+{
+    sc_dist_env e;
+    const char *none[7] = {0};
+    CHECK(env_try(none, &e) == SC_SUCCESS && e.world_size == 1 && e.rank == 0 && e.timeout_s == 60.0,
+          "no variables: one process, rank 0 of 1, timeout 60 s");
+    const char *tr[7] = {"3", "4", "1", "2", "10.0.0.7", "29500", NULL};
+    CHECK(env_try(tr, &e) == SC_SUCCESS && e.rank == 3 && e.world_size == 4 && e.local_rank == 1 &&
+              e.local_world_size == 2 && !strcmp(e.master_addr, "10.0.0.7") && e.master_port == 29500,
+          "torchrun's variables read: rank 3 of 4, local 1 of 2, 10.0.0.7:29500");
+    const char *to[7] = {"0", "2", NULL, NULL, "localhost", "1234", "2.5"};
+    CHECK(env_try(to, &e) == SC_SUCCESS && e.timeout_s == 2.5 && e.local_rank == 0,
+          "SLIDECHECK_RENDEZVOUS_TIMEOUT=2.5 read; LOCAL_RANK defaults to RANK");
+    struct { const char *v[7], *want, *what; } bad[] = {
+        {{"2", "2", NULL, NULL, "127.0.0.1", "29500", NULL}, "RANK=2 is not below WORLD_SIZE=2", "rank >= world"},
+        {{"x", "2", NULL, NULL, "127.0.0.1", "29500", NULL}, "RANK='x'", "malformed RANK"},
+        {{"0", "0", NULL, NULL, "127.0.0.1", "29500", NULL}, "WORLD_SIZE='0'", "WORLD_SIZE 0"},
+        {{"0", NULL, NULL, NULL, NULL, NULL, NULL}, "RANK and WORLD_SIZE go together", "RANK without WORLD_SIZE"},
+        {{"1", "2", NULL, NULL, NULL, "29500", NULL}, "MASTER_ADDR is not set", "no MASTER_ADDR"},
+        {{"1", "2", NULL, NULL, "127.0.0.1", "70000", NULL}, "MASTER_PORT='70000'", "port out of range"},
+        {{"1", "2", NULL, NULL, "127.0.0.1", NULL, NULL}, "MASTER_PORT=''", "no MASTER_PORT"},
+        {{"1", "4", "2", "2", "127.0.0.1", "29500", NULL}, "LOCAL_RANK='2'", "local rank >= local world"},
+        {{"0", "2", NULL, NULL, "127.0.0.1", "29500", "-1"}, "SLIDECHECK_RENDEZVOUS_TIMEOUT='-1'", "negative timeout"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sc_result r = env_try(bad[i].v, &e);
+        CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), bad[i].want), "%s: %s", bad[i].what,
+              sc_last_error());
+    }
+    env_clear();
+}
+
+/* A port nobody listens on now (the kernel's pick; a race with other programs is possible but rare). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000001u);
+    socklen_t l = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+static sc_dist_env env_of(int rank, int world, int port, double timeout)
+{
+    sc_dist_env e;
+    memset(&e, 0, sizeof e);
+    e.rank = e.local_rank = rank;
+    e.world_size = e.local_world_size = world;
+    snprintf(e.master_addr, sizeof e.master_addr, "127.0.0.1");
+    e.master_port = port;
+    e.timeout_s = timeout;
+    return e;
+}
+
+#define BLOB 128
+static void blob_of(unsigned char *b, int seed)
+{
+    for (int i = 0; i < BLOB; i++) b[i] = (unsigned char)(seed * 31 + i * 7);
+}
+
+/* Child process: rank `rank` joins with `check` after `delay_ms`; exit code 0 when the blob
+   arrived intact, 10 + (-result) on an error whose message holds `want` (20 + ... otherwise). */
+static pid_t spawn(int rank, int world, int port, uint64_t check, int delay_ms, double timeout, const char *want)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p) return p;
+    if (delay_ms) sleep_ms(delay_ms);
+    sc_dist_env e = env_of(rank, world, port, timeout);
+    unsigned char b[BLOB], ref[BLOB];
+    memset(b, 0, sizeof b);
+    blob_of(ref, 5);
+    sc_result r = sc_dist_rendezvous(&e, check, b, BLOB);
+    if (r == SC_SUCCESS) _exit(memcmp(b, ref, BLOB) ? 3 : 0);
+    _exit((want && strstr(sc_last_error(), want) ? 10 : 20) - (int)r);
+}
+
+static int reap(pid_t p)
+{
+    int st = 0;
+    if (waitpid(p, &st, 0) != p) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -2;
+}
+
+static double now_s(void) { return (double)sc__trace_now_ns() / 1e9; }
+
+static void test_rendezvous(void)
+{
+    unsigned char b[BLOB];
+    int port = free_port();
+    /* world 3: rank 2 arrives late, rank 1 early; both get rank 0's blob */
+    pid_t c1 = spawn(1, 3, port, 77, 0, 10.0, NULL), c2 = spawn(2, 3, port, 77, 300, 10.0, NULL);
+    sleep_ms(100); /* rank 0 after rank 1 started: rank 1 retries until it listens */
+    sc_dist_env e = env_of(0, 3, port, 10.0);
+    blob_of(b, 5);
+    double t0 = now_s();
+    sc_result r = sc_dist_rendezvous(&e, 77, b, BLOB);
+    int x1 = reap(c1), x2 = reap(c2);
+    CHECK(r == SC_SUCCESS && x1 == 0 && x2 == 0, "3 ranks on the loopback: rank 0's 128-byte blob reaches ranks 1 "
+          "and 2 (rank 1 before rank 0 listened, rank 2 late), %.2f s (rank 0: %s; exits %d, %d)", now_s() - t0,
+          r ? sc_last_error() : "ok", x1, x2);
+
+    /* a configuration mismatch: rank 1 runs another config; both ranks say so */
+    port = free_port();
+    c1 = spawn(1, 2, port, 78, 0, 5.0, "another configuration");
+    e = env_of(0, 2, port, 5.0);
+    r = sc_dist_rendezvous(&e, 77, b, BLOB);
+    x1 = reap(c1);
+    CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "rank 1 runs another configuration") &&
+              x1 == 10 - (int)SC_ERROR_INVALID_ARGS,
+          "a mismatched check stops both ranks: %s (rank 1 exit %d)", sc_last_error(), x1);
+
+    /* a rank that never arrives: rank 0 and rank 1 of 3 stop at the timeout, naming rank 2 */
+    port = free_port();
+    c1 = spawn(1, 3, port, 77, 0, 5.0, "missing: rank 2");
+    e = env_of(0, 3, port, 1.0);
+    t0 = now_s();
+    r = sc_dist_rendezvous(&e, 77, b, BLOB);
+    double dt = now_s() - t0;
+    x1 = reap(c1);
+    CHECK(r == SC_ERROR_TIMEOUT && strstr(sc_last_error(), "missing: rank 2") && dt >= 0.9 && dt < 3.0 &&
+              x1 == 10 - (int)SC_ERROR_TIMEOUT,
+          "a missing rank: rank 0 stops after %.2f s (timeout 1 s): %s; rank 1 hears it (exit %d)", dt,
+          sc_last_error(), x1);
+
+    /* rank 0 never comes: rank 1 stops at its timeout */
+    port = free_port();
+    e = env_of(1, 2, port, 0.5);
+    t0 = now_s();
+    r = sc_dist_rendezvous(&e, 77, b, BLOB);
+    dt = now_s() - t0;
+    CHECK(r == SC_ERROR_TIMEOUT && strstr(sc_last_error(), "could not reach rank 0") && dt >= 0.45 && dt < 2.5,
+          "no rank 0: rank 1 stops after %.2f s (timeout 0.5 s): %s", dt, sc_last_error());
+
+    /* two processes claim rank 1 */
+    port = free_port();
+    c1 = spawn(1, 3, port, 77, 0, 5.0, "arrived twice");
+    c2 = spawn(1, 3, port, 77, 200, 5.0, "arrived twice");
+    e = env_of(0, 3, port, 5.0);
+    r = sc_dist_rendezvous(&e, 77, b, BLOB);
+    x1 = reap(c1), x2 = reap(c2);
+    CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "rank 1 arrived twice") &&
+              x1 == 10 - (int)SC_ERROR_INVALID_ARGS && x2 == 10 - (int)SC_ERROR_INVALID_ARGS,
+          "a duplicate rank stops everyone: %s (exits %d, %d)", sc_last_error(), x1, x2);
+
+    /* bad arguments and a host name under strict C */
+    e = env_of(0, 2, port, 1.0);
+    CHECK(sc_dist_rendezvous(&e, 1, b, 70000) == SC_ERROR_INVALID_ARGS, "a blob over 64 KiB is refused: %s",
+          sc_last_error());
+    e = env_of(0, 1, 0, 1.0);
+    CHECK(sc_dist_rendezvous(&e, 1, b, BLOB) == SC_SUCCESS, "world size 1: nothing to do");
+    e = env_of(1, 2, port, 0.3);
+    snprintf(e.master_addr, sizeof e.master_addr, "no-such-host.invalid");
+    r = sc_dist_rendezvous(&e, 1, b, BLOB);
+    CHECK(r != SC_SUCCESS && strstr(sc_last_error(), "no-such-host.invalid"), "an unresolvable MASTER_ADDR: %s",
+          sc_last_error());
+    CHECK(sc_hash_bytes(0, "abc", 3) == sc_hash_bytes(sc_hash_bytes(0, "a", 1), "bc", 2) &&
+              sc_hash_bytes(0, "abc", 3) != sc_hash_bytes(0, "abd", 3),
+          "sc_hash_bytes chains and tells inputs apart");
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    test_env();
+    test_rendezvous();
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail != 0;
+}
