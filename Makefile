@@ -42,11 +42,11 @@ build/slidecheck_cuda.o: slidecheck_cuda.cu $(HDRS)
 	@mkdir -p build
 	$(NVCC) $(NVFLAGS) -I. -c slidecheck_cuda.cu -o $@
 
-build/test_%: tests/test_%.c $(HDRS)
+build/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 
-build/asan/test_%: tests/test_%.c $(HDRS)
+build/asan/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build/asan
 	$(CC) $(SANFLAGS) -I. $< -o $@ $(LDLIBS)
 

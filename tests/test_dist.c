@@ -25,12 +25,7 @@ static void sleep_ms(int ms)
     while (nanosleep(&t, &t) != 0) {}
 }
 
-static int npass, nfail;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (cond) { npass++; printf("PASS "); printf(__VA_ARGS__); printf("\n"); } \
-        else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
-    } while (0)
+#include "check.h"
 
 static const char *vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                              "SLIDECHECK_RENDEZVOUS_TIMEOUT"};

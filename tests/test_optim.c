@@ -6,12 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int npass, nfail;
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (cond) { npass++; printf("PASS "); } else { nfail++; printf("FAIL "); }       \
-        printf(__VA_ARGS__); printf("\n");                                                 \
-    } while (0)
+#include "check.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) /* uniform in [-1, 1) */

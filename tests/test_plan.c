@@ -7,12 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int npass, nfail;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (cond) { npass++; printf("PASS "); printf(__VA_ARGS__); printf("\n"); } \
-        else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
-    } while (0)
+#include "check.h"
 
 /* ---- an independent plain implementation of the cost model ---- */
 typedef struct ref_model {

@@ -9,12 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int npass, nfail;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (cond) { npass++; printf("PASS "); printf(__VA_ARGS__); printf("\n"); } \
-        else { nfail++; printf("FAIL "); printf(__VA_ARGS__); printf("\n"); }      \
-    } while (0)
+#include "check.h"
 
 typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; int head_slice, state_bf16; } run_cfg;
 

@@ -4,12 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-static int npass, nfail;
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (cond) { npass++; printf("PASS "); } else { nfail++; printf("FAIL "); }       \
-        printf(__VA_ARGS__); printf("\n");                                                 \
-    } while (0)
+#include "check.h"
 
 static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
