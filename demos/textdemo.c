@@ -22,6 +22,7 @@
 #define STBTT_STATIC
 #include "plot.h"
 #include "demo.h"
+#include "figs_text.h" /* run, loss_csv, loss_curves_png, show */
 
 #define MAX_RUNS 8
 static const char *prompts[] = {"This License", "The GNU", "You may"};
@@ -75,14 +76,6 @@ static unsigned char *read_file(const char *path, size_t *n)
     *n = buf ? (size_t)len : 0;
     return buf;
 }
-
-typedef struct run {
-    char name[64];
-    sc_plan plan;
-    sc_mode mode;
-    float *train, *val, *params; /* train[s] for s < steps; val[s] for s <= steps (NAN: none) */
-    double *ms, train_ms, eval_ms; /* ms[s]: training time after step s (evaluation left out) */
-} run;
 
 static double now_ms(void) { return (double)sc_tracer_now_ns() / 1e6; }
 
@@ -168,16 +161,6 @@ static void generate(const demo *d, sc_model *g, const char *prompt, int n, unsi
     free(ids);
 }
 
-/* Printable bytes as they are; newline as \n, the rest as \xNN. */
-static void show(FILE *f, const unsigned char *s, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (s[i] == '\n') fputs("\\n", f);
-        else if (s[i] == '\\') fputs("\\\\", f);
-        else if (s[i] >= 32 && s[i] < 127) fputc(s[i], f);
-        else fprintf(f, "\\x%02x", s[i]);
-}
-
 int main(int argc, char **argv)
 {
     topts t = {NULL, "none,full,every:2,slide", 1e-3f, 0, 32, 120};
@@ -252,54 +235,8 @@ int main(int argc, char **argv)
         all_same &= tr && va && pa;
     }
 
-    FILE *csv = demo_csv(&d, "loss.csv", "run,step,train_loss,val_loss,elapsed_ms");
-    for (int i = 0; i < nr; i++)
-        for (int s = 0; s <= S; s++) {
-            fprintf(csv, "%s,%d,", runs[i].name, s);
-            if (s) fprintf(csv, "%.9g", (double)runs[i].train[s - 1]);
-            fprintf(csv, ",");
-            if (!isnan(runs[i].val[s])) fprintf(csv, "%.9g", (double)runs[i].val[s]);
-            fprintf(csv, ",%.3f\n", runs[i].ms[s]);
-        }
-    demo_close(&d, csv, "loss.csv");
-
-    /* the figure: the runs drawn over each other, the widest first, so that each stays visible */
-    pl_canvas c;
-    char sub[640];
-    snprintf(sub, sizeof sub, "%s. %s", demo_setup_line(&d, B, T),
-             nr < 2 ? "One run." : all_same ? "The runs' curves coincide bit for bit (checked)." : "THE RUNS DIFFER.");
-    if (pl_figure(&c, 1400, 820, "A byte-level Qwen learns the GPL: every run, one curve", sub)) demo_die(&d, "figure");
-    double *xs = (double *)malloc(sizeof(double) * (size_t)(S + 1) * 2), *ys = xs + S + 1, lo = 1e9, hi = 0;
-    if (!xs) demo_die(&d, "host memory");
-    for (int s = 0; s <= S; s++) {
-        double v[2] = {s ? runs[0].train[s - 1] : NAN, runs[0].val[s]};
-        for (int k = 0; k < 2; k++) if (!isnan(v[k])) lo = fmin(lo, v[k]), hi = fmax(hi, v[k]);
-    }
-    pl_chart ch;
-    pl_chart_init(&ch, &c, 110, 95, 1360, 740);
-    pl_chart_x(&ch, 0, S, 0, "training step");
-    pl_chart_y(&ch, floor(lo * 2) / 2, ceil(hi * 2) / 2, 0, "cross-entropy (nats per byte)");
-    pl_chart_axes(&ch);
-    static const double width[] = {8, 4.5, 2.2, 1}, msize[] = {17, 11, 7, 4};
-    static const int mark[] = {PL_M_CIRCLE, PL_M_SQUARE, PL_M_CIRCLE, PL_M_CROSS};
-    char lab[96];
-    for (int i = 0; i < nr; i++) {
-        for (int s = 0; s < S; s++) xs[s] = s + 1, ys[s] = runs[i].train[s];
-        snprintf(lab, sizeof lab, "train loss, %.60s", runs[i].name);
-        pl_chart_line(&ch, xs, ys, S, pl_color(i), width[i % 4], i % 4 == 2, lab);
-    }
-    for (int i = 0; i < nr; i++) {
-        int k = 0;
-        for (int s = 0; s <= S; s++)
-            if (!isnan(runs[i].val[s])) xs[k] = s, ys[k++] = runs[i].val[s];
-        snprintf(lab, sizeof lab, "validation loss, %.60s", runs[i].name);
-        if (!i) pl_chart_line(&ch, xs, ys, k, 0x333333, 1.2, 1, NULL);
-        pl_chart_markers(&ch, xs, ys, k, pl_color(i), mark[i % 4], msize[i % 4], lab);
-    }
-    pl_chart_legend(&ch);
-    if (pl_write_png(&c, demo_path(&d, "loss_curves.png"))) demo_die(&d, "writing loss_curves.png");
-    pl_free(&c);
-    free(xs);
+    loss_csv(&d, runs, nr);
+    loss_curves_png(&d, runs, nr, all_same);
 
     /* the samples, from the trained weights (all runs hold the same bits: take the first's) */
     sc_model *g = model_from(&d, runs[0].params, 1);
