@@ -460,6 +460,16 @@ static int cmd_train(int argc, char **argv)
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
+    /* under torchrun (or any launcher that sets WORLD_SIZE) N copies must not train apart and
+       write over each other's --out: until data parallel exists, say so and stop */
+    sc_dist_env de;
+    sc_result dr = sc_dist_env_read(&de);
+    if (dr != SC_SUCCESS) die_usage("launch environment: %s", sc_last_error());
+    if (de.world_size > 1) {
+        fprintf(stderr, "slidecheck: WORLD_SIZE=%d (rank %d): data-parallel training is not in this build yet; "
+                "run one process (unset RANK and WORLD_SIZE)\n", de.world_size, de.rank);
+        exit(1);
+    }
     /* a long run must not fail at its end: the output places are checked now */
     if (o.out) check_writable_dir(o.out, "--out");
     if (o.save) check_writable_dir(o.save, "--save");

@@ -95,6 +95,8 @@ grep -q "smallest feasible budget" "$T/err" && ok "the refusal names the smalles
 expect 2 "plan without --budget" $S plan --model tiny --seq 64 --batch 1
 expect 2 "malformed budget policy" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --ckpt budget:lots
 expect 1 "budget too small for any plan" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --ckpt budget:20MiB
+expect 1 "train under torchrun's WORLD_SIZE=2 stops (no data parallel yet)" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 $S train --model tiny --seq 16 --batch 1 --steps 1 --device cpu
+expect 2 "a malformed launch environment is a usage error" env RANK=x WORLD_SIZE=2 $S train --model tiny --seq 16 --batch 1 --steps 1 --device cpu
 expect 0 "train under budget:56MiB" $S train --model tiny --seq 256 --batch 4 --steps 2 --device cpu --ckpt budget:56MiB
 peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 56) }'; then ok "budget:56MiB: measured peak allocated $peak GiB <= 56 MiB"
