@@ -647,6 +647,19 @@ typedef struct sc_tracer_mem_event {
 } sc_tracer_mem_event;
 SCDEF int64_t sc_tracer_mem_count(const sc_tracer *tr);
 SCDEF int sc_tracer_mem_get(const sc_tracer *tr, int64_t i, sc_tracer_mem_event *ev);
+/* The recorded spans (step s holds [span_first, span_first + span_count) of its sc_step_metrics).
+   counts_phase / counts_layer: the span passes the nesting rule and counts toward its phase /
+   layer totals. parent: index of the enclosing span, -1 none. ts_ms: start since sc_tracer_init.
+   sc_tracer_span_get returns 0, or -1 when i is out of range; name points into the tracer. */
+typedef struct sc_tracer_span_info {
+    const char *name;
+    sc_phase phase;
+    int layer, stream, parent, counts_phase, counts_layer;
+    int64_t launches, bytes;
+    double ts_ms, dur_ms;
+} sc_tracer_span_info;
+SCDEF int64_t sc_tracer_span_count(const sc_tracer *tr);
+SCDEF int sc_tracer_span_get(const sc_tracer *tr, int64_t i, sc_tracer_span_info *out);
 
 /* CPU resident set size of this process in bytes (0 where unknown), and its VmHWM. */
 SCDEF int64_t sc_cpu_rss_bytes(void);
@@ -3072,6 +3085,21 @@ SCDEF void sc_tracer_mem_record(sc_tracer *tr, int64_t allocated, int64_t reserv
 SCDEF int64_t sc_tracer_step_count(const sc_tracer *tr) { return tr ? tr->nsteps : 0; }
 
 SCDEF int64_t sc_tracer_mem_count(const sc_tracer *tr) { return tr ? tr->nrows : 0; }
+
+SCDEF int64_t sc_tracer_span_count(const sc_tracer *tr) { return tr ? (int64_t)tr->nspans : 0; }
+
+SCDEF int sc_tracer_span_get(const sc_tracer *tr, int64_t i, sc_tracer_span_info *out)
+{
+    if (!tr || !out || i < 0 || i >= (int64_t)tr->nspans) return -1;
+    const sc__trace_span *s = &tr->spans[i];
+    out->name = s->name;
+    out->phase = (sc_phase)s->phase;
+    out->layer = s->layer, out->stream = s->stream, out->parent = s->parent;
+    out->counts_phase = s->counts_phase, out->counts_layer = s->counts_layer;
+    out->launches = s->launches, out->bytes = s->bytes;
+    out->ts_ms = s->ts_ms, out->dur_ms = s->dur_ms;
+    return 0;
+}
 
 SCDEF int sc_tracer_mem_get(const sc_tracer *tr, int64_t i, sc_tracer_mem_event *ev)
 {

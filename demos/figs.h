@@ -8,8 +8,7 @@
      - per-step phase totals and per-(layer, phase) cells: the tracer (sc_tracer_step_get,
        sc_tracer_layer_ms), over the measured steps [demo_first_measured, done);
      - individual spans (the host optimizer's per-layer updates in slide mode, the timeline of one
-       step): the tracer's span list. slidecheck.h has no public getter for it yet, so figs__span
-       reads sc_tracer's fields (one place to change when it gets one);
+       step): the tracer's span list (sc_tracer_span_get);
      - memory over time within a step: demo_mem_band / demo_mem_events (host clock).
 
    Backward "proper" is the BWD phase minus any RECOMPUTE span nested inside a BWD span. This
@@ -38,8 +37,15 @@ static const char *const figs_metric_name[FIGS_NMETRIC] = {"fwd", "bwd", "recomp
 
 /* ---- spans and per-layer values ------------------------------------------------------------ */
 
-/* Span j (absolute index) of the tracer; see the note at the top. */
-static const sc__trace_span *figs__span(const demo_run *r, int64_t j) { return &r->tr.spans[j]; }
+/* Span j (absolute index) of the tracer. */
+static sc_tracer_span_info figs__span(const demo_run *r, int64_t j)
+{
+    sc_tracer_span_info x;
+    memset(&x, 0, sizeof x);
+    x.parent = -1;
+    sc_tracer_span_get(&r->tr, j, &x);
+    return x;
+}
 
 /* The spans of step s: [*first, *first + *count). */
 static void figs__step_spans(const demo_run *r, int s, int64_t *first, int64_t *count)
@@ -56,14 +62,15 @@ static double figs__rec_in_bwd(const demo_run *r, int s, int layer)
     double ms = 0;
     figs__step_spans(r, s, &f, &n);
     for (int64_t j = f; j < f + n; j++) {
-        const sc__trace_span *x = figs__span(r, j);
-        if (x->phase != SC_PHASE_RECOMPUTE || !x->counts_phase) continue;
-        for (int a = x->parent; a >= 0; a = figs__span(r, a)->parent)
-            if (figs__span(r, a)->phase == SC_PHASE_BWD) {
-                if (layer == -2 || (figs__span(r, a)->layer == layer && figs__span(r, a)->counts_layer))
-                    ms += x->dur_ms;
+        sc_tracer_span_info x = figs__span(r, j);
+        if (x.phase != SC_PHASE_RECOMPUTE || !x.counts_phase) continue;
+        for (int a = x.parent; a >= 0; a = figs__span(r, a).parent) {
+            sc_tracer_span_info p = figs__span(r, a);
+            if (p.phase == SC_PHASE_BWD) {
+                if (layer == -2 || (p.layer == layer && p.counts_layer)) ms += x.dur_ms;
                 break;
             }
+        }
     }
     return ms;
 }
@@ -97,9 +104,9 @@ DEMO_DEF sc_stats figs_layer_stats(const demo *d, const demo_run *r, int l, figs
             double x;
             if (k != FIGS_OPT) x = figs_layer_value(r, s, l, k);
             else {
-                const sc__trace_span *sp = figs__span(r, j);
-                if (sp->phase != SC_PHASE_OPT || sp->layer != l || !sp->counts_layer) continue;
-                x = sp->dur_ms;
+                sc_tracer_span_info sp = figs__span(r, j);
+                if (sp.phase != SC_PHASE_OPT || sp.layer != l || !sp.counts_layer) continue;
+                x = sp.dur_ms;
             }
             if (n == cap) {
                 double *w = (double *)realloc(v, sizeof(double) * (size_t)(cap = cap ? 2 * cap : 64));
@@ -137,12 +144,12 @@ DEMO_DEF void figs_step_split(const demo_run *r, int s, double c[FIGS_NCOMP], do
     for (int i = 0; i < FIGS_NCOMP; i++) c[i] = 0;
     for (int i = 0; i < FIGS_NBUSY; i++) busy[i] = 0;
     for (int64_t j = f; j < f + n; j++) {
-        const sc__trace_span *x = figs__span(r, j);
-        if (!x->counts_phase) continue;
-        if (x->stream == 0 && slot[x->phase] >= 0) c[slot[x->phase]] += x->dur_ms;
-        else if (x->stream != 0 && x->phase == SC_PHASE_H2D) busy[0] += x->dur_ms;
-        else if (x->stream != 0 && x->phase == SC_PHASE_D2H) busy[1] += x->dur_ms;
-        else if (x->stream != 0 && x->phase == SC_PHASE_OPT) busy[2] += x->dur_ms;
+        sc_tracer_span_info x = figs__span(r, j);
+        if (!x.counts_phase) continue;
+        if (x.stream == 0 && slot[x.phase] >= 0) c[slot[x.phase]] += x.dur_ms;
+        else if (x.stream != 0 && x.phase == SC_PHASE_H2D) busy[0] += x.dur_ms;
+        else if (x.stream != 0 && x.phase == SC_PHASE_D2H) busy[1] += x.dur_ms;
+        else if (x.stream != 0 && x.phase == SC_PHASE_OPT) busy[2] += x.dur_ms;
     }
     c[2] -= figs__rec_in_bwd(r, s, -2);
     double sum = 0;
@@ -755,13 +762,13 @@ DEMO_DEF int figs_time_breakdown(const demo *d, demo_run *const *runs, int nr, c
             if (ss < 0 || ss >= r->done) continue;
             figs__step_spans(r, ss, &f, &n);
             for (int64_t j = f; j < f + n; j++) {
-                const sc__trace_span *x = figs__span(r, j);
-                int ln = x->stream == 0 ? 0 : x->phase == SC_PHASE_H2D ? 1 : x->phase == SC_PHASE_D2H ? 2 : 3;
-                if (!x->counts_phase || lane[k][ln] < 0) continue;
-                double a = fmax(0, x->ts_ms - t0), b = fmin(wall, x->ts_ms - t0 + x->dur_ms);
+                sc_tracer_span_info x = figs__span(r, j);
+                int ln = x.stream == 0 ? 0 : x.phase == SC_PHASE_H2D ? 1 : x.phase == SC_PHASE_D2H ? 2 : 3;
+                if (!x.counts_phase || lane[k][ln] < 0) continue;
+                double a = fmax(0, x.ts_ms - t0), b = fmin(wall, x.ts_ms - t0 + x.dur_ms);
                 if (b <= a) continue;
                 static const int comp_of[SC_PHASE_COUNT] = {0, 2, 3, 4, 5, 5, 1, 5};
-                uint32_t col = ln ? figs_busy_rgb[ln - 1] : figs_comp_rgb[comp_of[x->phase]];
+                uint32_t col = ln ? figs_busy_rgb[ln - 1] : figs_comp_rgb[comp_of[x.phase]];
                 figs__lane_y(&tl, lane[k][ln], 0.15, 0.85, &y0, &y1);
                 double px0 = pl_chart_px(&tl, a), px1 = pl_chart_px(&tl, b);
                 pl_rect(&c, px0, y0, fmax(px1, px0 + 1), y1, col);

@@ -251,6 +251,20 @@ static void test_fake_gpu(sc_tracer *tr)
     sc_stats bwd = sc_tracer_phase_stats(tr, SC_PHASE_BWD);
     check(bwd.n == 3 && bwd.mean == 16 && bwd.std == 0, "phase stats", "n=%d mean=%g", bwd.n, bwd.mean);
 
+    /* the public span getter: step 2's spans, the nested attn span with its parent, the range */
+    int64_t f2 = m2->span_first, n2 = m2->span_count, found = 0;
+    sc_tracer_span_info si, par;
+    for (int64_t j = f2; j < f2 + n2; j++)
+        if (sc_tracer_span_get(tr, j, &si) == 0 && !strcmp(si.name, "attn") && si.parent >= 0 &&
+            sc_tracer_span_get(tr, si.parent, &par) == 0 && !strcmp(par.name, "layer 1") && si.layer == 1 &&
+            si.phase == SC_PHASE_FWD && si.counts_phase == 0 && si.counts_layer == 0 && si.stream == 0 &&
+            si.dur_ms > 0)
+            found++;
+    check(found == 1 && sc_tracer_span_get(tr, sc_tracer_span_count(tr), &si) == -1 &&
+              sc_tracer_span_get(tr, -1, &si) == -1 && sc_tracer_span_count(tr) >= f2 + n2,
+          "sc_tracer_span_get: the nested attn span of step 2, its parent, out-of-range indices",
+          "found %lld, count %lld", (long long)found, (long long)sc_tracer_span_count(tr));
+
     double cum = 0;
     for (int k = 0; k < K_STEPS; k++) cum += sc_tracer_step_get(tr, k)->wall_ms;
     check(fabs(sc_tracer_step_get(tr, K_STEPS - 1)->cum_wall_ms - cum) < 1e-9 && cum > 0,
