@@ -29,7 +29,7 @@ for cfg in "256 1" "2048 4"; do
             ours "$1" "$2" "$optim" "$ckpt" slidecheck-cuda-bf16
             if [ "$ckpt" != selective ]; then
                 python3 bench/hf_step.py --model qwen3-1.7b --seq "$1" --batch "$2" --optim "$optim" --ckpt "$ckpt" \
-                    2>/dev/null | tail -n 1 >> "$out"
+                    2>/dev/null | tail -n 1 | cut -d, -f1-11 >> "$out"  # this table's 11 columns
             fi
         done
     done
