@@ -155,6 +155,17 @@ static void test_fallback_font(void)
     pl_text(&d, 10, 30, 16, 0x000000, PL_BOLD, "Bold");
     int bold = count_ink(&d);
     check(bold > plain, "fallback_bold", "bold %d, plain %d ink pixels", bold, plain);
+    /* '±' has its own glyph: the '+' plus a bar below it (more ink, lower) */
+    pl_fill(&d, 0xFFFFFF);
+    pl_text(&d, 10, 30, 16, 0x000000, PL_BASELINE, "+");
+    int plus = count_ink(&d), pb[4], qb[4];
+    ink_box(&d, 0, 0, d.w, d.h, pb);
+    pl_fill(&d, 0xFFFFFF);
+    pl_text(&d, 10, 30, 16, 0x000000, PL_BASELINE, "\xC2\xB1");
+    int pm = count_ink(&d);
+    ink_box(&d, 0, 0, d.w, d.h, qb);
+    check(pm > plus && qb[3] > pb[3], "fallback_plus_minus", "'\xC2\xB1' %d ink pixels (bottom row %d), '+' %d (%d)", pm,
+          qb[3], plus, pb[3]);
     pl_free(&d);
     /* a sample sheet, to look at */
     pl_text(&c, 10, 60, 13, 0x222222, 0, "The quick brown fox jumps over the lazy dog.");
