@@ -116,5 +116,13 @@ for hs in "" "--head-slice 100"; do
     grep -q "h2d .* GB/step" "$T/out" && ok "slide summary reports bytes per step" || bad "slide summary: $(tail -1 "$T/out")"
     [ -n "$l1" ] && [ "$l1" = "$l2" ] && ok "slide $hs: first loss $l2 == resident's" || bad "slide $hs loss '$l2' vs resident '$l1'"
 done
+# bf16 AdamW state: slide's losses equal resident's through the tool; its refusals
+expect 0 "resident --state-bf16" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --state-bf16
+r3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+expect 0 "slide --state-bf16" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --state-bf16 --mode slide
+s3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+[ -n "$r3" ] && [ "$r3" = "$s3" ] && ok "--state-bf16: step 3 loss $s3 in slide == resident's" || bad "--state-bf16: slide '$s3' vs resident '$r3'"
+expect 2 "--state-bf16 with SGD" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --state-bf16
+expect 2 "--op-times on the CPU" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --op-times
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
