@@ -160,6 +160,6 @@ build/cpu_optim: bench/cpu_optim.c $(HDRS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 
-build/floors: bench/floors.cu
+build/floors: bench/floors.cu bench/ck.h
 	@mkdir -p build
 	$(NVCC) $(NVFLAGS) $< -o $@

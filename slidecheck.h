@@ -1065,7 +1065,8 @@ SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu);
 SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas);
 SC_CUDA_DEF int64_t sc_cuda_launch_count(sc_cuda *cu);  /* kernels launched so far */
 /* NVTX ranges (nvtx3, header-only): the model opens one per tracer span ("fwd layer 3"), so an
-   nsys timeline reads like trace.json. Without a profiler attached they cost a branch. */
+   nsys timeline reads like trace.json. Without a profiler attached each costs a short snprintf
+   of its name and a branch. */
 SC_CUDA_DEF void sc_cuda_nvtx_push(const char *name);
 /* Per-kernel profile of the compute stream: an event after every kernel and cuBLASLt call; a
    kernel's time runs from the previous one's end to its own (launch gaps fall into it).

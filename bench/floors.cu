@@ -15,14 +15,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(call)                                                                                              \
-    do {                                                                                                      \
-        cudaError_t e_ = (call);                                                                              \
-        if (e_ != cudaSuccess) {                                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
-            exit(1);                                                                                          \
-        }                                                                                                     \
-    } while (0)
+#include "ck.h"
 
 /* "512MiB", "1GiB", "64M", "1e9": 0 when malformed */
 static size_t parse_size(const char *s)

@@ -25,14 +25,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(call)                                                                                              \
-    do {                                                                                                      \
-        cudaError_t e_ = (call);                                                                              \
-        if (e_ != cudaSuccess) {                                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
-            exit(1);                                                                                          \
-        }                                                                                                     \
-    } while (0)
+#include "ck.h"
 #define CKB(call)                                                                                             \
     do {                                                                                                      \
         cublasStatus_t s_ = (call);                                                                           \

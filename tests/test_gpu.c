@@ -16,24 +16,10 @@
 
 /* defined in slidecheck_cuda.cu (not yet declared in the header) */
 
-static int g_pass, g_fail, g_quick;
+#include "check.h"
 
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        g_pass++;
-    } else {
-        char buf[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-        printf("FAIL %s: %s\n", name, buf);
-        g_fail++;
-    }
-    fflush(stdout);
-}
+static int g_quick;
+
 
 /* worst relative error seen per tolerance class, for the summary */
 static double g_worst_f32, g_worst_bf16;
@@ -1502,6 +1488,6 @@ int main(int argc, char **argv)
     }
     printf("\nworst f32 rel err: %.3e (%s)\nworst bf16 rel err: %.3e (%s)\n", g_worst_f32, g_worst_f32_name, g_worst_bf16,
            g_worst_bf16_name);
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail != 0;
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail != 0;
 }

@@ -11,26 +11,8 @@
 
 #include <sys/stat.h>
 
-static int n_pass, n_fail;
+#include "check.h"
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        n_pass++;
-        return;
-    }
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    printf("FAIL %s: %s\n", name, buf);
-    n_fail++;
-}
 
 #define OUTDIR "build/plot_test"
 
@@ -649,6 +631,6 @@ int main(void)
     test_axis_titles();
     test_png();
     scene_showcase();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
 }

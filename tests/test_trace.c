@@ -15,23 +15,8 @@
 #endif
 #endif
 
-static int g_pass, g_fail;
+#include "check.h"
 
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        g_pass++;
-        return;
-    }
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    printf("FAIL %s: %s\n", name, buf);
-    g_fail++;
-}
 
 static double rel_err(double got, double want) { return fabs(got - want) / fabs(want); }
 
@@ -584,6 +569,6 @@ int main(int argc, char **argv)
     test_cpu_clock();
     test_null_and_misuse();
     test_rss_peak();
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
 }
