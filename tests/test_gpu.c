@@ -867,6 +867,9 @@ static sc_model *mk_model(const sc_config *c, int cuda, int bf16, int master, co
 
 /* > 0: the bound for k_proj.bias (see test_bf16_hf_init) */
 static double g_kbias_tol;
+/* set by test_model_cfg: per parameter, how far bf16 storage alone (the CPU's bf16 emulation)
+   moves that gradient from CPU f32; a bf16 gradient may be off by 1.5x that much */
+static const double *g_emul_err;
 
 static void compare_grads(const char *prefix, const sc_config *c, const float *got, const float *ref, double tol, int bf16)
 {
@@ -882,6 +885,10 @@ static void compare_grads(const char *prefix, const sc_config *c, const float *g
         snprintf(nm, sizeof nm, "%.100s grad %.100s", prefix, pi[i].name);
         note_err(e, bf16, nm);
         double t = g_kbias_tol > 0 && strstr(pi[i].name, "k_proj.bias") ? g_kbias_tol : tol;
+        if (bf16 && g_emul_err && 1.5 * g_emul_err[i] > t) {
+            t = 1.5 * g_emul_err[i];
+            printf("  info: %s: bound %.2e (1.5x the CPU bf16 emulation's %.2e)\n", nm, t, g_emul_err[i]);
+        }
         if (!(e <= t)) {
             bad++;
             printf("  %s: rel %.3e\n", nm, e);
@@ -903,6 +910,8 @@ static int g_model_sgd_only;
 static void test_model_cfg(const sc_config *c, int B, int T)
 {
     char nm[256];
+    /* this test's own instance, whatever ran before it */
+    g_rng = sc_rng_seed(sc_hash_bytes(20261121, c->name, strlen(c->name)));
     size_t np = sc_config_num_params(c);
     int N = B * T;
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * N);
@@ -919,15 +928,18 @@ static void test_model_cfg(const sc_config *c, int B, int T)
     if (!cpu || !cpu_r || !cpu_b) { check(0, "cpu model", "create failed"); return; }
     mres ref = run_fb(cpu, "none", ids, B, T), ref_r = run_fb(cpu_r, "none", ids, B, T);
     mres ref_b = run_fb(cpu_b, "none", ids, B, T);
-    /* how far bf16 storage alone moves the gradients (CPU bf16 emulation vs CPU f32) */
+    /* how far bf16 storage alone moves the gradients (CPU bf16 emulation vs CPU f32): the
+       near-cancelling ones (k_proj.bias, k_norm.weight: a shift of every key barely changes the
+       softmax) move by several percent, so their bf16 bound scales with this */
+    int npe = sc_config_params(c, NULL, 0);
+    double *emul = (double *)calloc((size_t)npe, sizeof(double));
     {
-        int npi = sc_config_params(c, NULL, 0);
-        sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * npi);
-        sc_config_params(c, pi, npi);
+        sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * npe);
+        sc_config_params(c, pi, npe);
         double w = 0;
-        for (int i = 0; i < npi; i++) {
-            double e = rel(ref_b.grads + pi[i].offset, ref_r.grads + pi[i].offset, pi[i].numel);
-            if (e > w) w = e;
+        for (int i = 0; i < npe; i++) {
+            emul[i] = rel(ref_b.grads + pi[i].offset, ref_r.grads + pi[i].offset, pi[i].numel);
+            if (emul[i] > w) w = emul[i];
         }
         printf("  info: %s CPU bf16 emulation vs CPU f32: worst gradient rel %.3e\n", c->name, w);
         free(pi);
@@ -952,7 +964,9 @@ static void test_model_cfg(const sc_config *c, int B, int T)
            (the CPU's own bf16 emulation does the same, see the info line): 5e-2 against CPU f32,
            2e-2 against the CPU bf16 emulation */
         snprintf(nm, sizeof nm, "%s %s vs CPU f32", c->name, mname);
+        g_emul_err = emul;
         compare_grads(nm, c, base.grads, R->grads, bf16 ? 5e-2 : 1e-4, bf16);
+        g_emul_err = NULL;
         if (bf16) {
             /* information only: the CPU emulation rounds at other points (its gradients stay f32,
                its reductions run in other orders), and cancellation-prone gradients (k_proj.bias:
@@ -1044,7 +1058,7 @@ static void test_model_cfg(const sc_config *c, int B, int T)
         snprintf(nm, sizeof nm, "%s bf16+master: 3 AdamW steps lower the loss (%.4f -> %.4f)", c->name, l0, l2);
         check(mg && isfinite(l2) && l2 < l0, nm, "loss did not fall");
     }
-    free(ref.grads); free(ref_r.grads); free(ref_b.grads);
+    free(ref.grads); free(ref_r.grads); free(ref_b.grads); free(emul);
     sc_model_destroy(cpu_b);
     sc_model_destroy(cpu);
     sc_model_destroy(cpu_r);
