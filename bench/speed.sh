@@ -7,7 +7,8 @@
 # OUT/logs/ (one log per cell) and OUT/RESULTS.md (bench/results_md.py OUT).
 # Knobs, for a reduced or a piecewise run: STEPS (timed steps, 12), WARMUP (3), CONFIGS ("256x1:sgd
 # 256x1:adamw 2048x4:adamw"), GEMM_TOKENS ("256 8192"; empty: none), IMPLS ("ours eager compile"),
-# CELL_TIMEOUT (s per PyTorch cell, 1200). Rows are appended to an existing OUT/speed.csv, so a run
+# CELL_TIMEOUT (s per PyTorch cell, 1200), OURS_CKPTS (our policies; default none full selective and
+# selective:attn where accepted), TORCH_CKPTS ("none full"). Rows are appended to an existing OUT/speed.csv, so a run
 # too long for one sitting can be split over calls with the same OUT, e.g.
 #   CONFIGS=256x1:sgd IMPLS="ours eager" sh bench/speed.sh OUT; GEMM_TOKENS= CONFIGS=256x1:sgd IMPLS=compile sh bench/speed.sh OUT
 set -u
@@ -53,8 +54,9 @@ probe() { "$BIN/slidecheck" train --model tiny --seq 16 --batch 1 --steps 1 --de
               > /dev/null 2>&1; }
 POLICIES=""; GRAPHS="-"
 case " $IMPLS " in *" ours "*)
-    POLICIES="none full selective"
-    if probe --ckpt selective:attn; then POLICIES="$POLICIES selective:attn"
+    POLICIES=${OURS_CKPTS:-"none full selective"}
+    if [ -n "${OURS_CKPTS:-}" ]; then :
+    elif probe --ckpt selective:attn; then POLICIES="$POLICIES selective:attn"
     else echo "note: this slidecheck refuses --ckpt selective:attn; those cells are skipped"; fi
     if probe --cuda-graph on && probe --cuda-graph off; then GRAPHS="off on"
     else echo "note: this slidecheck has no --cuda-graph; ours runs once per policy"; fi;;
@@ -117,7 +119,7 @@ for cfg in $CONFIGS; do
     done
     # compile cells last: the slowest to start, and the ones a CELL_TIMEOUT may stop
     for mode in $TORCH_MODES; do
-        for ck in none full; do torch_cell "$s" "$b" "$opt" "$ck" "$mode"; done
+        for ck in ${TORCH_CKPTS:-none full}; do torch_cell "$s" "$b" "$opt" "$ck" "$mode"; done
     done
 done
 python3 bench/results_md.py "$O" > "$O/RESULTS.md" && cat "$O/RESULTS.md"

@@ -865,7 +865,7 @@ static sc_model *mk_model(const sc_config *c, int cuda, int bf16, int master, co
     return m;
 }
 
-/* > 0: the bound for k_proj.bias (see test_bf16_hf_init) */
+/* > 0: the bound for k_proj.bias (see test_bf16_hf_init and test_model_cfg) */
 static double g_kbias_tol;
 /* set by test_model_cfg: per parameter, how far bf16 storage alone (the CPU's bf16 emulation)
    moves that gradient from CPU f32; a bf16 gradient may be off by 1.5x that much */
@@ -964,8 +964,14 @@ static void test_model_cfg(const sc_config *c, int B, int T)
            (the CPU's own bf16 emulation does the same, see the info line): 5e-2 against CPU f32,
            2e-2 against the CPU bf16 emulation */
         snprintf(nm, sizeof nm, "%s %s vs CPU f32", c->name, mname);
+        /* k_proj.bias, the near-cancelling sum (see test_bf16_hf_init), at this sharper init:
+           PyTorch's own bf16 step moves it by a median 3.5e-2 and up to 6.6e-2 (SDPA) / 9.5e-2
+           (eager) over 10 random models of test-qwen2's shape, B=3, T=7 (H100, 2026-11-23,
+           `bench/bf16_grad_err.py --preset test-qwen2`); its bound here is 1e-1 */
         g_emul_err = emul;
+        g_kbias_tol = bf16 ? 1e-1 : 0;
         compare_grads(nm, c, base.grads, R->grads, bf16 ? 5e-2 : 1e-4, bf16);
+        g_kbias_tol = 0;
         g_emul_err = NULL;
         if (bf16) {
             /* information only: the CPU emulation rounds at other points (its gradients stay f32,
@@ -1074,11 +1080,12 @@ static void test_model_cfg(const sc_config *c, int B, int T)
    stresses the kernels, and there bf16 storage alone (the CPU's bf16 emulation) already moves
    the near-cancelling key gradients (k_norm.weight, k_proj.bias) by 2.5-7%, so those checks
    use 5e-2. The k_proj bias gradient is a near-cancelling sum (a shift of every key leaves the
-   softmax unchanged; only RoPE breaks it): it holds only because the attention backward uses
-   Di = sum_j p_ij dp_ij, consistent with its own p (2.1e-2 with rowsum(dO * O)). Both the
-   tensor-core and the reference attention kernels are checked; the reference kernel (a check,
-   not the fast path) uses rowsum(dO * O) and measured 1.6e-2 on an H200 and 2.0e-2 on an H100
-   for that bias, so its k_proj.bias bound is 3e-2; every other gradient keeps 2e-2. */
+   softmax unchanged; only RoPE breaks it). Both attention paths take Di = rowsum(dO * O), as
+   FlashAttention does; on the H100 (2026-11-23) the tensor-core path measured 1.55-1.81e-2 for
+   that bias here, within 2e-2, and PyTorch's own bf16 step measured 1.3-3.3e-2 on the same
+   shapes (bench/bf16_grad_err.py, 5 random models per head_dim and attention). The reference
+   kernel (a check, not the fast path) measured 1.6e-2 on an H200 and 2.0-2.2e-2 on an H100, so
+   its k_proj.bias bound is 3e-2; every other gradient keeps 2e-2. */
 static void test_bf16_hf_init(int arch, int D, int ref_attn)
 {
     sc_config c;
