@@ -976,6 +976,17 @@ typedef struct sc_model_config {
                                   1024 rows, sends its gradient down slice by slice: no whole-head
                                   buffer on the device. Other arithmetic than the whole head (both
                                   modes alike); the head's weights cross twice per pass. */
+    int slide_dpu;             /* slide: one-step-delayed parameter update (ZeRO-Offload's DPU). The host
+                                  applies step s-1's update while the device runs step s, which uses
+                                  weights without it: OTHER MATHEMATICS than resident mode (W[s+1] =
+                                  update(W[s], g[s-1])). A gradient-only step applies the pending update
+                                  too; get_params / sync / save see every update. Two host working
+                                  copies of the weights (dtype of the device weights). */
+    int slide_keep_head;       /* slide: the embedding, final norm and LM head stay on the device with
+                                  their gradients and optimizer state (the device optimizer, as in
+                                  resident mode) while the layers stream; the same bits. More device
+                                  memory (sc_slide_window_bytes counts it), no head traffic. Not with
+                                  slide_dpu. */
     int verbose;               /* 1: progress lines on stderr (host allocation in slide mode) */
 } sc_model_config;
 
@@ -1001,7 +1012,8 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m);
    layers below, and each layer crosses to the device once for all micro-batches. The host
    updates may still run when the call returns (the next step's upload of a layer waits for its
    update; sc_model_get_params / get_grads / sc_model_sync wait for all): ids may be reused at
-   once, and the mathematics is that of the update before the next step. */
+   once, and the mathematics is that of the update before the next step (with slide_dpu: before
+   the step after next). */
 SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
                               int update, float *loss);
 /* Slide mode: waits for the host updates still running and hands their spans to the tracer
@@ -1009,7 +1021,8 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 SCDEF sc_result sc_model_sync(sc_model *m);
 /* Slide mode: bytes the last step moved host -> device and device -> host, host bytes held
    (pinned and pageable) and the device bytes of the smallest window a plan needs (weight slots
-   of the widest recomputed segment + prefetch, the head slot and one layer's gradients). */
+   of the widest recomputed segment + prefetch, the head slot and one layer's gradients; with
+   slide_keep_head the kept head's weights, gradients and optimizer state instead of its slot). */
 typedef struct sc_slide_info {
     uint64_t h2d_bytes, d2h_bytes;   /* last step */
     size_t pinned_bytes, host_bytes; /* held now */
@@ -6713,22 +6726,36 @@ typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
 enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2 };
 /* A host task: the update of one unit once its gradients have landed (ev). rank orders the
-   tasks that have landed by when the next step needs them: the embedding and head first (the
-   next step starts with the embedding rows), then layer 0, 1, ... */
-typedef struct sc__task { int kind, unit, rank, landed, update; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
+   tasks that have landed by when the next step needs them: an older step's first (DPU has two in
+   flight), then the embedding and head (the next step starts with the embedding rows), then
+   layer 0, 1, ... par: the parity of its update number (the pend[] it counts in, the working
+   copy it writes); sb: the step buffers it reads. */
+typedef struct sc__task { int kind, unit, landed, update, par, sb; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
 typedef struct sc__qarg { struct sc__slide *sl; int i; } sc__qarg;
 
+/* What one step's embedding and head tasks read: its ids (M x N), the rows they touch ([V])
+   and the pinned staging buffer (embedding rows up, dL/dx_0 down). DPU keeps two: the last
+   step's tasks still read theirs while the next step fills the other. */
+typedef struct sc__stepbuf {
+    void *stage; size_t stage_bytes;
+    int32_t *ids; int M, N, ids_cap;
+    unsigned char *touched;
+    int32_t *tlist; int ntouched, tcap;
+} sc__stepbuf;
+
 typedef struct sc__slide {
-    /* host: parameters (f32, or bf16 in pure-bf16 mode), the bf16 working copy of master mode
-       (uploaded; NULL otherwise: uploads read hp), gradients, AdamW state (dtype hst) */
-    void *hp, *hg, *hm, *hv;
-    uint16_t *hw;
+    /* host: parameters (f32, or bf16 in pure-bf16 mode), gradients, AdamW state (dtype hst) and
+       the working copies that uploads read, in the device weights' dtype (NULL: uploads read hp):
+       master mode's bf16 copy in hw[0]; with DPU two, because step s reads what update s-2 wrote
+       while update s-1 runs (update k writes hw[k & 1]) */
+    void *hp, *hg, *hm, *hv, *hw[2];
     sc_dtype hpt, hst;
-    void *stage;                   /* pinned: embedding rows up, dL/dx_0 down */
-    size_t stage_bytes, pinned_bytes, host_bytes;
+    sc__stepbuf sb[2];
+    int cur;                       /* this step's sb (DPU alternates) */
+    size_t pinned_bytes, host_bytes;
     int hp_pinned;
     /* device: weight slots of the layers, the head slot, per-unit pointers while resident */
     sc__slot *slots, head;
@@ -6741,10 +6768,14 @@ typedef struct sc__slide {
     int hs_pergrad;
     /* the step's schedule: groups of units that must be resident together (unit L = head) */
     int ngroups, gfirst[2 * SC_MAX_LAYERS + 2], glast[2 * SC_MAX_LAYERS + 2];
-    unsigned char *touched;        /* [V]: token rows the step's ids touch */
-    int32_t *touched_list; int ntouched, touched_cap;
     sc_optim_consts k;
     int update;
+    /* parities of update numbers this step: rb = the hw it uploads from, wp = the updates its
+       uploads wait for, pp = the last update's (its gradient downloads wait for that one: it
+       reads hg), par = its own tasks'. pending: DPU, the last step's update is not in this
+       step's weights. */
+    int rb, wp, pp, par, pending;
+    uint64_t nstep;
     sc_result task_err;            /* a host task that failed (reported at the step's end) */
     uint64_t h2d, d2h;
     double opt_ms, wait_ms;
@@ -6756,12 +6787,11 @@ typedef struct sc__slide {
     sc__qarg qarg[2];
 #endif
     sc__cq q[2];
-    /* queued host tasks in queue order; pend[u]: tasks of unit u (L: the head and embedding)
-       not yet run. Updates of one step may still run while the next step starts: a unit's
-       upload waits for its own update only. */
+    /* queued host tasks in queue order; pend[p][u]: tasks of unit u (L: the head and embedding)
+       of update-number parity p not yet run. Updates of one step may still run while the next
+       step starts: a unit's upload waits for its own update only. */
     sc__task *tasks; size_t tcap, tn; uint64_t tqueued, tdone;
-    int pend[SC_MAX_LAYERS + 1];
-    int32_t *hids; int hM, hN, hids_cap; /* the step's ids, M x N, for the embedding backward */
+    int pend[2][SC_MAX_LAYERS + 1];
     sc__hspan *hspans; size_t nhspans, chspans;
     struct sc_model *m;
 } sc__slide;
@@ -7119,6 +7149,16 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         goto fail;
     }
     if (mc.head_slice >= cfg->vocab_size) mc.head_slice = m->mc.head_slice = 0; /* one slice: the whole head */
+    if ((mc.slide_dpu || mc.slide_keep_head) && mc.mode != SC_MODE_SLIDE) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "%s needs slide mode",
+                     mc.slide_dpu ? "the delayed parameter update (slide_dpu)" : "slide_keep_head");
+        goto fail;
+    }
+    if (mc.slide_dpu && mc.slide_keep_head) { /* the device holds one copy of the head: a read-back
+                                                 would need the update the next step must not see */
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
+        goto fail;
+    }
     if (mc.mode == SC_MODE_SLIDE) {
         /* weights, gradients and optimizer state on the host; the device holds only slots */
         host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
@@ -7204,15 +7244,29 @@ static float *sc__lg(sc_model *m, int l, size_t off)
    them in the head slot: [lm head: V*C | norm: C]. */
 static int sc__head_rows(const sc_model *m) { return m->mc.head_slice > 0 ? m->mc.head_slice : m->cfg.vocab_size; }
 
+/* Slide keeping the head (m->params != NULL in slide mode): the device holds the parameters
+   outside the layers, [embedding | final norm | untied LM head]; flat offset off maps to
+   sc__kept_off. */
+static size_t sc__kept_numel(const sc_config *c)
+{
+    return (size_t)c->vocab_size * c->hidden_size + sc_config_num_params(c) - sc_config_norm_offset(c);
+}
+static size_t sc__kept_off(const sc_config *c, size_t off)
+{
+    size_t e = (size_t)c->vocab_size * c->hidden_size;
+    return off < e ? off : off - sc_config_norm_offset(c) + e;
+}
+
 static float *sc__head_ptr(sc_model *m, int grad, int norm)
 {
     const sc_config *c = &m->cfg;
-    if (m->sl) { /* a sliced head's slot holds only the norm, as does its gradient with per-slice gradients */
+    if (m->sl && !m->params) { /* a sliced head's slot holds only the norm, as does its gradient with per-slice gradients */
         int lm = grad ? !m->sl->hs_pergrad : sc__head_rows(m) == c->vocab_size;
         size_t off = norm && lm ? (size_t)c->vocab_size * c->hidden_size : 0;
         return grad ? sc__at(m->sl->head_g, off, m->gb) : sc__at(m->sl->head.w, off, m->pb);
     }
     size_t off = norm ? sc_config_norm_offset(c) : sc_config_lm_head_offset(c);
+    if (m->sl) off = sc__kept_off(c, off);
     return grad ? sc__at(m->grads, off, m->gb) : sc__at(m->params, off, m->pb);
 }
 
@@ -7492,14 +7546,17 @@ static size_t sc__head_numel(const sc_config *c) { return (size_t)c->vocab_size 
 
 static int sc__slide_threads(const sc_model *m) { return m->mc.cpu_threads > 0 ? m->mc.cpu_threads : 0; }
 
-/* Update [off, off + n) of the host parameters with the step's constants. */
-static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, size_t n, int threads)
+/* Update [off, off + n) of the host parameters with the step's constants; the working copy
+   hw[wb] (if any) gets the new weights. */
+static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, size_t n, int threads, int wb)
 {
     sc__slide *sl = m->sl;
     size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = sc_dtype_size(m->gdt);
     void *p = (char *)sl->hp + off * pe, *hm = (char *)sl->hm + off * se, *hv = (char *)sl->hv + off * se;
     const void *g = (const char *)sl->hg + off * ge;
-    uint16_t *w = sl->hw ? sl->hw + off : NULL;
+    /* bf16 working weights (master mode; pure bf16 with DPU, where the optimizer's bf16 out equals
+       hp's new bits) are written by the optimizer's own threads in the same pass */
+    uint16_t *w = sl->hw[wb] && m->pdt == SC_BF16 ? (uint16_t *)sl->hw[wb] + off : NULL;
     if (m->mc.optim == SC_OPTIM_ADAMW) {
         if (threads < 0) sc_cpu_adamw_range(p, hm, hv, sl->hpt, sl->hst, g, m->gdt, w, n, k);
         else sc_cpu_adamw_mt(p, hm, hv, sl->hpt, sl->hst, g, m->gdt, w, n, k, threads);
@@ -7508,13 +7565,22 @@ static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, 
         else sc_cpu_sgd_mt(p, sl->hpt, g, m->gdt, w, n, k, threads);
     }
     if (!m->cu && m->mc.bf16) sc_round_bf16_inplace((float *)p, n); /* the CPU backend's bf16 storage */
+    if (sl->hw[wb] && !w) { /* DPU with f32 weights: a copy of hp, in blocks over the threads */
+        size_t nb = (n * pe + ((size_t)1 << 22) - 1) >> 22;
+        (void)nb;
+        SC__OMP(omp parallel for schedule(static) if (threads >= 0 && nb > 1))
+        for (long long b = 0; b < (long long)nb; b++) {
+            size_t o = (size_t)b << 22, len = n * pe - o < ((size_t)1 << 22) ? n * pe - o : ((size_t)1 << 22);
+            memcpy((char *)sl->hw[wb] + off * pe + o, (const char *)p + o, len);
+        }
+    }
 }
 
 /* Update the embedding rows that the step's tokens touched (want = 1) or the others (want = 0),
    in blocks of rows over the optimizer's threads. */
-static void sc__slide_update_rows(sc_model *m, const sc_optim_consts *k, int want)
+static void sc__slide_update_rows(sc_model *m, const sc_optim_consts *k, const unsigned char *touched, int want,
+                                  int wb)
 {
-    sc__slide *sl = m->sl;
     int V = m->cfg.vocab_size, C = m->cfg.hidden_size, nt = sc__slide_threads(m);
     long long nb = (V + 63) / 64;
     if (nt <= 0) nt = 1 << 20; /* "all": OpenMP's default team */
@@ -7523,10 +7589,10 @@ static void sc__slide_update_rows(sc_model *m, const sc_optim_consts *k, int wan
     for (long long b = 0; b < nb; b++) {
         int r0 = (int)b * 64, r1 = r0 + 64 < V ? r0 + 64 : V;
         for (int r = r0; r < r1;) {
-            if ((sl->touched[r] != 0) != want) { r++; continue; }
+            if ((touched[r] != 0) != want) { r++; continue; }
             int e = r;
-            while (e < r1 && (sl->touched[e] != 0) == want) e++;
-            sc__slide_update(m, k, (size_t)r * C, (size_t)(e - r) * C, -1);
+            while (e < r1 && (touched[e] != 0) == want) e++;
+            sc__slide_update(m, k, (size_t)r * C, (size_t)(e - r) * C, -1, wb);
             r = e;
         }
     }
@@ -7575,25 +7641,26 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
 {
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
-    int nt = sc__slide_threads(m);
+    const sc__stepbuf *b = &sl->sb[t->sb];
+    int nt = sc__slide_threads(m), wb = m->mc.slide_dpu ? t->par : 0;
     if (t->kind == SC__TASK_LAYER) {
-        if (t->update) sc__slide_update(m, &t->k, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt);
+        if (t->update) sc__slide_update(m, &t->k, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt, wb);
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
            LM head and the embedding rows no token of this step touched */
         if (t->update) {
             size_t off = sc_config_norm_offset(c);
-            sc__slide_update(m, &t->k, off, m->nparams - off, nt);
-            sc__slide_update_rows(m, &t->k, 0);
+            sc__slide_update(m, &t->k, off, m->nparams - off, nt, wb);
+            sc__slide_update_rows(m, &t->k, b->touched, 0, wb);
         }
     } else {
-        int N = sl->hN;
-        for (int k = 0; k < sl->hM; k++) /* micro-batches in order, as resident mode adds them */
-            if (sc__host_embedding_backward(sl->hg, m->gdt, (const char *)sl->stage + (size_t)k * N * c->hidden_size * m->ab,
-                                            m->ab == 2 ? SC_BF16 : SC_F32, sl->hids + (size_t)k * N, N,
+        int N = b->N;
+        for (int k = 0; k < b->M; k++) /* micro-batches in order, as resident mode adds them */
+            if (sc__host_embedding_backward(sl->hg, m->gdt, (const char *)b->stage + (size_t)k * N * c->hidden_size * m->ab,
+                                            m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * N, N,
                                             c->hidden_size) != SC_SUCCESS)
                 sl->task_err = SC_ERROR_OUT_OF_MEMORY;
-        if (t->update) sc__slide_update_rows(m, &t->k, 1);
+        if (t->update) sc__slide_update_rows(m, &t->k, b->touched, 1, wb);
     }
 }
 
@@ -7635,7 +7702,7 @@ static void *sc__opt_main(void *arg)
         SC__LOCK(sl);
         sc__hspan_push(sl, SC_PHASE_OPT, t.kind == SC__TASK_LAYER ? t.unit : -1, 3, t0, t1, 0);
         sl->opt_ms += (double)(t1 - t0) / 1e6;
-        sl->pend[t.unit]--;
+        sl->pend[t.par][t.unit]--;
         sl->tdone++;
         SC__WAKE(sl);
     }
@@ -7649,8 +7716,8 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     sc__slide *sl = m->sl;
     sc__task t;
     memset(&t, 0, sizeof t);
-    t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update;
-    t.rank = kind == SC__TASK_LAYER ? unit + 1 : 0;
+    t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = sl->par; t.sb = sl->cur;
+    t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (kind == SC__TASK_LAYER ? unit + 1 : 0);
     SC__LOCK(sl);
     if (sl->tn == sl->tcap) {
         size_t n = sl->tcap ? 2 * sl->tcap : 64;
@@ -7669,7 +7736,7 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     }
     t.seq = ++sl->tqueued;
     sl->tasks[sl->tn++] = t;
-    sl->pend[unit]++;
+    sl->pend[t.par][unit]++;
     SC__WAKE(sl);
     SC__UNLOCK(sl);
 }
@@ -7683,26 +7750,32 @@ static void sc__slide_drain(sc_model *m)
     SC__UNLOCK(sl);
 }
 
-/* wait until the updates queued for `unit` (L: the head and the embedding) have run; the wait
-   counts as optimizer wait */
-static void sc__slide_wait_unit(sc_model *m, int unit)
+/* wait until the queued tasks of `unit` (L: the head and the embedding) whose update number has
+   parity par have run; the wait counts as optimizer wait */
+static void sc__slide_wait_unit(sc_model *m, int par, int unit)
 {
     sc__slide *sl = m->sl;
     SC__LOCK(sl);
-    if (sl->pend[unit]) {
+    if (sl->pend[par][unit]) {
         int64_t t0 = sc__trace_now_ns();
-        while (sl->pend[unit]) SC__WAIT(sl);
+        while (sl->pend[par][unit]) SC__WAIT(sl);
         sl->wait_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
     }
     SC__UNLOCK(sl);
 }
 
-static int sc__slide_unit_ready(sc__slide *sl, int unit)
+static int sc__slide_unit_ready(sc__slide *sl, int par, int unit)
 {
     SC__LOCK(sl);
-    int ok = sl->pend[unit] == 0;
+    int ok = sl->pend[par][unit] == 0;
     SC__UNLOCK(sl);
     return ok;
+}
+
+/* the host weights this step uploads */
+static const char *sc__slide_src(const sc__slide *sl)
+{
+    return (const char *)(sl->hw[sl->rb] ? sl->hw[sl->rb] : sl->hp);
 }
 
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
@@ -7764,17 +7837,19 @@ static void sc__slide_destroy(sc_model *m)
     SC_FREE(sl->slots);
     int gpu = m->cu != NULL;
     sc__host_free(m, sl->hp, sl->hp_pinned);
-    sc__host_free(m, sl->hw, gpu);
     sc__host_free(m, sl->hg, gpu);
-    sc__host_free(m, sl->stage, gpu);
+    for (int i = 0; i < 2; i++) {
+        sc__host_free(m, sl->hw[i], gpu);
+        sc__host_free(m, sl->sb[i].stage, gpu);
+        SC_FREE(sl->sb[i].touched);
+        SC_FREE(sl->sb[i].tlist);
+        SC_FREE(sl->sb[i].ids);
+    }
     SC_FREE(sl->hm);
     SC_FREE(sl->hv);
-    SC_FREE(sl->touched);
-    SC_FREE(sl->touched_list);
     SC_FREE(sl->q[0].ops);
     SC_FREE(sl->q[1].ops);
     SC_FREE(sl->tasks);
-    SC_FREE(sl->hids);
     SC_FREE(sl->hspans);
 #ifdef SC__HAVE_THREADS
     if (sl->sync_ok) {
@@ -7816,13 +7891,14 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: pthread mutex/cond init failed");
     sl->sync_ok = 1;
     int gpu = m->cu != NULL, master = gpu && m->mc.bf16 && m->mc.master_weights;
+    int dpu = m->mc.slide_dpu != 0, nw = dpu ? 2 : master; /* working copies */
     size_t n = m->nparams;
     sl->hpt = (gpu && m->mc.bf16 && !master) ? SC_BF16 : SC_F32;
     sl->hst = m->mc.state_bf16 ? SC_BF16 : sl->hpt;
     size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = (size_t)m->gb;
     int adam = m->mc.optim == SC_OPTIM_ADAMW;
-    sl->hp_pinned = gpu && !master; /* uploads read hp unless there is a bf16 working copy */
-    size_t pinned = n * ge + (sl->hp_pinned ? n * pe : 0) + (master ? n * 2 : 0);
+    sl->hp_pinned = gpu && !nw; /* uploads read hp unless there are working copies */
+    size_t pinned = n * ge + (sl->hp_pinned ? n * pe : 0) + (size_t)nw * n * (size_t)m->pb;
     size_t pageable = (sl->hp_pinned ? 0 : n * pe) + (adam ? 2 * n * se : 0);
     size_t phys = sc__host_phys_bytes();
     char a[32], b[32], d[32];
@@ -7835,22 +7911,24 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     if (m->mc.verbose)
         fprintf(stderr, "slide: allocating and touching %s pinned + %s pageable host memory up front "
                 "(weights, gradients, optimizer state)...\n", a, b);
-    if (!(sl->hp = sc__host_alloc(m, n * pe, sl->hp_pinned)) || !(sl->hg = sc__host_alloc(m, n * ge, gpu)) ||
-        (master && !(sl->hw = (uint16_t *)sc__host_alloc(m, n * 2, gpu))) ||
-        (adam && (!(sl->hm = sc__host_alloc(m, n * se, 0)) || !(sl->hv = sc__host_alloc(m, n * se, 0)))) ||
-        !(sl->touched = (unsigned char *)SC_MALLOC((size_t)c->vocab_size))) {
+    int ok = 1;
+    for (int i = 0; i < nw; i++) ok = ok && (sl->hw[i] = sc__host_alloc(m, n * (size_t)m->pb, gpu)) != NULL;
+    for (int i = 0; i < 1 + dpu; i++)
+        ok = ok && (sl->sb[i].touched = (unsigned char *)SC_MALLOC((size_t)c->vocab_size)) != NULL;
+    if (!ok || !(sl->hp = sc__host_alloc(m, n * pe, sl->hp_pinned)) || !(sl->hg = sc__host_alloc(m, n * ge, gpu)) ||
+        (adam && (!(sl->hm = sc__host_alloc(m, n * se, 0)) || !(sl->hv = sc__host_alloc(m, n * se, 0))))) {
         char e[1100];
         snprintf(e, sizeof e, "%s", sc_last_error());
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode: host allocation failed (needs %s pinned + %s pageable; "
                         "this machine has %s): %s", a, b, d, e);
     }
-    memset(sl->touched, 0, (size_t)c->vocab_size);
-    /* weights (and master copy), zero gradients and state, touched now in parallel */
+    for (int i = 0; i < 1 + dpu; i++) memset(sl->sb[i].touched, 0, (size_t)c->vocab_size);
+    /* weights (and working copies), zero gradients and state, touched now in parallel */
     SC__OMP(omp parallel for schedule(static))
     for (long long i = 0; i < (long long)n; i++) {
         float v = init[i];
         sc__st(sl->hp, sl->hpt, (size_t)i, v);
-        if (sl->hw) sl->hw[i] = sc_f32_to_bf16(v);
+        for (int b = 0; b < nw; b++) sc__st(sl->hw[b], m->pdt, (size_t)i, v);
         sc__st(sl->hg, m->gdt, (size_t)i, 0.0f);
         if (adam) { sc__st(sl->hm, sl->hst, (size_t)i, 0.0f); sc__st(sl->hv, sl->hst, (size_t)i, 0.0f); }
     }
@@ -7889,6 +7967,12 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
                                                                           micro-batch) two slices of gradients */
         hn = C + 2 * (size_t)mc->head_slice * C;
     size_t grads = (size_t)W * ln * gb > hn * gb ? (size_t)W * ln * gb : hn * gb;
+    if (mc && mc->slide_keep_head) { /* the kept head's weights, gradients, master and AdamW state */
+        int master = bf && mc->master_weights;
+        size_t mb = master ? 4 : pb, sb = mc->state_bf16 ? 2 : mb;
+        size_t per = pb + gb + (master ? 4 : 0) + (mc->optim == SC_OPTIM_ADAMW ? 2 * sb : 0);
+        return (size_t)(P + W) * ln * pb + (size_t)W * ln * gb + sc__kept_numel(c) * per;
+    }
     return (size_t)(P + W) * ln * pb + hn * pb + grads;
 }
 
@@ -7938,7 +8022,7 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
     sc__stream_wait(m, 1, &s->free); /* the compute that read the old layer is done */
     sc__ev_release(m, &s->free);
     sc__ev_release(m, &s->ready);
-    const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
+    const char *src = sc__slide_src(sl);
     size_t pb = (size_t)m->pb;
     if (unit == L) { /* [lm head | norm], or the norm only when the head goes up in slices */
         size_t lm = sc__head_rows(m) < c->vocab_size ? 0 : (size_t)c->vocab_size * c->hidden_size;
@@ -7962,7 +8046,7 @@ static void sc__slide_acquire(sc_model *m, int g)
     int L = m->cfg.num_layers, P = m->mc.prefetch > 0 ? m->mc.prefetch : 1;
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
         if (!sc__slot_of(sl, u, L)) {
-            sc__slide_wait_unit(m, u); /* the last step's update of u */
+            sc__slide_wait_unit(m, sl->wp, u); /* the update of u this step's weights come from */
             sc__slide_load(m, u, g, g);
         }
     int ahead = 0;
@@ -7970,7 +8054,7 @@ static void sc__slide_acquire(sc_model *m, int g)
         for (int u = sl->gfirst[h]; u <= sl->glast[h] && ahead < P; u++) {
             if (sc__group_has(sl, g, u)) continue;
             /* not before its update has run (the next acquire tries again) */
-            if (!sc__slot_of(sl, u, L) && (!sc__slide_unit_ready(sl, u) || !sc__slide_load(m, u, h, g))) {
+            if (!sc__slot_of(sl, u, L) && (!sc__slide_unit_ready(sl, sl->wp, u) || !sc__slide_load(m, u, h, g))) {
                 ahead = P;
                 break;
             }
@@ -8001,6 +8085,7 @@ static void sc__slide_release(sc_model *m, int g)
    the host work that waits for it. */
 static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t bytes, int unit)
 {
+    sc__slide_wait_unit(m, m->sl->pp, unit); /* DPU: the last update of unit still reads host gradients */
     sc__ev done = sc__ev_record(m, 0);
     sc__stream_wait(m, 2, &done);
     sc__ev_release(m, &done);
@@ -8082,11 +8167,10 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     return SC_SUCCESS;
 }
 
-static sc_result sc__resident_step(sc_model *m, const sc_plan *plan)
+/* The embedding backward on the device, every micro-batch's dL/dx_0 into m->grads (offset 0) */
+static void sc__embedding_backward(sc_model *m)
 {
     int N = m->B * m->T, C = m->cfg.hidden_size;
-    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
-    for (int k = 0; k < m->accum; k++) SC__TRY(sc__resident_pass(m, plan, k));
     int sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
     for (int k = 0; k < m->accum; k++) {
         sc__mb_select(m, k);
@@ -8097,6 +8181,13 @@ static sc_result sc__resident_step(sc_model *m, const sc_plan *plan)
             sc_cpu_embedding_backward(m->grads, m->dres0[k], m->ids, N, C);
     }
     sc__span_end(m, sp);
+}
+
+static sc_result sc__resident_step(sc_model *m, const sc_plan *plan)
+{
+    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
+    for (int k = 0; k < m->accum; k++) SC__TRY(sc__resident_pass(m, plan, k));
+    sc__embedding_backward(m);
     return SC_SUCCESS;
 }
 
@@ -8130,9 +8221,10 @@ static sc_result sc__slide_check_window(sc_model *m, const sc_plan *plan)
     sc__gib_str(a, sizeof a, need);
     sc__gib_str(b, sizeof b, m->mc.mem_cap);
     return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs at least %s of device memory for its window (%d layer "
-                    "slots for prefetch %d and policy %s, the head slot, the largest gradient buffer) before any "
+                    "slots for prefetch %d and policy %s, the head %s, the largest gradient buffer) before any "
                     "activation; the memory cap is %s", a, (m->mc.prefetch > 0 ? m->mc.prefetch : 1) +
-                    sc__plan_widest(plan), m->mc.prefetch > 0 ? m->mc.prefetch : 1, plan->name, b);
+                    sc__plan_widest(plan), m->mc.prefetch > 0 ? m->mc.prefetch : 1, plan->name,
+                    m->mc.slide_keep_head ? "kept with its gradients and optimizer state" : "slot", b);
 }
 
 static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
@@ -8160,8 +8252,8 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
             sl->nslots = i + 1;
         }
     }
-    int S = sc__head_rows(m), sliced = S < c->vocab_size;
-    if (!sl->head.w) { /* a sliced head's slot holds the final norm only */
+    int S = sc__head_rows(m), keep = m->mc.slide_keep_head, sliced = S < c->vocab_size && !keep;
+    if (!sl->head.w && !keep) { /* a sliced head's slot holds the final norm only */
         void *p = NULL;
         size_t n = sliced ? (size_t)c->hidden_size : sc__head_numel(c);
         SC__TRY(sc_allocator_alloc(&m->alloc, &p, n * (size_t)m->pb, 0, "slide head slot"));
@@ -8181,7 +8273,7 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
     }
     /* last step's copies are stale: the weights changed */
     for (int i = 0; i < sl->nslots; i++) sl->slots[i].unit = -1;
-    sl->head.unit = -1;
+    sl->head.unit = keep ? c->num_layers : -1; /* a kept head is always resident */
     for (int l = 0; l <= c->num_layers; l++) sl->lw[l] = NULL;
     return SC_SUCCESS;
 }
@@ -8193,9 +8285,9 @@ static const float *sc__head_w(sc_model *m, int q, int ns)
 {
     const sc_config *c = &m->cfg;
     int S = sc__head_rows(m), V = c->vocab_size;
-    if (!m->sl) return sc__at(sc__head_ptr(m, 0, 0), (size_t)(q % ns) * S * c->hidden_size, m->pb);
+    if (!m->sl || m->params) return sc__at(sc__head_ptr(m, 0, 0), (size_t)(q % ns) * S * c->hidden_size, m->pb);
     sc__slide *sl = m->sl;
-    const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
+    const char *src = sc__slide_src(sl);
     for (int k = q; k <= q + 1 && k < 2 * ns; k++) {
         sc__slot *b = &sl->hs[k & 1];
         if (b->unit == k) continue;
@@ -8216,7 +8308,7 @@ static const float *sc__head_w(sc_model *m, int q, int ns)
 
 static void sc__head_w_done(sc_model *m, int q)
 {
-    if (!m->sl) return;
+    if (!m->sl || m->params) return;
     sc__slot *b = &m->sl->hs[q & 1];
     sc__ev_release(m, &b->free);
     b->free = sc__ev_record(m, 0);
@@ -8277,6 +8369,133 @@ static void sc__slide_flush_spans(sc_model *m)
     SC__UNLOCK(sl);
 }
 
+/* The device optimizer (step m->t) over the first n device weights: all of them in resident
+   mode, the kept head ([embedding | norm | untied LM head]) in slide mode. */
+static sc_result sc__device_update(sc_model *m, size_t n)
+{
+    float *p = m->master ? m->master : m->params;
+    int pb = m->master ? 4 : m->pb, sb = m->mc.state_bf16 ? 2 : pb;
+    if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, n, sb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, n, sb, "adamw.v"));
+        sc__memset0(m, m->opt_m, n * (size_t)sb);
+        sc__memset0(m, m->opt_v, n * (size_t)sb);
+    }
+    sc_dtype st = sb == 2 ? SC_BF16 : SC_F32;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
+        if (m->mc.optim == SC_OPTIM_ADAMW) {
+            sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, st, m->grads, m->gdt, n, &k);
+        } else
+            sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, n, m->mc.lr, m->mc.weight_decay);
+        if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, n);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    if (m->mc.optim == SC_OPTIM_ADAMW) { /* the CPU backend holds f32 parameters and gradients */
+        sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        sc_cpu_adamw_mt(p, m->opt_m, m->opt_v, SC_F32, st, m->grads, SC_F32, NULL, n, &k, 0);
+    }
+    else
+        sc_cpu_sgd_update(p, m->grads, n, m->mc.lr, m->mc.weight_decay);
+    sc__round(m, m->params, n);
+    return SC_SUCCESS;
+}
+
+/* host buffer of dtype t into f32 */
+static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n)
+{
+    SC__OMP(omp parallel for schedule(static))
+    for (long long i = 0; i < (long long)n; i++) dst[i] = sc__ld(src, t, (size_t)i);
+}
+
+/* an untied embedding's gradient rows that step buffer b's tokens touched, back to zero */
+static void sc__slide_zero_rows(sc_model *m, const sc__stepbuf *b)
+{
+    size_t C = (size_t)m->cfg.hidden_size;
+    if (m->cfg.tie_embeddings) return;
+    for (int u = 0; u < b->ntouched; u++)
+        for (size_t j = 0; j < C; j++) sc__st(m->sl->hg, m->gdt, (size_t)b->tlist[u] * C + j, 0.0f);
+}
+
+/* Fill step buffer b for the host embedding and head: the ids, the rows they touch (an untied
+   embedding's last touched rows are zeroed first, with DPU before the head once the last update
+   has read them) and room to stage M x N rows. */
+static sc_result sc__slide_stepbuf(sc_model *m, sc__stepbuf *b)
+{
+    int V = m->cfg.vocab_size, NA = m->accum * m->B * m->T;
+    size_t need_stage = (size_t)NA * m->cfg.hidden_size * (size_t)m->ab;
+    if (b->ids_cap < NA) {
+        SC_FREE(b->ids);
+        b->ids = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)NA);
+        b->ids_cap = b->ids ? NA : 0;
+        if (!b->ids) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    }
+    memcpy(b->ids, m->ids_all, sizeof(int32_t) * (size_t)NA);
+    b->M = m->accum, b->N = m->B * m->T;
+    if (!m->mc.slide_dpu) sc__slide_zero_rows(m, b);
+    memset(b->touched, 0, (size_t)V);
+    if (b->tcap < NA) {
+        SC_FREE(b->tlist);
+        b->tlist = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)NA);
+        b->tcap = b->tlist ? NA : 0;
+        if (!b->tlist) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    }
+    b->ntouched = 0;
+    for (int i = 0; i < NA; i++)
+        if (!b->touched[m->ids_all[i]]) { b->touched[m->ids_all[i]] = 1; b->tlist[b->ntouched++] = m->ids_all[i]; }
+    if (b->stage_bytes < need_stage) {
+        sc__host_free(m, b->stage, m->cu != NULL);
+        if (!(b->stage = sc__host_alloc(m, need_stage, 1))) {
+            b->stage_bytes = 0;
+            return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: host staging buffer of %zu bytes: %s", need_stage, sc_last_error());
+        }
+        b->stage_bytes = need_stage;
+    }
+    return SC_SUCCESS;
+}
+
+/* Slide keeping the head: its device weights (from the host's, on first use: before that
+   get_params and the optimizer see them there) and its gradients zeroed, as resident mode's. */
+static sc_result sc__slide_keep_head(sc_model *m)
+{
+    const sc_config *c = &m->cfg;
+    size_t n = sc__kept_numel(c), e = (size_t)c->vocab_size * c->hidden_size, no = sc_config_norm_offset(c);
+    if (!m->params) {
+        float *h = (float *)SC_MALLOC(sizeof(float) * n), *p = NULL, *g = NULL, *w = NULL;
+        if (!h) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+        sc__host_to_f32(h, m->sl->hp, m->sl->hpt, e);
+        sc__host_to_f32(h + e, (const char *)m->sl->hp + no * sc_dtype_size(m->sl->hpt), m->sl->hpt, n - e);
+        int master = m->cu && m->mc.bf16 && m->mc.master_weights;
+        sc_result r = sc__alloc_bytes(m, &p, n, m->pb, "kept head weights");
+        if (r == SC_SUCCESS) r = sc__alloc_bytes(m, &g, n, m->gb, "kept head grad");
+        if (r == SC_SUCCESS && master) r = sc__alloc_f32(m, &w, n, "kept head master weights");
+        if (r == SC_SUCCESS) r = sc__upload_f32(m, p, m->pb, h, n);
+        if (r == SC_SUCCESS && master) r = sc__upload_f32(m, w, 4, h, n);
+        SC_FREE(h);
+        if (r != SC_SUCCESS) {
+            sc__free(m, p);
+            sc__free(m, g);
+            sc__free(m, w);
+            return r;
+        }
+        m->params = p, m->grads = g, m->master = w;
+    }
+    sc__memset0(m, m->grads, n * (size_t)m->gb);
+    return SC_SUCCESS;
+}
+
+/* slide keeping the head: its device values (weights or gradients) into their places of dst */
+static sc_result sc__kept_download(sc_model *m, float *dst, const void *src, int esize)
+{
+    const sc_config *c = &m->cfg;
+    size_t e = (size_t)c->vocab_size * c->hidden_size, no = sc_config_norm_offset(c);
+    sc_result r = m->params ? sc__download_f32(m, dst, src, esize, e) : SC_SUCCESS;
+    return r == SC_SUCCESS && m->params ? sc__download_f32(m, dst + no, sc__at(src, e, esize), esize, m->nparams - no) : r;
+}
+
 static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 {
     sc__slide *sl = m->sl;
@@ -8285,59 +8504,46 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     size_t ab = (size_t)m->ab, gb = (size_t)m->gb, ln = sc__layer_numel(c);
     sc_result r = SC_SUCCESS;
     int sp, g;
+    int dpu = m->mc.slide_dpu != 0, keep = m->mc.slide_keep_head != 0;
     sl->h2d = sl->d2h = 0;
+    SC__LOCK(sl); /* the optimizer thread may still add to opt_ms */
     sl->opt_ms = sl->wait_ms = 0;
-    /* the last step's embedding and head updates read the ids, rows and staging buffer below */
-    sc__slide_wait_unit(m, L);
-    if (sl->hids_cap < M * N) {
-        SC_FREE(sl->hids);
-        sl->hids = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)M * N);
-        sl->hids_cap = sl->hids ? M * N : 0;
-        if (!sl->hids) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
-    }
-    memcpy(sl->hids, m->ids_all, sizeof(int32_t) * (size_t)M * N);
-    sl->hM = M, sl->hN = N;
+    SC__UNLOCK(sl);
+    /* the updates this step's weights include: all, or with DPU all but the last step's */
+    int vis = m->t - (dpu && sl->pending);
+    sl->pp = m->t & 1;
+    sl->wp = vis & 1;
+    sl->rb = dpu ? vis & 1 : 0;
+    sl->cur ^= dpu;
+    sl->nstep++;
+    sc__stepbuf *sb = &sl->sb[sl->cur];
+    /* the embedding and head tasks that read sb last (and wrote the rows gathered below) */
+    sc__slide_wait_unit(m, sl->wp, L);
     sl->update = update;
     if (update) {
         m->t++;
         sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
     }
-    sl->hs_pergrad = sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
+    sl->par = m->t & 1;
+    sl->hs_pergrad = !keep && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
-    /* the rows this step's tokens touch; an untied embedding's last touched rows are zeroed */
-    if (!c->tie_embeddings)
-        for (int u = 0; u < sl->ntouched; u++)
-            for (int j = 0; j < C; j++) sc__st(sl->hg, m->gdt, (size_t)sl->touched_list[u] * C + j, 0.0f);
-    memset(sl->touched, 0, (size_t)V);
-    if (sl->touched_cap < M * N) {
-        SC_FREE(sl->touched_list);
-        sl->touched_list = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)M * N);
-        sl->touched_cap = sl->touched_list ? M * N : 0;
-        if (!sl->touched_list) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
-    }
-    sl->ntouched = 0;
-    for (int i = 0; i < M * N; i++)
-        if (!sl->touched[m->ids_all[i]]) { sl->touched[m->ids_all[i]] = 1; sl->touched_list[sl->ntouched++] = m->ids_all[i]; }
-    size_t need_stage = (size_t)M * N * C * ab;
-    if (sl->stage_bytes < need_stage) {
-        sc__host_free(m, sl->stage, m->cu != NULL);
-        if (!(sl->stage = sc__host_alloc(m, need_stage, 1))) {
-            sl->stage_bytes = 0;
-            return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: host staging buffer of %zu bytes: %s", need_stage, sc_last_error());
-        }
-        sl->stage_bytes = need_stage;
-    }
+    SC__TRY(keep ? sc__slide_keep_head(m) : sc__slide_stepbuf(m, sb));
 
-    /* forward: the embedding rows are gathered on the host and go up with the activations */
+    /* forward: the embedding rows are gathered on the host and go up with the activations (a
+       kept embedding: on the device, as resident mode) */
     sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
     {
-        const char *src = sl->hw ? (const char *)sl->hw : (const char *)sl->hp;
+        const char *src = sc__slide_src(sl);
         size_t row = (size_t)C * m->pb;
         for (int k = 0; k < M; k++) {
             sc__mb_select(m, k);
             if ((r = sc__act_get(m, 0, SC__A_X)) != SC_SUCCESS) goto done;
-            char *st = (char *)sl->stage + (size_t)k * N * row;
+            if (keep) {
+                SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, C);
+                continue;
+            }
+            char *st = (char *)sb->stage + (size_t)k * N * row;
             for (int n = 0; n < N; n++) memcpy(st + (size_t)n * row, src + (size_t)m->ids[n] * row, row);
             sc__copy_async(m, 0, m->acts[0][SC__A_X], st, (size_t)N * row, SC_PHASE_H2D, -1);
         }
@@ -8355,10 +8561,13 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     m->mb = 0;
     m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
 
-    /* the head: norm, LM head and loss for every micro-batch; its gradients go down at once */
+    /* the head: norm, LM head and loss for every micro-batch; its gradients go down at once
+       (after the last update of the head and embedding has read theirs) */
+    sc__slide_wait_unit(m, sl->pp, L);
+    if (dpu) sc__slide_zero_rows(m, &sl->sb[sl->cur ^ 1]);
     sc__slide_acquire(m, L);
-    if ((r = sc__slide_grads_alloc(m, &sl->head_g, sl->hs_pergrad ? (size_t)C : sc__head_numel(c),
-                                   "slide head grad")) != SC_SUCCESS)
+    if (!keep && (r = sc__slide_grads_alloc(m, &sl->head_g, sl->hs_pergrad ? (size_t)C : sc__head_numel(c),
+                                            "slide head grad")) != SC_SUCCESS)
         goto done;
     for (int k = 0; k < M && r == SC_SUCCESS; k++) {
         sc__mb_select(m, k);
@@ -8368,7 +8577,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     }
     sc__slide_release(m, L);
     if (r != SC_SUCCESS) goto done;
-    {
+    if (!keep) {
         size_t lm = sl->hs_pergrad ? 0 : (size_t)V * C; /* per-slice gradients went down already */
         sc__ev done_ev = sc__ev_record(m, 0);
         sc__stream_wait(m, 2, &done_ev);
@@ -8406,6 +8615,15 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         if (r != SC_SUCCESS) goto done;
     }
 
+    if (keep) { /* the kept embedding's backward and the head's update on the device, as resident mode */
+        sc__embedding_backward(m);
+        if (update) {
+            sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
+            r = sc__device_update(m, sc__kept_numel(c));
+            sc__span_end(m, sp);
+        }
+        goto done;
+    }
     /* the embedding: dL/dx_0 of every micro-batch goes down; the host adds it to the touched rows */
     sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
     {
@@ -8413,7 +8631,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sc__stream_wait(m, 2, &done_ev);
         sc__ev_release(m, &done_ev);
         for (int k = 0; k < M; k++) {
-            sc__copy_async(m, 2, (char *)sl->stage + (size_t)k * N * C * ab, m->dres0[k], (size_t)N * C * ab,
+            sc__copy_async(m, 2, (char *)sb->stage + (size_t)k * N * C * ab, m->dres0[k], (size_t)N * C * ab,
                            SC_PHASE_D2H, -1);
             sc_allocator_record_stream(&m->alloc, m->dres0[k], 2);
             sc__free(m, m->dres0[k]);
@@ -8432,6 +8650,7 @@ done:
             sc__slide_drain(m);
             sl->wait_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
         }
+        sl->pending = dpu && update && r == SC_SUCCESS;
     }
     if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
         r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
@@ -8571,52 +8790,20 @@ SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, cons
 SCDEF sc_result sc_model_optimizer_step(sc_model *m)
 {
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
+    sc_result r = SC_SUCCESS;
     m->t++;
-    if (m->sl) { /* the gradients are on the host: update everything there */
+    if (m->sl) { /* the gradients are on the host: update there, but a head kept on the device there */
+        size_t off = m->params ? sc_config_layer_base(&m->cfg, 0) : 0;
+        size_t end = m->params ? sc_config_norm_offset(&m->cfg) : m->nparams;
         sc__slide_drain(m);
         sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-        sc__slide_update(m, &k, 0, m->nparams, sc__slide_threads(m));
-        sc__span_end(m, sp);
-        return SC_SUCCESS;
-    }
-    float *p = m->master ? m->master : m->params;
-    int pb = m->master ? 4 : m->pb, sb = m->mc.state_bf16 ? 2 : pb;
-    if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
-        SC__TRY(sc__alloc_bytes(m, &m->opt_m, m->nparams, sb, "adamw.m"));
-        SC__TRY(sc__alloc_bytes(m, &m->opt_v, m->nparams, sb, "adamw.v"));
-        sc__memset0(m, m->opt_m, m->nparams * (size_t)sb);
-        sc__memset0(m, m->opt_v, m->nparams * (size_t)sb);
-    }
-    sc_dtype st = sb == 2 ? SC_BF16 : SC_F32;
-#ifdef SLIDECHECK_CUDA
-    if (m->cu) {
-        sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
-        if (m->mc.optim == SC_OPTIM_ADAMW) {
-            sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, st, m->grads, m->gdt, m->nparams, &k);
-        } else
-            sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, m->nparams, m->mc.lr, m->mc.weight_decay);
-        if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, m->nparams);
-        sc__span_end(m, sp);
-        return sc_cuda_status(m->cu);
-    }
-#endif
-    if (m->mc.optim == SC_OPTIM_ADAMW) { /* the CPU backend holds f32 parameters and gradients */
-        sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-        sc_cpu_adamw_mt(p, m->opt_m, m->opt_v, SC_F32, st, m->grads, SC_F32, NULL, m->nparams, &k, 0);
-    }
-    else
-        sc_cpu_sgd_update(p, m->grads, m->nparams, m->mc.lr, m->mc.weight_decay);
-    sc__round(m, m->params, m->nparams);
+        sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), m->mc.slide_dpu ? m->t & 1 : 0);
+        m->sl->pending = 0; /* applied now: the next step sees it */
+        if (m->params) r = sc__device_update(m, sc__kept_numel(&m->cfg));
+    } else
+        r = sc__device_update(m, m->nparams);
     sc__span_end(m, sp);
-    return SC_SUCCESS;
-}
-
-/* host buffer of dtype t into f32 */
-static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n)
-{
-    SC__OMP(omp parallel for schedule(static))
-    for (long long i = 0; i < (long long)n; i++) dst[i] = sc__ld(src, t, (size_t)i);
+    return r;
 }
 
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
@@ -8624,7 +8811,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
-        return SC_SUCCESS;
+        return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
     return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)
                      : sc__download_f32(m, dst, m->params, m->pb, m->nparams);
@@ -8635,7 +8822,7 @@ SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
-        return SC_SUCCESS;
+        return sc__kept_download(m, dst, m->grads, m->gb);
     }
     return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
 }
@@ -8647,9 +8834,11 @@ SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)
     if (!m->sl) return s;
     s.h2d_bytes = m->sl->h2d;
     s.d2h_bytes = m->sl->d2h;
-    s.pinned_bytes = m->sl->pinned_bytes + (m->sl->stage && m->cu ? m->sl->stage_bytes : 0);
+    s.pinned_bytes = m->sl->pinned_bytes + (m->cu ? m->sl->sb[0].stage_bytes + m->sl->sb[1].stage_bytes : 0);
     s.host_bytes = m->sl->host_bytes;
+    SC__LOCK(m->sl); /* host updates may still run (and add to opt_ms) */
     s.opt_ms = m->sl->opt_ms;
+    SC__UNLOCK(m->sl);
     s.opt_wait_ms = m->sl->wait_ms;
     sc_model_config mc = m->mc;
     mc.device = m->cu ? SC_DEVICE_CUDA : SC_DEVICE_CPU;

@@ -25,7 +25,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
-    int have_lr, op_times, state_bf16;
+    int have_lr, op_times, state_bf16, dpu, keep_head;
 } cli_opts;
 
 static const char *usage_main =
@@ -56,7 +56,11 @@ static const char *usage_common =
     "  --head-slice R          the LM head in vocabulary slices of R rows (loss by an online\n"
     "                          log-sum-exp, two passes): slide mode then streams it slice by slice\n"
     "                          and needs no whole-head buffer on the device (other rounding than the\n"
-    "                          whole head, in both modes alike; default: the whole head)\n";
+    "                          whole head, in both modes alike; default: the whole head)\n"
+    "  --keep-head             slide: the embedding, final norm and LM head stay on the device with\n"
+    "                          their gradients and optimizer state (updated there, as in resident\n"
+    "                          mode) while the layers stream: no head traffic, more device memory\n"
+    "                          (counted in the window); the same bits\n";
 
 static const char *usage_grad =
     "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
@@ -83,6 +87,12 @@ static const char *usage_train =
     "  --save-every N          with --save: also write the checkpoint every N steps\n"
     "  --state-bf16            AdamW's m and v in bf16 (e.g. with f32 master weights on a small host:\n"
     "                          8 instead of 12 bytes per parameter; other arithmetic than f32 state)\n"
+    "  --dpu                   slide: one-step-delayed parameter update (ZeRO-Offload's DPU): the host\n"
+    "                          applies step s-1's update while the device runs step s, so the host\n"
+    "                          optimizer is off the critical path. This CHANGES THE MATHEMATICS: step\n"
+    "                          s's forward uses weights that do not yet include update s-1's\n"
+    "                          gradients (no longer equal to resident mode). Two host working copies\n"
+    "                          of the weights\n"
     "  --op-times              cuda: print the time per kernel and GEMM shape of the steps after the\n"
     "                          warm-up (an event after every kernel: slightly slower steps)\n"
     "\n";
@@ -166,6 +176,8 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         if (!strcmp(f, "--pure-bf16")) { o->pure_bf16 = 1; continue; }
         if (!strcmp(f, "--op-times")) { o->op_times = 1; continue; }
         if (!strcmp(f, "--state-bf16")) { o->state_bf16 = 1; continue; }
+        if (!strcmp(f, "--dpu")) { o->dpu = 1; continue; }
+        if (!strcmp(f, "--keep-head")) { o->keep_head = 1; continue; }
         if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--hf")) o->hf = v;
@@ -207,8 +219,9 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (strcmp(o->mode, "resident") && strcmp(o->mode, "slide"))
         die_usage("--mode must be resident or slide, not '%s'", o->mode);
     int slide = !strcmp(o->mode, "slide");
-    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16))
-        die_usage("%s", "--prefetch, --cpu-threads and --pure-bf16 need --mode slide");
+    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16 || o->dpu || o->keep_head))
+        die_usage("%s", "--prefetch, --cpu-threads, --pure-bf16, --dpu and --keep-head need --mode slide");
+    if (o->dpu && o->keep_head) die_usage("%s", "--dpu and --keep-head cannot be combined yet");
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
         die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
     if (o->save_every && !o->save) die_usage("%s", "--save-every needs --save DIR");
@@ -250,6 +263,8 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
         mc->mode = SC_MODE_SLIDE;
         mc->prefetch = o->prefetch;
         mc->cpu_threads = o->cpu_threads;
+        mc->slide_dpu = o->dpu;
+        mc->slide_keep_head = o->keep_head;
         mc->verbose = 1;
         /* slide keeps f32 master weights on the host unless --pure-bf16 */
         if (mc->bf16 && !o->pure_bf16) mc->master_weights = 1;
@@ -360,7 +375,8 @@ static int cmd_plan(int argc, char **argv)
 static int cmd_grad(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16 head-slice",
+    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16 head-slice "
+                "keep-head",
                 usage_grad);
     if (!o.hf || !o.tokens || !o.out) die_usage("%s", "grad needs --hf DIR, --tokens FILE and --out FILE");
     sc_config cfg;
@@ -457,7 +473,8 @@ static int cmd_train(int argc, char **argv)
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
-                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16",
+                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
+                "dpu keep-head",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* under torchrun (or any launcher that sets WORLD_SIZE) N copies must not train apart and
@@ -529,9 +546,11 @@ static int cmd_train(int argc, char **argv)
            o.dtype, mc.master_weights ? "+master" : "", o.mode, o.optim, o.lr);
     if (slide) {
         sc_model_config wc = mc;
-        printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, head slot, gradients), "
-               "host optimizer %s\n", mc.prefetch ? mc.prefetch : 1,
-               (double)sc_slide_window_bytes(&cfg, &wc, &plan) / 1073741824.0, sc_cpu_optim_isa());
+        printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, %s, gradients), "
+               "host optimizer %s%s\n", mc.prefetch ? mc.prefetch : 1,
+               (double)sc_slide_window_bytes(&cfg, &wc, &plan) / 1073741824.0,
+               mc.slide_keep_head ? "the head kept with its gradients and optimizer state" : "head slot", sc_cpu_optim_isa(),
+               mc.slide_dpu ? ", delayed update (DPU: each update one step late)" : "");
     }
     sc_slide_info si;
     memset(&si, 0, sizeof si);

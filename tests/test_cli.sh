@@ -124,5 +124,26 @@ s3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
 [ -n "$r3" ] && [ "$r3" = "$s3" ] && ok "--state-bf16: step 3 loss $s3 in slide == resident's" || bad "--state-bf16: slide '$s3' vs resident '$r3'"
 expect 2 "--state-bf16 with SGD" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --state-bf16
 expect 2 "--op-times on the CPU" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --op-times
+# the delayed update: slide only; on the same batch every step, step 2 trains on step 1's weights
+expect 2 "--dpu without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --dpu
+expect 2 "--dpu is not a grad option" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/g.safetensors" --device cpu --mode slide --dpu
+expect 0 "slide --dpu" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --mode slide --dpu --accum 2 --ckpt every:2
+d1=$(awk '$1 == "step" && $2 == 1 {print $4}' "$T/out"); d2=$(awk '$1 == "step" && $2 == 2 {print $4}' "$T/out")
+d3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+grep -q "delayed update" "$T/out" && ok "slide --dpu says so" || bad "slide --dpu line: $(head -3 "$T/out")"
+[ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d3" != "$d2" ] && ok "--dpu: step 2 loss $d2 == step 1's, step 3 $d3 moved" \
+    || bad "--dpu losses '$d1' '$d2' '$d3'"
+# the head kept on the device: slide only, not with --dpu; the same losses and gradients as resident
+expect 2 "--keep-head without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --keep-head
+expect 2 "--keep-head with --dpu" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --keep-head --dpu
+expect 0 "resident, 3 steps" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --accum 2 --ckpt every:2
+r3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+expect 0 "slide --keep-head" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --accum 2 --ckpt every:2 --mode slide --keep-head
+k3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+grep -q "head kept" "$T/out" && ok "slide --keep-head says so" || bad "slide --keep-head line: $(head -3 "$T/out")"
+[ -n "$r3" ] && [ "$r3" = "$k3" ] && ok "--keep-head: step 3 loss $k3 == resident's" || bad "--keep-head: '$k3' vs resident '$r3'"
+expect 0 "grad, slide --keep-head" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/gk.safetensors" --device cpu --mode slide --keep-head
+cmp -s "$T/g.safetensors" "$T/gk.safetensors" && ok "grad: slide --keep-head's file == resident's, byte for byte" \
+    || bad "grad: slide --keep-head's file differs from resident's"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

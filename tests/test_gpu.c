@@ -607,6 +607,8 @@ static float *make_params(const sc_config *c);
 
 /* Slide mode on the GPU against resident mode: losses, gradients and weights bitwise equal over
    3 training steps, every storage mode, several policies, SGD and AdamW, accumulation. */
+static int g_keep_head; /* slide runs of slide_train_hs keep the embedding and head on the device */
+
 static int slide_train_hs(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
                           const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
                           int head_slice, float *losses, float *w, float *g)
@@ -621,6 +623,7 @@ static int slide_train_hs(const sc_config *c, const float *params, const int32_t
     mc.mode = mode;
     mc.prefetch = prefetch;
     mc.head_slice = head_slice;
+    mc.slide_keep_head = mode == SC_MODE_SLIDE && g_keep_head;
     sc_model *m = NULL;
     sc_plan plan;
     if (sc_plan_parse(&plan, policy, c->num_layers) != SC_SUCCESS) return 0;
@@ -703,6 +706,85 @@ static void test_slide_cfg(const sc_config *c, int B, int T)
                  "gradient rel %.2e (< 1e-5)", c->name, hs, ok ? lrel : 1.0, rel);
         check(ok && lrel < 1e-6 && rel < 1e-5, nm, "too far");
     }
+    free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
+}
+
+/* --keep-head and --dpu on the GPU. keep-head: slide == resident bitwise. DPU (W[s+1] =
+   update(W[s], g[s-1])): on tokens t0, t1, t2, steps 0 and 1 both run on W0 (no update lands
+   before step 2) and step 2 on update(W0, g0), so its three losses equal resident gradient-only
+   steps on t0 and t1 from W0 and on t2 after one resident update on t0, bitwise. */
+static float dpu_loss(const sc_config *c, const float *params, const sc_model_config *mc, const sc_plan *plan,
+                      const int32_t *upd_ids, const int32_t *ids, int B, int T, int *ok)
+{
+    sc_model *m = NULL;
+    float l = 0.0f, l0;
+    if (sc_model_create(&m, c, mc, params) != SC_SUCCESS) { *ok = 0; return 0.0f; }
+    if (upd_ids && sc_model_step(m, plan, upd_ids, 1, B, T, 1, &l0) != SC_SUCCESS) *ok = 0;
+    if (*ok && sc_model_step(m, plan, ids, 1, B, T, 0, &l) != SC_SUCCESS) *ok = 0;
+    sc_model_destroy(m);
+    return l;
+}
+
+static void test_slide_options(const sc_config *c, int B, int T)
+{
+    size_t np = sc_config_num_params(c);
+    float *params = make_params(c);
+    int N = B * T;
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 3 * N);
+    for (int i = 0; i < 3 * N; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
+    float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
+          *gb = (float *)malloc(4 * np);
+    static const int modes[3][2] = {{0, 0}, {1, 0}, {1, 1}}; /* fp32, pure bf16, bf16 + master */
+    static const char *mnames[3] = {"fp32", "bf16", "bf16+master"};
+    for (int md = 0; md < 3; md++)
+        for (int o = 0; o < 2; o++)
+            for (int p = 0; p < 2; p++) {
+                const char *pol = p ? "full" : "none";
+                sc_optim opt = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
+                float la[4] = {0, 0, 0, 0}, lb[4] = {0, 0, 0, 0};
+                int ok = slide_train(c, params, ids, 1, B, T, pol, modes[md][0], modes[md][1], opt, SC_MODE_RESIDENT, 0,
+                                     la, wa, ga);
+                g_keep_head = 1;
+                ok = ok && slide_train(c, params, ids, 1, B, T, pol, modes[md][0], modes[md][1], opt, SC_MODE_SLIDE, 1,
+                                       lb, wb, gb);
+                g_keep_head = 0;
+                char nm[256];
+                snprintf(nm, sizeof nm, "%s slide --keep-head == resident bitwise (losses, grads, weights): %s %s %s",
+                         c->name, mnames[md], pol, o ? "adamw" : "sgd");
+                check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
+                      "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
+            }
+    for (int md = 0; md < 3; md += 2)
+        for (int p = 0; p < 2; p++) {
+            const char *pol = p ? "full" : "none";
+            sc_plan plan;
+            sc_plan_parse(&plan, pol, c->num_layers);
+            sc_model_config mc = sc_model_config_init();
+            mc.device = SC_DEVICE_CUDA;
+            mc.bf16 = modes[md][0];
+            mc.master_weights = modes[md][1];
+            mc.optim = md ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
+            mc.lr = md ? 0.01f : 0.05f;
+            mc.weight_decay = 0.1f;
+            int ok = 1;
+            float ref[3];
+            ref[0] = dpu_loss(c, params, &mc, &plan, NULL, ids, B, T, &ok);
+            ref[1] = dpu_loss(c, params, &mc, &plan, NULL, ids + N, B, T, &ok);
+            ref[2] = dpu_loss(c, params, &mc, &plan, ids, ids + 2 * N, B, T, &ok);
+            mc.mode = SC_MODE_SLIDE;
+            mc.prefetch = 1;
+            mc.slide_dpu = 1;
+            sc_model *m = NULL;
+            float l[3] = {0, 0, 0};
+            if (sc_model_create(&m, c, &mc, params) != SC_SUCCESS) ok = 0;
+            for (int s = 0; s < 3 && ok; s++) ok = sc_model_step(m, &plan, ids + s * N, 1, B, T, 1, &l[s]) == SC_SUCCESS;
+            if (!ok) printf("  dpu: %s\n", sc_last_error());
+            sc_model_destroy(m);
+            char nm[256];
+            snprintf(nm, sizeof nm, "%s slide --dpu: losses of steps 0-2 == resident on W0, W0, update(W0, g0) bitwise: "
+                     "%s %s %s (%.6f %.6f %.6f)", c->name, mnames[md], pol, md ? "adamw" : "sgd", l[0], l[1], l[2]);
+            check(ok && !memcmp(l, ref, sizeof l), nm, "resident gives %.9g %.9g %.9g", ref[0], ref[1], ref[2]);
+        }
     free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
 }
 
@@ -1483,6 +1565,7 @@ int main(int argc, char **argv)
     test_model_cfg(&c, 2, 13);
     test_optim_bitwise();
     test_slide_cfg(&c, 2, 13);
+    test_slide_options(&c, 2, 13);
     if (!g_quick) {
         cfg_q2(&c);
         test_slide_cfg(&c, 3, 7);

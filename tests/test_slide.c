@@ -1,7 +1,9 @@
 /* Slide mode on the CPU backend: every checkpoint policy, SGD and AdamW, f32 and bf16 storage,
    gradient accumulation, tied and untied heads: losses, gradients and weights bitwise equal to
    resident mode step after step (the schedule, copy threads, events and the host optimizer
-   thread all run as on the GPU). Then accumulation against one large batch, and bad input.
+   thread all run as on the GPU). The delayed update (DPU) against resident mode driven by hand
+   with each update a step late; the head kept on the device against resident and plain slide.
+   Then accumulation against one large batch, and bad input.
    Run from the repository root. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
@@ -12,11 +14,17 @@
 #include "check.h"
 
 typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; int head_slice, state_bf16; } run_cfg;
+/* dpu: slide's delayed update, and in resident mode its reference by hand; shift: step s trains
+   on the ids shifted by s * shift (other rows each step); peek: read the weights back after
+   every step; keep: slide keeps the embedding and head on the device */
+typedef struct run_x { int dpu, shift, peek, keep; } run_x;
 
 /* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
 static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
-                 sc_mode mode, int steps, float *losses, float *wout, float *gout)
+                 sc_mode mode, int steps, float *losses, float *wout, float *gout, const run_x *x)
 {
+    static const run_x none = {0, 0, 0, 0};
+    if (!x) x = &none;
     sc_model_config mc = sc_model_config_init();
     mc.bf16 = rc.bf16;
     mc.optim = rc.optim;
@@ -27,39 +35,74 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.cpu_threads = 2;
     mc.head_slice = rc.head_slice;
     mc.state_bf16 = rc.state_bf16;
+    mc.slide_dpu = x->dpu && mode == SC_MODE_SLIDE;
+    mc.slide_keep_head = x->keep && mode == SC_MODE_SLIDE;
     sc_plan plan;
     sc_model *m;
     if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
     if (sc_model_create(&m, cfg, &mc, params) != SC_SUCCESS) { printf("  create: %s\n", sc_last_error()); return 0; }
-    int ok = 1;
-    for (int s = 0; s < steps && ok; s++)
-        ok = sc_model_step(m, &plan, ids, rc.accum, B, T, 1, &losses[s]) == SC_SUCCESS;
-    float gl;
-    if (ok) ok = sc_model_step(m, &plan, ids, rc.accum, B, T, 0, &gl) == SC_SUCCESS;
+    size_t n = (size_t)rc.accum * B * T, np = sc_config_num_params(cfg);
+    int32_t *sid = (int32_t *)malloc(sizeof(int32_t) * n);
+    float *gprev = (float *)malloc(4 * np);
+    int by_hand = x->dpu && mode == SC_MODE_RESIDENT, ok = sid && gprev;
+    for (int s = 0; s <= steps && ok; s++) { /* the last step computes gradients only */
+        for (size_t i = 0; i < n; i++) sid[i] = (int32_t)((ids[i] + s * x->shift) % cfg->vocab_size);
+        if (!by_hand) {
+            ok = sc_model_step(m, &plan, sid, rc.accum, B, T, s < steps, &losses[s]) == SC_SUCCESS;
+        } else {
+            /* DPU's reference: the gradients of the current weights, then the update from the last
+               step's (step 0: none). The CPU backend's gradients are f32 host memory. */
+            ok = sc_model_step(m, &plan, sid, rc.accum, B, T, 0, &losses[s]) == SC_SUCCESS &&
+                 sc_model_get_grads(m, gout) == SC_SUCCESS;
+            if (ok && s > 0) {
+                memcpy(m->grads, gprev, 4 * np);
+                ok = sc_model_optimizer_step(m) == SC_SUCCESS;
+            }
+            memcpy(gprev, gout, 4 * np);
+        }
+        if (ok && x->peek) ok = sc_model_get_params(m, wout) == SC_SUCCESS;
+    }
     if (!ok) printf("  step: %s\n", sc_last_error());
-    if (ok) ok = sc_model_get_params(m, wout) == SC_SUCCESS && sc_model_get_grads(m, gout) == SC_SUCCESS;
-    losses[steps] = gl;
+    if (ok) ok = sc_model_get_params(m, wout) == SC_SUCCESS && (by_hand || sc_model_get_grads(m, gout) == SC_SUCCESS);
+    free(sid);
+    free(gprev);
     sc_model_destroy(m);
     return ok;
 }
 
-static void compare(const char *name, const sc_config *cfg, const float *params, const int32_t *ids, int B, int T,
-                    run_cfg rc)
+static void compare_x(const char *name, const sc_config *cfg, const float *params, const int32_t *ids, int B, int T,
+                      run_cfg rc, const run_x *x)
 {
     enum { STEPS = 3 };
     size_t np = sc_config_num_params(cfg);
     float la[STEPS + 1], lb[STEPS + 1];
     float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
           *gb = (float *)malloc(4 * np);
-    int ok = wa && wb && ga && gb && train(cfg, params, ids, B, T, rc, SC_MODE_RESIDENT, STEPS, la, wa, ga) &&
-             train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lb, wb, gb);
+    int ok = wa && wb && ga && gb && train(cfg, params, ids, B, T, rc, SC_MODE_RESIDENT, STEPS, la, wa, ga, x) &&
+             train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lb, wb, gb, x);
+    if (ok && x && x->keep) { /* and plain slide's */
+        float lc[STEPS + 1], *wc = (float *)malloc(4 * np), *gc = (float *)malloc(4 * np);
+        run_x px = *x;
+        px.keep = 0;
+        ok = wc && gc && train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lc, wc, gc, &px) &&
+             !memcmp(lc, lb, sizeof lc) && !memcmp(wc, wb, 4 * np) && !memcmp(gc, gb, 4 * np);
+        free(wc); free(gc);
+    }
     CHECK(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np),
-          "slide == resident bitwise: %s %s %s%s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
+          "slide%s == resident%s bitwise: %s %s %s%s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
           "%zu weights, %zu grads)",
-          name, rc.policy, rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.state_bf16 ? " (bf16 state)" : "",
+          x && x->dpu ? " + DPU" : x && x->keep ? " + keep-head" : "",
+          x && x->dpu ? " by hand, each update a step late," : x && x->keep ? " == plain slide" : "", name, rc.policy,
+          rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.state_bf16 ? " (bf16 state)" : "",
           rc.bf16 ? "bf16" : "fp32", rc.accum,
           rc.prefetch ? rc.prefetch : 1, rc.head_slice, ok ? la[0] : 0.0f, ok ? la[STEPS] : 0.0f, np, np);
     free(wa); free(wb); free(ga); free(gb);
+}
+
+static void compare(const char *name, const sc_config *cfg, const float *params, const int32_t *ids, int B, int T,
+                    run_cfg rc)
+{
+    compare_x(name, cfg, params, ids, B, T, rc, NULL);
 }
 
 static int load_fixture(const char *name, sc_config *cfg, float **params, int32_t **ids, int *B, int *T)
@@ -114,8 +157,8 @@ int main(void)
             float la[4], lb[4], *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np),
                             *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np);
             run_cfg f32s = {"none", 0, 1, 0, SC_OPTIM_ADAMW, 0, 0};
-            int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, f32s, SC_MODE_RESIDENT, 3, la, wa, ga) &&
-                     train(&cfg, params, ids, B, T, s1, SC_MODE_RESIDENT, 3, lb, wb, gb);
+            int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, f32s, SC_MODE_RESIDENT, 3, la, wa, ga, NULL) &&
+                     train(&cfg, params, ids, B, T, s1, SC_MODE_RESIDENT, 3, lb, wb, gb, NULL);
             double num = 0, den = 0;
             for (size_t i = 0; ok && i < np; i++) {
                 num += ((double)wa[i] - wb[i]) * ((double)wa[i] - wb[i]);
@@ -135,6 +178,63 @@ int main(void)
         compare(fixtures[f], &cfg, params, ids, B, T, h1);
         compare(fixtures[f], &cfg, params, ids, B, T, h2);
         compare(fixtures[f], &cfg, params, ids2, B, T, h3);
+        /* the delayed parameter update against resident mode by hand (other tokens each step) */
+        {
+            run_x dx = {1, 3, 0, 0};
+            static const char *dpol[] = {"none", "full", "every:2"};
+            for (int p = 0; p < 3; p++)
+                for (int o = 0; o < 2; o++) {
+                    sc_optim op = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
+                    run_cfg d1 = {dpol[p], 0, 1, 1, op, 0, 0}, d2 = {dpol[p], 0, 2, 2, op, 0, 0},
+                            d3 = {dpol[p], 0, 2, 1, op, 0, 0};
+                    compare_x(fixtures[f], &cfg, params, ids, B, T, d1, &dx);
+                    compare_x(fixtures[f], &cfg, params, ids2, B, T, d2, &dx);
+                    compare_x(fixtures[f], &cfg, params, ids2, B, T, d3, &dx);
+                }
+            run_cfg e1 = {"every:2", 1, 2, 1, SC_OPTIM_ADAMW, 0, 0}, e2 = {"none", 0, 1, 0, SC_OPTIM_SGD, hs, 0},
+                    e3 = {"full", 0, 2, 2, SC_OPTIM_ADAMW, hs, 1};
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, e1, &dx);
+            compare_x(fixtures[f], &cfg, params, ids, B, T, e2, &dx);
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, e3, &dx);
+
+            /* it does delay: step 0's loss as without DPU, the later ones not; reading the weights
+               back after every step changes nothing */
+            enum { S = 3 };
+            size_t np = sc_config_num_params(&cfg);
+            float la[S + 1], lb[S + 1], lc[S + 1], *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np),
+                  *wc = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np),
+                  *gc = (float *)malloc(4 * np);
+            run_cfg rc = {"every:2", 0, 2, 2, SC_OPTIM_ADAMW, 0, 0};
+            run_x plain = {0, 3, 0, 0}, peek = {1, 3, 1, 0};
+            int ok = wa && wb && wc && ga && gb && gc &&
+                     train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, la, wa, ga, &plain) &&
+                     train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, lb, wb, gb, &dx) &&
+                     train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, lc, wc, gc, &peek);
+            int later = 1;
+            for (int s = 1; s <= S; s++) later = later && la[s] != lb[s];
+            CHECK(ok && la[0] == lb[0] && later && memcmp(wa, wb, 4 * np),
+                  "%s DPU delays: step 1 loss %.7f, %.7f without DPU; step %d %.7f vs %.7f", fixtures[f],
+                  ok ? lb[0] : 0.0f, ok ? la[0] : 0.0f, S + 1, ok ? lb[S] : 0.0f, ok ? la[S] : 0.0f);
+            CHECK(ok && !memcmp(lb, lc, sizeof lb) && !memcmp(wb, wc, 4 * np) && !memcmp(gb, gc, 4 * np),
+                  "%s DPU: reading the weights back after every step leaves losses, weights and grads bitwise",
+                  fixtures[f]);
+            free(wa); free(wb); free(wc); free(ga); free(gb); free(gc);
+        }
+        /* the embedding and head kept on the device: resident mode's and plain slide's bits */
+        {
+            run_x kx = {0, 3, 0, 1};
+            for (int o = 0; o < 2; o++) {
+                sc_optim op = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
+                run_cfg k1 = {"none", 0, 1, 1, op, 0, 0}, k2 = {"every:2", 0, 2, 2, op, 0, 0},
+                        k3 = {"full", 1, 1, 0, op, 0, 0}, k4 = {"none", 0, 1, 0, op, hs, 0},
+                        k5 = {"selective", 0, 2, 0, op, hs, o};
+                compare_x(fixtures[f], &cfg, params, ids, B, T, k1, &kx);
+                compare_x(fixtures[f], &cfg, params, ids2, B, T, k2, &kx);
+                compare_x(fixtures[f], &cfg, params, ids, B, T, k3, &kx);
+                compare_x(fixtures[f], &cfg, params, ids, B, T, k4, &kx);
+                compare_x(fixtures[f], &cfg, params, ids2, B, T, k5, &kx);
+            }
+        }
         {
             /* sliced against the whole head (f32): the same loss and gradients to rounding */
             size_t np = sc_config_num_params(&cfg);
@@ -142,8 +242,8 @@ int main(void)
                             *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np);
             run_cfg whole = {"none", 0, 1, 0, SC_OPTIM_SGD, 0, 0}, sl = whole;
             sl.head_slice = hs;
-            int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, whole, SC_MODE_RESIDENT, 1, la, wa, ga) &&
-                     train(&cfg, params, ids, B, T, sl, SC_MODE_SLIDE, 1, lb, wb, gb);
+            int ok = wa && wb && ga && gb && train(&cfg, params, ids, B, T, whole, SC_MODE_RESIDENT, 1, la, wa, ga, NULL) &&
+                     train(&cfg, params, ids, B, T, sl, SC_MODE_SLIDE, 1, lb, wb, gb, NULL);
             double num = 0, den = 0;
             for (size_t i = 0; ok && i < np; i++) {
                 num += ((double)ga[i] - gb[i]) * ((double)ga[i] - gb[i]);
@@ -201,6 +301,46 @@ int main(void)
     CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "prefetch"), "prefetch %d > %d layers refused: %s",
           mc.prefetch, cfg.num_layers, sc_last_error());
     if (m) sc_model_destroy(m);
+    mc.prefetch = 0;
+    mc.mode = SC_MODE_RESIDENT;
+    mc.slide_dpu = 1;
+    m = NULL;
+    r = sc_model_create(&m, &cfg, &mc, NULL);
+    CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "slide"), "slide_dpu in resident mode refused: %s",
+          sc_last_error());
+    if (m) sc_model_destroy(m);
+    {
+        /* DPU delays sc_model_step's update only: gradients then sc_model_optimizer_step, twice, is
+           resident mode's bit for bit (the next step uploads the working copy it wrote) */
+        sc_model *ms = NULL, *mr = NULL;
+        size_t np = sc_config_num_params(&cfg);
+        float *w1 = (float *)malloc(4 * np), *w2 = (float *)malloc(4 * np), l1[2] = {0, 0}, l2[2] = {0, 0};
+        int32_t ti[64];
+        for (int i = 0; i < 64; i++) ti[i] = (i * 37) % cfg.vocab_size;
+        sc_plan pn;
+        sc_plan_parse(&pn, "none", cfg.num_layers);
+        sc_model_config a = sc_model_config_init(), b;
+        a.optim = SC_OPTIM_ADAMW;
+        a.lr = 0.01f;
+        b = a;
+        b.mode = SC_MODE_SLIDE;
+        b.slide_dpu = 1;
+        int ok = w1 && w2 && sc_model_create(&mr, &cfg, &a, NULL) == SC_SUCCESS &&
+                 sc_model_create(&ms, &cfg, &b, NULL) == SC_SUCCESS;
+        for (int s = 0; s < 2 && ok; s++)
+            ok = sc_model_forward_backward(mr, &pn, ti, 2, 32, &l1[s]) == SC_SUCCESS &&
+                 sc_model_optimizer_step(mr) == SC_SUCCESS &&
+                 sc_model_forward_backward(ms, &pn, ti, 2, 32, &l2[s]) == SC_SUCCESS &&
+                 sc_model_optimizer_step(ms) == SC_SUCCESS;
+        ok = ok && sc_model_get_params(mr, w1) == SC_SUCCESS && sc_model_get_params(ms, w2) == SC_SUCCESS;
+        CHECK(ok && !memcmp(l1, l2, sizeof l1) && l1[0] != l1[1] && !memcmp(w1, w2, 4 * np),
+              "DPU + sc_model_optimizer_step == resident bitwise (losses %.7f, %.7f)", l2[0], l2[1]);
+        if (mr) sc_model_destroy(mr);
+        if (ms) sc_model_destroy(ms);
+        free(w1); free(w2);
+    }
+    mc.mode = SC_MODE_SLIDE;
+    mc.slide_dpu = 0;
     mc.prefetch = 2;
     mc.mem_cap = 1 << 20;
     m = NULL;
@@ -233,6 +373,59 @@ int main(void)
     CHECK(r == SC_SUCCESS && si.d2h_bytes == down, "d2h bytes per step %llu == gradients + dL/dx_0 = %llu",
           (unsigned long long)si.d2h_bytes, (unsigned long long)down);
     sc_model_destroy(m);
+    {
+        /* keep-head: the window counts the kept head's weights, gradients and AdamW state, so a cap
+           that plain slide's window fits is refused up front; a step holds exactly that much more
+           than plain slide (less the head slot), and only the layers' gradients go down */
+        sc_model_config kc = sc_model_config_init(), pc;
+        kc.mode = SC_MODE_SLIDE;
+        kc.optim = SC_OPTIM_ADAMW;
+        kc.prefetch = 2;
+        pc = kc;
+        kc.slide_keep_head = 1;
+        size_t wk = sc_slide_window_bytes(&cfg, &kc, &plan), wp = sc_slide_window_bytes(&cfg, &pc, &plan);
+        size_t C = (size_t)cfg.hidden_size, hk = (size_t)cfg.vocab_size * C * (cfg.tie_embeddings ? 1 : 2) + C;
+        size_t hn = (size_t)cfg.vocab_size * C + C, ln = (np - hk) / (size_t)cfg.num_layers;
+        kc.mem_cap = wk - 1;
+        sc_model *mk = NULL, *mp = NULL;
+        r = sc_model_create(&mk, &cfg, &kc, NULL);
+        if (r == SC_SUCCESS) r = sc_model_step(mk, &plan, ids, 1, 2, 32, 1, &loss);
+        CHECK(wp < wk - 1 && r == SC_ERROR_OUT_OF_MEMORY && strstr(sc_last_error(), "kept"),
+              "keep-head: a cap of %zu bytes (plain slide's window %zu fits) refused up front: %s", wk - 1, wp,
+              sc_last_error());
+        if (mk) sc_model_destroy(mk);
+        mk = NULL;
+        kc.mem_cap = 0;
+        int64_t held[2] = {0, 0};
+        sc_slide_info ki;
+        memset(&ki, 0, sizeof ki);
+        int ok = sc_model_create(&mk, &cfg, &kc, NULL) == SC_SUCCESS && sc_model_create(&mp, &cfg, &pc, NULL) == SC_SUCCESS &&
+                 sc_model_step(mk, &plan, ids, 1, 2, 32, 1, &loss) == SC_SUCCESS &&
+                 sc_model_step(mp, &plan, ids, 1, 2, 32, 1, &loss) == SC_SUCCESS;
+        if (ok) {
+            held[0] = sc_allocator_stats(sc_model_allocator(mk)).allocated_bytes[SC_STAT_ALL].current;
+            held[1] = sc_allocator_stats(sc_model_allocator(mp)).allocated_bytes[SC_STAT_ALL].current;
+            ki = sc_model_slide_info(mk);
+        }
+        int64_t want = (int64_t)(hk * (4 + 4 + 8)) - (int64_t)(hn * 4);
+        CHECK(ok && held[0] - held[1] == want && ki.d2h_bytes == (uint64_t)4 * cfg.num_layers * ln,
+              "keep-head holds %lld bytes more than plain slide after an AdamW step (the kept head's weights, "
+              "gradients, m and v less the head slot: %lld); d2h %llu == the layers' gradients",
+              (long long)(held[0] - held[1]), (long long)want, (unsigned long long)ki.d2h_bytes);
+        if (mk) sc_model_destroy(mk);
+        if (mp) sc_model_destroy(mp);
+        kc.mode = SC_MODE_RESIDENT;
+        mk = NULL;
+        r = sc_model_create(&mk, &cfg, &kc, NULL);
+        CHECK(r == SC_ERROR_INVALID_ARGS, "slide_keep_head in resident mode refused: %s", sc_last_error());
+        if (mk) sc_model_destroy(mk);
+        kc.mode = SC_MODE_SLIDE;
+        kc.slide_dpu = 1;
+        mk = NULL;
+        r = sc_model_create(&mk, &cfg, &kc, NULL);
+        CHECK(r == SC_ERROR_UNSUPPORTED, "slide_keep_head with slide_dpu refused: %s", sc_last_error());
+        if (mk) sc_model_destroy(mk);
+    }
 
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
