@@ -412,6 +412,16 @@ __global__ void k_sgd(P *p, const Gt *g, size_t n, float lr, float wd)
     }
 }
 
+/* one AdamW element: p, m, v updated in place from g */
+__device__ __forceinline__ void adamw_elem(float &p, float &m, float &v, float g, const sc_optim_consts &k)
+{
+    float pd = __fmul_rn(p, k.decay);
+    m = __fadd_rn(__fmul_rn(k.beta1, m), __fmul_rn(k.omb1, g));
+    v = __fadd_rn(__fmul_rn(k.beta2, v), __fmul_rn(__fmul_rn(k.omb2, g), g));
+    float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), k.bc2s), k.eps);
+    p = __fsub_rn(pd, __fmul_rn(k.step, __fdiv_rn(m, den)));
+}
+
 /* W = 8 where every operand is 16-byte aligned (one vector load per operand instead of eight
    2-byte ones: the update is a pure stream over the flat buffers), then the last n % 8 one by
    one; W = 1 otherwise. The same arithmetic per element either way. */
@@ -427,28 +437,18 @@ __global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, sc_optim_consts
         ldv<W>(mi, m + e);
         ldv<W>(vi, v + e);
 #pragma unroll
-        for (int j = 0; j < W; j++) {
-            float pd = __fmul_rn(pi[j], k.decay);
-            mi[j] = __fadd_rn(__fmul_rn(k.beta1, mi[j]), __fmul_rn(k.omb1, gi[j]));
-            vi[j] = __fadd_rn(__fmul_rn(k.beta2, vi[j]), __fmul_rn(__fmul_rn(k.omb2, gi[j]), gi[j]));
-            float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi[j]), k.bc2s), k.eps);
-            pi[j] = __fsub_rn(pd, __fmul_rn(k.step, __fdiv_rn(mi[j], den)));
-        }
+        for (int j = 0; j < W; j++) adamw_elem(pi[j], mi[j], vi[j], gi[j], k);
         stv<W>(m + e, mi);
         stv<W>(v + e, vi);
         stv<W>(p + e, pi);
     }
-    if (W > 1)
-        for (size_t i = nv * W + t0; i < n; i += st) {
-            float gi = ldf(g + i);
-            float pd = __fmul_rn(ldf(p + i), k.decay);
-            float mi = __fadd_rn(__fmul_rn(k.beta1, ldf(m + i)), __fmul_rn(k.omb1, gi));
-            float vi = __fadd_rn(__fmul_rn(k.beta2, ldf(v + i)), __fmul_rn(__fmul_rn(k.omb2, gi), gi));
-            stf(m + i, mi);
-            stf(v + i, vi);
-            float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2s), k.eps);
-            stf(p + i, __fsub_rn(pd, __fmul_rn(k.step, __fdiv_rn(mi, den))));
-        }
+    for (size_t i = nv * W + t0; i < n; i += st) { /* the tail (W > 1) */
+        float pi = ldf(p + i), mi = ldf(m + i), vi = ldf(v + i);
+        adamw_elem(pi, mi, vi, ldf(g + i), k);
+        stf(m + i, mi);
+        stf(v + i, vi);
+        stf(p + i, pi);
+    }
 }
 
 /* ==========================================================================================
