@@ -56,10 +56,16 @@ run r256  qwen3-1.7b resident 256 1 1 sgd bf16      none 0 14
 run s256  qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14
 run s256h qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --out "$O/trace_s256h"
 run s256hp2 qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192
+# the options: the embedding and head kept on the device; the one-step-delayed update (other
+# mathematics); a label ending in "dpu" tells slide_table.py the update also writes a working copy
+run s256k qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --keep-head
+run s256dpu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --dpu
+run s256hdpu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --dpu --head-slice 8192
 # seq 2048 x batch 4, AdamW with f32 master weights and state
 run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
 run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10
 run s2048f qwen3-1.7b slide   2048 4 1 adamw master full 1 10
+run s2048dpu qwen3-1.7b slide 2048 4 1 adamw master none 1 10 --dpu
 fi
 if [ "${SKIP7B:-0}" != 1 ]; then
     # Qwen2.5-7B shape, seq 4096, under a 16 GiB cap: resident must stop with the OOM report;

@@ -36,9 +36,12 @@ for r in rows:
     if r['mode'] == 'slide':
         h, dd = float(r['h2d_gb']), float(r['d2h_gb'])
         x = 1e3 * max(h / bw['h2d_pinned'], dd / bw['d2h_pinned'], (h + dd) / bw['both_pinned'])
-        o = 1e3 * int(r['params']) * BPP[(r['precision'], r['optim'])] / 1e9 / triad
+        # --dpu in pure bf16 also writes the bf16 working copy that uploads read (master mode's
+        # bytes count its working copy already)
+        bpp = BPP[(r['precision'], r['optim'])] + (2 if r['label'].endswith('dpu') and r['precision'] == 'pure-bf16' else 0)
+        o = 1e3 * int(r['params']) * bpp / 1e9 / triad
         xf, of = '%.1f' % x, '%.1f' % o
-        hb = h + dd + int(r['params']) * BPP[(r['precision'], r['optim'])] / 1e9
+        hb = h + dd + int(r['params']) * bpp / 1e9
         hf = '%.1f' % (1e3 * hb / (triad * 16 / 12))
         floors += [x, o]
         same = [q for q in rows if q['mode'] == 'resident' and q['status'] == 'ok' and q['model'] == r['model']
