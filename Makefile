@@ -50,6 +50,12 @@ build/asan/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build/asan
 	$(CC) $(SANFLAGS) -I. $< -o $@ $(LDLIBS)
 
+# ThreadSanitizer on slide mode's copy threads, host optimizer and their event ordering (without
+# OpenMP, whose runtime is not instrumented: the optimizer's threads would be false reports)
+build/tsan/test_slide: tests/test_slide.c tests/check.h $(HDRS)
+	@mkdir -p build/tsan
+	$(CC) -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I. $< -o $@ -lm -pthread
+
 build/cpp_check: tests/test_model.c $(HDRS)
 	@mkdir -p build
 	$(CXX) -x c++ -std=c++17 -O0 -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
@@ -57,7 +63,7 @@ build/cpp_check: tests/test_model.c $(HDRS)
 	@touch $@
 
 test: all build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS)) \
-      $(addprefix build/cpu/,$(DEMOS)) build/check_outputs
+      build/tsan/test_slide $(addprefix build/cpu/,$(DEMOS)) build/check_outputs
 	@sh tests/run.sh $(TESTS)
 
 test-gpu: build/slidecheck build/test_gpu

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs the test programs (plain, then under ASan+UBSan) and the CLI checks; each prints
+# Runs the test programs (plain, then under ASan+UBSan; slide's also under TSan) and the CLI checks; each prints
 # PASS/FAIL lines and "N passed, M failed". Prints the total the same way and exits non-zero
 # on any failure, or when a program crashes or prints no summary.
 cd "$(dirname "$0")/.." || exit 1
@@ -24,6 +24,8 @@ if [ "$1" = "--gpu" ]; then
 else
     for t in "$@"; do run_one "$t" "./build/test_$t"; done
     for t in "$@"; do ASAN_OPTIONS=detect_leaks=1 run_one "asan $t" "./build/asan/test_$t"; done
+    # a ThreadSanitizer report makes the program exit 66: a failure here
+    [ -x build/tsan/test_slide ] && run_one "tsan slide" ./build/tsan/test_slide
     run_one cli sh tests/test_cli.sh
     run_one demos sh tests/test_demos.sh
 fi
