@@ -263,8 +263,11 @@ static void seq_png(const demo *d, point sp[5][MAXSEQ], const int *seq, int ns, 
                 else xs[n] = s, el[n] = p->mlo, eh[n] = p->mhi, ys[n++] = panel ? p->median : p->alloc / unit;
             }
             if (panel) pl_chart_errorbars(&ch, xs, el, eh, n, pl_color(scol[k]), 8);
-            pl_chart_line(&ch, xs, ys, n, pl_color(scol[k]), 2.5, k == 4, NULL);
-            pl_chart_markers(&ch, xs, ys, n, pl_color(scol[k]), k == 4 ? PL_M_SQUARE : PL_M_CIRCLE, 9, spol[k]);
+            /* later policies drawn thinner and smaller: where two coincide (full and every:2 at
+               this batch), the one beneath shows around the one above */
+            pl_chart_line(&ch, xs, ys, n, pl_color(scol[k]), 4.0 - 0.6 * k, k == 4, NULL);
+            pl_chart_markers(&ch, xs, ys, n, pl_color(scol[k]), k == 4 ? PL_M_SQUARE : PL_M_CIRCLE,
+                             k == 4 ? 9 : 13 - 2 * k, spol[k]);
             if (!panel) pl_chart_markers(&ch, ox, oy, no, pl_color(scol[k]), PL_M_CROSS, 12, NULL);
         }
         if (!panel) left = ch;
