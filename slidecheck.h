@@ -1266,6 +1266,25 @@ SCDEF sc_result sc_dist_env_read(sc_dist_env *e);
 SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes);
 /* FNV-1a over bytes, chained from h (start with 0): for sc_dist_rendezvous's check. */
 SCDEF uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n);
+/* The control channel: the rendezvous above with its connections (rank 0 to each other rank)
+   kept open, for small collectives between the processes: per-rank metrics for rank 0's merged
+   summary, barriers, the config checks of later steps. Deterministic: rank 0 combines in rank
+   order, so every rank gets the same bits, run after run. Bounded: a rank that dies or stalls
+   ends every call in an error naming it (SC_ERROR_IO, or SC_ERROR_TIMEOUT after the
+   environment's timeout) on every rank, never a hang; the comm is then broken and every later
+   call fails at once. Values travel in the host's byte order (ranks of one architecture).
+   Gradients on the GPU go over NCCL, not over this channel. With one process every call is a
+   no-op that succeeds. */
+typedef struct sc_dist_comm sc_dist_comm;
+SCDEF sc_result sc_dist_comm_open(sc_dist_comm **out, const sc_dist_env *e, uint64_t check, void *blob,
+                                  size_t blob_bytes);
+SCDEF void sc_dist_comm_close(sc_dist_comm *c);
+/* buf[0, n) = the sum over the ranks' buf, added in rank order ((r0 + r1) + r2 ...) */
+SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n);
+/* rank 0: all[r * bytes ...] = rank r's `mine`, for every rank; the others may pass all = NULL */
+SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes);
+/* returns on every rank once every rank has called it */
+SCDEF sc_result sc_dist_barrier(sc_dist_comm *c);
 
 #endif /* SLIDECHECK_H */
 
@@ -9434,8 +9453,9 @@ static void sc__dist_reply(int fd, sc_result status, const char *msg, const void
         (void)sc__dist_io(fd, (void *)blob, blob_bytes, 1, dl);
 }
 
+/* keep != NULL: on success the connections stay open, keep[r] = rank r's (keep[0] unused) */
 static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_storage *ss, socklen_t len, uint64_t check,
-                                const void *blob, size_t blob_bytes, int64_t dl)
+                                const void *blob, size_t blob_bytes, int64_t dl, int *keep)
 {
     int W = e->world_size, lfd = sc__dist_socket(ss->ss_family), one = 1, arrived = 0;
     char where[300], msg[1024] = "";
@@ -9499,15 +9519,17 @@ static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_stor
     for (int i = 1; i < W; i++)
         if (fds[i] >= 0) {
             sc__dist_reply(fds[i], r, r == SC_SUCCESS ? "" : sc_last_error(), blob, blob_bytes, rdl);
-            close(fds[i]);
+            if (keep && r == SC_SUCCESS) keep[i] = fds[i];
+            else close(fds[i]);
         }
     SC_FREE(fds);
     close(lfd);
     return r;
 }
 
+/* keep != NULL: on success the connection to rank 0 stays open in *keep */
 static sc_result sc__dist_join(const sc_dist_env *e, const struct sockaddr_storage *ss, socklen_t len, uint64_t check,
-                               void *blob, size_t blob_bytes, int64_t dl)
+                               void *blob, size_t blob_bytes, int64_t dl, int *keep)
 {
     char where[300], last[128] = "no answer";
     snprintf(where, sizeof where, "%s:%d", e->master_addr, e->master_port);
@@ -9563,12 +9585,20 @@ static sc_result sc__dist_join(const sc_dist_env *e, const struct sockaddr_stora
         } else if (sc__dist_io(fd, blob, blob_bytes, 0, dl) != 1)
             r = sc__fail(SC_ERROR_IO, "rendezvous: rank %d: rank 0's id did not arrive", e->rank);
     }
-    close(fd);
+    if (keep && r == SC_SUCCESS) *keep = fd;
+    else close(fd);
     return r;
 }
 #endif
 
+static sc_result sc__dist_meet(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes, int *keep);
+
 SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes)
+{
+    return sc__dist_meet(e, check, blob, blob_bytes, NULL);
+}
+
+static sc_result sc__dist_meet(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes, int *keep)
 {
     if (!e || (blob_bytes && !blob) || blob_bytes > SC__RV_MAX_BLOB)
         return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_rendezvous: NULL argument or blob over %d bytes", SC__RV_MAX_BLOB);
@@ -9584,9 +9614,133 @@ SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *b
     socklen_t len = 0;
     SC__TRY(sc__dist_addr(e, &ss, &len));
     int64_t dl = sc__trace_now_ns() + (int64_t)(e->timeout_s * 1e9);
-    return e->rank == 0 ? sc__dist_serve(e, &ss, len, check, blob, blob_bytes, dl)
-                        : sc__dist_join(e, &ss, len, check, blob, blob_bytes, dl);
+    return e->rank == 0 ? sc__dist_serve(e, &ss, len, check, blob, blob_bytes, dl, keep)
+                        : sc__dist_join(e, &ss, len, check, blob, blob_bytes, dl, keep);
 #endif
+}
+
+struct sc_dist_comm {
+    int rank, world, broken;
+    double timeout_s;
+    int *fds; /* rank 0: fds[r] to rank r (r >= 1); the others: fds[0] to rank 0 */
+};
+
+SCDEF sc_result sc_dist_comm_open(sc_dist_comm **out, const sc_dist_env *e, uint64_t check, void *blob,
+                                  size_t blob_bytes)
+{
+    if (!out || !e) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_comm_open: NULL argument");
+    *out = NULL;
+    sc_dist_comm *c = (sc_dist_comm *)SC_MALLOC(sizeof *c);
+    int W = e->world_size > 1 ? e->world_size : 1;
+    int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
+    if (!c || !fds) {
+        SC_FREE(c);
+        SC_FREE(fds);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_dist_comm_open: host malloc failed");
+    }
+    for (int i = 0; i < W; i++) fds[i] = -1;
+    c->rank = W > 1 ? e->rank : 0, c->world = W, c->broken = 0, c->timeout_s = e->timeout_s, c->fds = fds;
+    sc_result r = sc__dist_meet(e, check, blob, blob_bytes, fds);
+    if (r != SC_SUCCESS) {
+        sc_dist_comm_close(c);
+        return r;
+    }
+    *out = c;
+    return SC_SUCCESS;
+}
+
+SCDEF void sc_dist_comm_close(sc_dist_comm *c)
+{
+    if (!c) return;
+#ifndef _WIN32
+    for (int i = 0; i < c->world; i++)
+        if (c->fds[i] >= 0) close(c->fds[i]);
+#endif
+    SC_FREE(c->fds);
+    SC_FREE(c);
+}
+
+#ifndef _WIN32
+/* One transfer with peer rank `peer` (fd) before the deadline; on failure the comm breaks: every
+   connection closes, so the other ranks' calls fail at once instead of at their timeouts. */
+static sc_result sc__comm_io(sc_dist_comm *c, int fd, int peer, void *p, size_t n, int sending, int64_t dl,
+                             const char *what)
+{
+    int io = sc__dist_io(fd, p, n, sending, dl);
+    if (io == 1) return SC_SUCCESS;
+    for (int i = 0; i < c->world; i++)
+        if (c->fds[i] >= 0) close(c->fds[i]), c->fds[i] = -1;
+    c->broken = 1;
+    if (io == 0)
+        return sc__fail(SC_ERROR_TIMEOUT, "%s: rank %d: rank %d did not answer within %g s", what, c->rank, peer,
+                        c->timeout_s);
+    return sc__fail(SC_ERROR_IO, "%s: rank %d: rank %d closed the connection (it stopped, or broke the channel)", what,
+                    c->rank, peer);
+}
+#endif
+
+static sc_result sc__comm_ready(const sc_dist_comm *c, const char *what)
+{
+    if (!c) return sc__fail(SC_ERROR_INVALID_ARGS, "%s: NULL comm", what);
+    if (c->broken) return sc__fail(SC_ERROR_IO, "%s: rank %d: the channel broke earlier", what, c->rank);
+    return SC_SUCCESS;
+}
+
+#define SC__COMM_CHUNK ((size_t)1 << 16) /* floats per round: rank 0 holds one chunk of one peer */
+
+SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n)
+{
+    const char *what = "allreduce";
+    SC__TRY(sc__comm_ready(c, what));
+    if (c->world == 1 || n == 0) return SC_SUCCESS;
+    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "allreduce: NULL buffer");
+#ifdef _WIN32
+    return sc__fail(SC_ERROR_UNSUPPORTED, "allreduce: several processes need a POSIX system");
+#else
+    float *tmp = c->rank == 0 ? (float *)SC_MALLOC(sizeof(float) * (n < SC__COMM_CHUNK ? n : SC__COMM_CHUNK)) : NULL;
+    if (c->rank == 0 && !tmp) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "allreduce: host malloc failed");
+    sc_result r = SC_SUCCESS;
+    for (size_t off = 0; off < n && r == SC_SUCCESS; off += SC__COMM_CHUNK) {
+        size_t m = n - off < SC__COMM_CHUNK ? n - off : SC__COMM_CHUNK;
+        int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+        if (c->rank == 0) {
+            for (int p = 1; p < c->world && r == SC_SUCCESS; p++) {
+                r = sc__comm_io(c, c->fds[p], p, tmp, m * sizeof(float), 0, dl, what);
+                for (size_t i = 0; r == SC_SUCCESS && i < m; i++) buf[off + i] += tmp[i];
+            }
+            for (int p = 1; p < c->world && r == SC_SUCCESS; p++)
+                r = sc__comm_io(c, c->fds[p], p, buf + off, m * sizeof(float), 1, dl, what);
+        } else {
+            r = sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 1, dl, what);
+            if (r == SC_SUCCESS) r = sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 0, dl, what);
+        }
+    }
+    SC_FREE(tmp);
+    return r;
+#endif
+}
+
+SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes)
+{
+    const char *what = "gather";
+    SC__TRY(sc__comm_ready(c, what));
+    if (bytes && (!mine || (c->rank == 0 && !all))) return sc__fail(SC_ERROR_INVALID_ARGS, "gather: NULL buffer");
+    if (c->rank == 0 && bytes) memcpy(all, mine, bytes);
+    if (c->world == 1 || bytes == 0) return SC_SUCCESS;
+#ifdef _WIN32
+    return sc__fail(SC_ERROR_UNSUPPORTED, "gather: several processes need a POSIX system");
+#else
+    int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+    if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, (void *)mine, bytes, 1, dl, what);
+    for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)all + (size_t)p * bytes, bytes, 0, dl, what));
+    return SC_SUCCESS;
+#endif
+}
+
+SCDEF sc_result sc_dist_barrier(sc_dist_comm *c)
+{
+    float x = 0.0f;
+    return sc_dist_allreduce_f32(c, &x, 1);
 }
 
 #endif /* SLIDECHECK_IMPLEMENTATION_DONE */

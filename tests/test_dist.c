@@ -210,11 +210,134 @@ static void test_rendezvous(void)
           "sc_hash_bytes chains and tells inputs apart");
 }
 
+/* the control channel's collectives between real processes */
+#define NRED 200003 /* floats: several chunks and a partial one */
+static void red_of(float *x, int rank)
+{
+    for (int i = 0; i < NRED; i++) x[i] = (float)((i * 2654435761u + (unsigned)rank * 40503u) % 100003u) * 1e-3f - 50.0f;
+}
+
+/* what every rank must get: rank 0's values plus rank 1's plus ... in that order */
+static void red_ref(float *ref, int world)
+{
+    float *t = (float *)malloc(sizeof(float) * NRED);
+    red_of(ref, 0);
+    for (int r = 1; r < world; r++) {
+        red_of(t, r);
+        for (int i = 0; i < NRED; i++) ref[i] += t[i];
+    }
+    free(t);
+}
+
+/* Child: rank `rank` opens the channel; mode 0: allreduce + gather + barrier, exit 0 when all
+   agree with the reference; mode 1: exits right after opening (a rank that dies); mode 2: sleeps
+   `delay_ms` after opening (a rank that stalls), then tries; modes 1 and 2 of the other ranks:
+   exit 10 + (-result) on the expected error */
+static pid_t spawn_comm(int rank, int world, int port, int mode, int delay_ms, double timeout)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p) return p;
+    sc_dist_env e = env_of(rank, world, port, timeout);
+    unsigned char b[BLOB];
+    sc_dist_comm *c = NULL;
+    if (sc_dist_comm_open(&c, &e, 99, b, BLOB) != SC_SUCCESS) _exit(2);
+    if (mode == 1) _exit(0); /* the process ends: its socket closes */
+    if (mode == 2) sleep_ms(delay_ms);
+    float *x = (float *)malloc(sizeof(float) * NRED), *ref = (float *)malloc(sizeof(float) * NRED);
+    red_of(x, rank);
+    red_ref(ref, world);
+    sc_result r = sc_dist_allreduce_f32(c, x, NRED);
+    if (r != SC_SUCCESS) _exit(10 - (int)r);
+    int ok = !memcmp(x, ref, sizeof(float) * NRED);
+    int mine[2] = {rank, rank * rank};
+    ok = ok && sc_dist_gather(c, mine, NULL, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS;
+    sc_dist_comm_close(c);
+    _exit(ok ? 0 : 3);
+}
+
+static void test_comm(void)
+{
+    unsigned char b[BLOB];
+    blob_of(b, 5);
+    float *x = (float *)malloc(sizeof(float) * NRED), *ref = (float *)malloc(sizeof(float) * NRED);
+    /* 3 ranks: the sum in rank order on every rank, bitwise; rank 0 gathers in rank order */
+    int port = free_port();
+    pid_t c1 = spawn_comm(1, 3, port, 0, 0, 10.0), c2 = spawn_comm(2, 3, port, 0, 0, 10.0);
+    sc_dist_env e = env_of(0, 3, port, 10.0);
+    sc_dist_comm *c = NULL;
+    sc_result r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    int ok = r == SC_SUCCESS, all[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}}, mine[2] = {0, 0};
+    double t0 = now_s();
+    if (ok) {
+        red_of(x, 0);
+        red_ref(ref, 3);
+        ok = sc_dist_allreduce_f32(c, x, NRED) == SC_SUCCESS && !memcmp(x, ref, sizeof(float) * NRED);
+        ok = ok && sc_dist_gather(c, mine, all, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS;
+    }
+    double dt = now_s() - t0;
+    int x1 = reap(c1), x2 = reap(c2);
+    CHECK(ok && x1 == 0 && x2 == 0, "3 processes: allreduce of %d floats equals the rank-order sum bitwise on every "
+          "rank, %.3f s with gather and barrier (%s; exits %d, %d)", NRED, dt, ok ? "ok" : sc_last_error(), x1, x2);
+    CHECK(all[1][0] == 1 && all[1][1] == 1 && all[2][0] == 2 && all[2][1] == 4 && all[0][0] == 0,
+          "gather: rank 0 holds every rank's bytes in rank order");
+    sc_dist_comm_close(c);
+
+    /* a rank that dies after the rendezvous: rank 0 names it at once, rank 1 hears it too */
+    port = free_port();
+    c1 = spawn_comm(1, 3, port, 0, 0, 5.0);
+    c2 = spawn_comm(2, 3, port, 1, 0, 5.0);
+    e = env_of(0, 3, port, 5.0);
+    r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    red_of(x, 0);
+    t0 = now_s();
+    sc_result r2 = r == SC_SUCCESS ? sc_dist_allreduce_f32(c, x, NRED) : r;
+    dt = now_s() - t0;
+    char msg[1200];
+    snprintf(msg, sizeof msg, "%s", sc_last_error());
+    sc_result r3 = r == SC_SUCCESS ? sc_dist_barrier(c) : r;
+    x1 = reap(c1), x2 = reap(c2);
+    CHECK(r == SC_SUCCESS && r2 == SC_ERROR_IO && strstr(msg, "rank 2 closed the connection") && dt < 2.0 &&
+              x1 == 10 - (int)SC_ERROR_IO && r3 == SC_ERROR_IO,
+          "a rank that dies: rank 0 stops after %.2f s: %s; rank 1 too (exit %d); later calls fail at once", dt, msg,
+          x1);
+    sc_dist_comm_close(c);
+
+    /* a rank that stalls past the timeout: rank 0 names it after the timeout, rank 1 hears it */
+    port = free_port();
+    c1 = spawn_comm(1, 3, port, 0, 0, 5.0);
+    c2 = spawn_comm(2, 3, port, 2, 2500, 1.0);
+    e = env_of(0, 3, port, 1.0);
+    r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    t0 = now_s();
+    r2 = r == SC_SUCCESS ? sc_dist_allreduce_f32(c, x, NRED) : r;
+    dt = now_s() - t0;
+    snprintf(msg, sizeof msg, "%s", sc_last_error());
+    x1 = reap(c1), x2 = reap(c2);
+    CHECK(r == SC_SUCCESS && r2 == SC_ERROR_TIMEOUT && strstr(msg, "rank 2 did not answer within 1 s") && dt >= 0.9 &&
+              dt < 3.0 && x1 == 10 - (int)SC_ERROR_IO,
+          "a rank that stalls: rank 0 stops after %.2f s (timeout 1 s): %s; rank 1 hears it (exit %d)", dt, msg, x1);
+    sc_dist_comm_close(c);
+
+    /* one process: every call succeeds and leaves the data as it is */
+    e = env_of(0, 1, 0, 1.0);
+    red_of(x, 0);
+    memcpy(ref, x, sizeof(float) * NRED);
+    r = sc_dist_comm_open(&c, &e, 1, b, BLOB);
+    CHECK(r == SC_SUCCESS && sc_dist_allreduce_f32(c, x, NRED) == SC_SUCCESS && !memcmp(x, ref, sizeof(float) * NRED) &&
+              sc_dist_gather(c, mine, all, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS,
+          "one process: the collectives are no-ops");
+    sc_dist_comm_close(c);
+    free(x);
+    free(ref);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     test_env();
     test_rendezvous();
+    test_comm();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
 }
