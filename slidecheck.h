@@ -988,6 +988,11 @@ typedef struct sc_model_config {
                                   memory (sc_slide_window_bytes counts it), no head traffic. Not with
                                   slide_dpu. */
     int verbose;               /* 1: progress lines on stderr (host allocation in slide mode) */
+    struct sc_dist_comm *comm; /* data parallel over these processes (sc_dist_comm_open): each step's
+                                  gradients and loss are summed over the ranks (rank order: the same
+                                  bits on every rank) before the update, each rank giving its shard
+                                  of the batch, so the replicas stay equal. CPU backend, resident
+                                  mode; the GPU's NCCL step is not built yet (refused). */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -1285,6 +1290,9 @@ SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n);
 SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes);
 /* returns on every rank once every rank has called it */
 SCDEF sc_result sc_dist_barrier(sc_dist_comm *c);
+/* this process's rank and the number of ranks (NULL: 0 of 1) */
+SCDEF int sc_dist_comm_rank(const sc_dist_comm *c);
+SCDEF int sc_dist_comm_world(const sc_dist_comm *c);
 
 #endif /* SLIDECHECK_H */
 
@@ -7178,6 +7186,11 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
+    if (sc_dist_comm_world(mc.comm) > 1 && (mc.device == SC_DEVICE_CUDA || mc.mode == SC_MODE_SLIDE)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "data parallel runs on the CPU backend in resident mode for now; the GPU's "
+                     "NCCL step and slide mode's are not built yet");
+        goto fail;
+    }
     if (mc.mode == SC_MODE_SLIDE) {
         /* weights, gradients and optimizer state on the host; the device holds only slots */
         host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
@@ -8759,7 +8772,9 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
     sc__model_drop_acts(m);
     SC__TRY(sc__step_buffers(m, accum, B, T));
     m->ids_all = ids;
-    m->lscale = 1.0f / (float)((double)accum * B * (T - 1));
+    /* data parallel: each rank's gradients are a share of the mean over every rank's tokens */
+    int W = sc_dist_comm_world(m->mc.comm);
+    m->lscale = 1.0f / (float)((double)W * accum * B * (T - 1));
     SC__TRY(sc__ensure_rope(m, T));
     /* targets: the next token; the last position of each sequence has none (HF's shift) */
     int32_t *tg = (int32_t *)SC_MALLOC(sizeof(int32_t) * (size_t)NA);
@@ -8778,6 +8793,12 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
         double lsum = 0.0;
         for (int i = 0; i < NA; i++) lsum += (double)m->rowloss_host[i];
         *loss = (float)(lsum / ((double)accum * B * (T - 1)));
+        if (W > 1) { /* the sums over the ranks, in rank order: every replica takes the same update */
+            float ls = (float)lsum;
+            r = sc_dist_allreduce_f32(m->mc.comm, &ls, 1);
+            if (r == SC_SUCCESS) r = sc_dist_allreduce_f32(m->mc.comm, (float *)m->grads, m->nparams);
+            *loss = (float)((double)ls / ((double)W * accum * B * (T - 1)));
+        }
     }
 #ifdef SLIDECHECK_CUDA
     if (r == SC_SUCCESS && m->cu) r = sc_cuda_status(m->cu);
@@ -9736,6 +9757,9 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
     return SC_SUCCESS;
 #endif
 }
+
+SCDEF int sc_dist_comm_rank(const sc_dist_comm *c) { return c ? c->rank : 0; }
+SCDEF int sc_dist_comm_world(const sc_dist_comm *c) { return c ? c->world : 1; }
 
 SCDEF sc_result sc_dist_barrier(sc_dist_comm *c)
 {

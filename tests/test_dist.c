@@ -4,6 +4,7 @@
    error within the timeout on every rank that is there. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -332,12 +333,111 @@ static void test_comm(void)
     free(ref);
 }
 
+/* Data parallel on the CPU backend: W ranks of B rows each against one process of W*B rows.
+   Every rank builds the same seeded `tiny` model and draws the same global batch, then trains
+   on its rows. dp_train: 3 AdamW steps (policy `full` on the ranks, `none` alone: policies give
+   the same bits), the losses and the final weights. */
+#define DP_B 2
+#define DP_T 16
+#define DP_STEPS 3
+static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, float **w, size_t *np)
+{
+    sc_config c;
+    sc_config_named(&c, "tiny");
+    sc_model_config mc = sc_model_config_init();
+    mc.comm = comm;
+    sc_model *m = NULL;
+    if (sc_model_create(&m, &c, &mc, NULL) != SC_SUCCESS) return 0;
+    sc_plan plan;
+    sc_plan_parse(&plan, comm ? "full" : "none", c.num_layers);
+    int G = 2 * DP_B, B = comm ? DP_B : G;
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)G * DP_T);
+    int ok = 1;
+    for (int s = 0; s < DP_STEPS && ok; s++) {
+        for (int i = 0; i < G * DP_T; i++) ids[i] = (int32_t)((i * 7919u + (unsigned)s * 104729u) % (unsigned)c.vocab_size);
+        ok = sc_model_step(m, &plan, ids + (comm ? rank * B * DP_T : 0), 1, B, DP_T, 1, &losses[s]) == SC_SUCCESS;
+    }
+    (void)world;
+    *np = sc_config_num_params(&c);
+    *w = (float *)malloc(sizeof(float) * *np);
+    ok = ok && sc_model_get_params(m, *w) == SC_SUCCESS;
+    sc_model_destroy(m);
+    free(ids);
+    return ok;
+}
+
+/* Child: rank `rank` of 2 trains; rank 1 sends the hash of its losses and weights to rank 0,
+   which writes its own losses and weights and rank 1's hashes to `out` (the test's parent never
+   runs the model before it forks: an OpenMP runtime does not survive a fork) */
+static pid_t spawn_dp(int rank, int port, const char *out)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p) return p;
+    sc_dist_env e = env_of(rank, 2, port, 20.0);
+    unsigned char b[BLOB];
+    blob_of(b, 1);
+    sc_dist_comm *c = NULL;
+    if (sc_dist_comm_open(&c, &e, 7, b, BLOB) != SC_SUCCESS) _exit(2);
+    float l[DP_STEPS], *w = NULL;
+    size_t np = 0;
+    int ok = dp_train(c, rank, 2, l, &w, &np);
+    uint64_t h[2] = {sc_hash_bytes(0, w, np * sizeof(float)), sc_hash_bytes(0, l, sizeof l)}, all[2][2];
+    ok = ok && sc_dist_gather(c, h, rank ? NULL : all, sizeof h) == SC_SUCCESS;
+    sc_dist_comm_close(c);
+    if (ok && rank == 0) {
+        FILE *f = fopen(out, "wb");
+        ok = f && fwrite(l, sizeof l, 1, f) == 1 && fwrite(&np, sizeof np, 1, f) == 1 &&
+             fwrite(w, sizeof(float), np, f) == np && fwrite(all[1], sizeof all[1], 1, f) == 1;
+        if (f) fclose(f);
+    }
+    _exit(ok ? 0 : 3);
+}
+
+static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *child_hash)
+{
+    int port = free_port();
+    pid_t c0 = spawn_dp(0, port, out), c1 = spawn_dp(1, port, out);
+    int x0 = reap(c0), x1 = reap(c1);
+    if (x0 || x1) return 0;
+    FILE *f = fopen(out, "rb");
+    int ok = f && fread(l, sizeof(float) * DP_STEPS, 1, f) == 1 && fread(np, sizeof *np, 1, f) == 1;
+    if (ok) *w = (float *)malloc(sizeof(float) * *np);
+    ok = ok && fread(*w, sizeof(float), *np, f) == *np && fread(child_hash, sizeof(uint64_t) * 2, 1, f) == 1;
+    if (f) fclose(f);
+    remove(out);
+    return ok;
+}
+
+static void test_data_parallel(void)
+{
+    float la[DP_STEPS], lb[DP_STEPS], l1[DP_STEPS], *wa = NULL, *wb = NULL, *w1 = NULL;
+    size_t np = 0;
+    uint64_t ha[2], hb[2];
+    /* the forks first, the parent's own run (OpenMP in this process) last */
+    int ok = dp_run("build/tmp_dp_a.bin", la, &wa, &np, ha) && dp_run("build/tmp_dp_b.bin", lb, &wb, &np, hb) &&
+             dp_train(NULL, 0, 1, l1, &w1, &np);
+    CHECK(ok, "2 ranks x B=%d and 1 process x B=%d train %d AdamW steps (tiny, T=%d)", DP_B, 2 * DP_B, DP_STEPS, DP_T);
+    if (!ok) return;
+    CHECK(ha[0] == sc_hash_bytes(0, wa, np * sizeof(float)) && ha[1] == sc_hash_bytes(0, la, sizeof la),
+          "the two replicas end with the same weights and losses, bit for bit");
+    CHECK(!memcmp(la, lb, sizeof la) && !memcmp(wa, wb, np * sizeof(float)), "two data-parallel runs: the same bits");
+    double le = 0, num = 0, den = 0;
+    for (int s = 0; s < DP_STEPS; s++) le = fmax(le, fabs((double)la[s] - l1[s]) / fabs((double)l1[s]));
+    for (size_t i = 0; i < np; i++) num += ((double)wa[i] - w1[i]) * ((double)wa[i] - w1[i]), den += (double)w1[i] * w1[i];
+    double we = sqrt(num / den);
+    CHECK(le <= 1e-5 && we <= 1e-5, "2 ranks x B=%d vs 1 x B=%d: losses within %.1e (<= 1e-5), weights after %d steps "
+          "within %.1e (<= 1e-5; loss %.6f -> %.6f)", DP_B, 2 * DP_B, le, DP_STEPS, we, l1[0], l1[DP_STEPS - 1]);
+    free(wa), free(wb), free(w1);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     test_env();
     test_rendezvous();
     test_comm();
+    test_data_parallel();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
 }
