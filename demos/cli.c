@@ -10,11 +10,18 @@
 #include "../slidecheck.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+/* strict C11 hides these POSIX declarations; glibc exports them */
+extern int setenv(const char *name, const char *value, int overwrite);
 
 typedef struct cli_opts {
     const char *hf, *model, *tokens, *out, *save, *ckpt, *device, *dtype, *optim;
@@ -25,7 +32,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
-    int have_lr, op_times, state_bf16, dpu, keep_head;
+    int have_lr, op_times, state_bf16, dpu, keep_head, gpus;
 } cli_opts;
 
 static const char *usage_main =
@@ -95,6 +102,11 @@ static const char *usage_train =
     "                          of the weights\n"
     "  --op-times              cuda: print the time per kernel and GEMM shape of the steps after the\n"
     "                          warm-up (an event after every kernel: slightly slower steps)\n"
+    "  --gpus N                data parallel over N processes on this machine, started by this command\n"
+    "                          (as torchrun --nproc_per_node=N --no-python would); --batch is per rank.\n"
+    "                          Under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"
+    "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. The CPU\n"
+    "                          backend in resident mode for now (the GPU's NCCL step is not built)\n"
     "\n";
 
 static const char *usage_plan =
@@ -115,9 +127,11 @@ static void die_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
+static char g_rank_tag[32]; /* "rank R: " in data parallel */
+
 static void die(sc_result r, const char *what)
 {
-    fprintf(stderr, "slidecheck: %s: %s: %s\n", what, sc_result_string(r), sc_last_error());
+    fprintf(stderr, "slidecheck: %s%s: %s: %s\n", g_rank_tag, what, sc_result_string(r), sc_last_error());
     exit(1);
 }
 
@@ -199,6 +213,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--accum")) o->accum = parse_int(f, v, 1, 65536);
         else if (!strcmp(f, "--head-slice")) o->head_slice = parse_int(f, v, 1, 1 << 30);
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
+        else if (!strcmp(f, "--gpus")) o->gpus = parse_int(f, v, 1, 256);
         else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
         else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
         else if (!strcmp(f, "--beta2")) o->beta2 = parse_double(f, v);
@@ -468,56 +483,135 @@ static void save_checkpoint(sc_model *m, const sc_config *cfg, const char *dir)
     free(p);
 }
 
+/* --gpus N: this machine's launcher, as `torchrun --nproc_per_node=N --no-python` would be: N copies
+   of this command (less --gpus) with RANK = LOCAL_RANK = r, WORLD_SIZE = LOCAL_WORLD_SIZE = N,
+   MASTER_ADDR = 127.0.0.1 and a free MASTER_PORT. Each copy is exec'ed, not only forked, so that it
+   starts clean (an OpenMP runtime does not survive a fork). Returns the first failing rank's exit
+   code, else 0. */
+static int launch_ranks(int n, int argc, char **argv)
+{
+    int port = 0, fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000001u);
+    socklen_t l = sizeof a;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    if (port <= 0) die(SC_ERROR_IO, "--gpus: no free port on 127.0.0.1");
+    char **args = (char **)malloc(sizeof(char *) * (size_t)(argc + 1));
+    if (!args) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpus")) { i++; continue; }
+        args[k++] = argv[i];
+    }
+    args[k] = NULL;
+    pid_t *pids = (pid_t *)malloc(sizeof(pid_t) * (size_t)n);
+    if (!pids) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < n; r++) {
+        pids[r] = fork();
+        if (pids[r] < 0) die(SC_ERROR_IO, "--gpus: fork failed");
+        if (pids[r] == 0) {
+            char v[4][16];
+            snprintf(v[0], 16, "%d", r), snprintf(v[1], 16, "%d", n), snprintf(v[2], 16, "%d", port);
+            setenv("RANK", v[0], 1), setenv("LOCAL_RANK", v[0], 1);
+            setenv("WORLD_SIZE", v[1], 1), setenv("LOCAL_WORLD_SIZE", v[1], 1);
+            setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", v[2], 1);
+            execv("/proc/self/exe", args);
+            execvp(argv[0], args);
+            fprintf(stderr, "slidecheck: --gpus: cannot start %s: %s\n", argv[0], strerror(errno));
+            _exit(1);
+        }
+    }
+    int rc = 0;
+    for (int r = 0; r < n; r++) {
+        int st = 0;
+        int x = waitpid(pids[r], &st, 0) == pids[r] && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+        if (x && !rc) rc = x;
+    }
+    free(pids);
+    free(args);
+    return rc;
+}
+
 static int cmd_train(int argc, char **argv)
 {
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head",
+                "dpu keep-head gpus",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
-    /* under torchrun (or any launcher that sets WORLD_SIZE) N copies must not train apart and
-       write over each other's --out: until data parallel exists, say so and stop */
+    /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */
     sc_dist_env de;
     sc_result dr = sc_dist_env_read(&de);
     if (dr != SC_SUCCESS) die_usage("launch environment: %s", sc_last_error());
-    if (de.world_size > 1) {
-        fprintf(stderr, "slidecheck: WORLD_SIZE=%d (rank %d): data-parallel training is not in this build yet; "
-                "run one process (unset RANK and WORLD_SIZE)\n", de.world_size, de.rank);
-        exit(1);
-    }
-    /* a long run must not fail at its end: the output places are checked now */
-    if (o.out) check_writable_dir(o.out, "--out");
-    if (o.save) check_writable_dir(o.save, "--save");
+    if (o.gpus > 1 && de.world_size > 1)
+        die_usage("%s", "--gpus N starts the ranks itself: leave it out under a launcher (WORLD_SIZE is set)");
+    if (o.gpus > 1) return launch_ranks(o.gpus, argc, argv);
+    int W = de.world_size, rank = de.rank;
+    if (W > 1) snprintf(g_rank_tag, sizeof g_rank_tag, "rank %d: ", rank);
+    if (W > 256) die_usage("%s", "data parallel: at most 256 ranks");
+    if (rank > 0 && !freopen("/dev/null", "w", stdout)) die(SC_ERROR_IO, "/dev/null"); /* rank 0 prints */
+    /* a long run must not fail at its end: the output places are checked now (rank 0 writes them) */
+    if (o.out && rank == 0) check_writable_dir(o.out, "--out");
+    if (o.save && rank == 0) check_writable_dir(o.save, "--save");
     sc_config cfg;
     float *params;
     sc_result r;
     load_model_source(&o, &cfg, &params);
     int32_t *ids = NULL;
     int B, T;
+    /* the global batch: accum micro-batches of W*B rows; rank r trains on rows [rB, (r+1)B) of each,
+       so W ranks of --batch B train on what one process of --batch W*B would */
     if (o.tokens) {
         if (o.seq || o.batch) die_usage("%s", "give either --tokens FILE or --seq/--batch, not both");
         if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
-        if (B % o.accum) {
-            fprintf(stderr, "slidecheck: %s has %d rows, which --accum %d does not divide\n", o.tokens, B, o.accum);
+        if (B % (o.accum * W)) {
+            fprintf(stderr, "slidecheck: %s%s has %d rows, which --accum %d x %d ranks does not divide\n", g_rank_tag,
+                    o.tokens, B, o.accum, W);
             return 1;
         }
-        B /= o.accum;
+        B /= o.accum * W;
     } else {
         /* without --tokens: random tokens, 128 x 2 unless given (capped by the model) */
         B = o.batch ? o.batch : 2;
         T = o.seq ? o.seq : (cfg.max_position < 128 ? cfg.max_position : 128);
-        if ((size_t)o.accum * B * T > ((size_t)1 << 28)) die_usage("%s", "--accum x --seq x --batch is too large");
-        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * B * T);
+        if ((size_t)o.accum * W * B * T > ((size_t)1 << 28)) die_usage("%s", "--accum x --seq x --batch is too large");
+        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * W * B * T);
         if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
         sc_rng rng = sc_rng_seed(o.seed + 77);
-        for (int i = 0; i < o.accum * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
+        for (int i = 0; i < o.accum * W * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
     }
-    if ((r = sc_tokens_check(ids, o.accum * B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
+    if ((r = sc_tokens_check(ids, o.accum * W * B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
+    sc_dist_comm *comm = NULL;
+    int32_t *gids = ids;
+    if (W > 1) {
+        /* what every rank must agree on: the model, shapes, optimizer, policy and the global batch */
+        uint64_t h = sc_hash_bytes(0, gids, sizeof(int32_t) * (size_t)o.accum * W * B * T);
+        int shape[6] = {B, T, o.accum, o.steps, (int)sc_config_num_params(&cfg), cfg.vocab_size};
+        h = sc_hash_bytes(h, shape, sizeof shape);
+        const char *strs[6] = {o.optim, o.ckpt, o.dtype, o.mode, o.model ? o.model : "", o.hf ? o.hf : ""};
+        for (int i = 0; i < 6; i++) h = sc_hash_bytes(h, strs[i], strlen(strs[i]) + 1);
+        double nums[6] = {o.lr, o.beta1, o.beta2, o.eps, o.wd, (double)o.seed};
+        h = sc_hash_bytes(h, nums, sizeof nums);
+        unsigned char id[8] = {0};
+        if ((r = sc_dist_comm_open(&comm, &de, h, id, sizeof id)) != SC_SUCCESS) die(r, "data-parallel rendezvous");
+        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * B * T);
+        if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
+        for (int k = 0; k < o.accum; k++)
+            memcpy(ids + (size_t)k * B * T, gids + ((size_t)k * W + rank) * B * T, sizeof(int32_t) * (size_t)B * T);
+        if (o.tokens) sc_tokens_free(gids); else free(gids);
+    }
     sc_plan plan = make_plan(&o, &cfg);
     sc_model_config mc;
     model_config_from(&mc, &o);
+    mc.comm = comm;
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     free(params);
@@ -544,6 +638,9 @@ static int cmd_train(int argc, char **argv)
            cfg.name[0] ? cfg.name : o.hf, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
            (double)sc_config_num_params(&cfg) / 1e6, B, T, o.accum, plan.name, sc_model_cuda(m) ? "cuda" : "cpu",
            o.dtype, mc.master_weights ? "+master" : "", o.mode, o.optim, o.lr);
+    if (W > 1)
+        printf("data parallel: %d ranks of --batch %d (the batch of one process is %d); loss and gradients summed "
+               "over the ranks before each update; step ms = the slowest rank's; rank 0 prints and writes\n", W, B, W * B);
     if (slide) {
         sc_model_config wc = mc;
         printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, %s, gradients), "
@@ -580,6 +677,12 @@ static int cmd_train(int argc, char **argv)
 #endif
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
         walls[s] = sm->wall_ms;
+        if (W > 1) { /* a step takes as long as its slowest rank */
+            double all[256];
+            if ((r = sc_dist_gather(comm, &walls[s], rank ? NULL : all, sizeof(double))) != SC_SUCCESS)
+                die(r, "data parallel");
+            for (int q = 0; rank == 0 && q < W; q++) walls[s] = all[q] > walls[s] ? all[q] : walls[s];
+        }
         if (s == 0) first_loss = loss;
         if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
         if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
@@ -587,14 +690,14 @@ static int cmd_train(int argc, char **argv)
         launches = 0;
         for (int p = 0; p < SC_PHASE_COUNT; p++) launches += sm->launches[p];
         printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB",
-               s + 1, loss, sm->wall_ms, sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
+               s + 1, loss, walls[s], sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);
         if (slide)
             printf("  h2d %.3f GB d2h %.3f GB  opt wait %.2f ms", (double)si.h2d_bytes / 1e9, (double)si.d2h_bytes / 1e9,
                    si.opt_wait_ms);
         printf("\n");
         fflush(stdout);
-        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) save_checkpoint(m, &cfg, o.save);
+        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps && rank == 0) save_checkpoint(m, &cfg, o.save);
     }
     {
         /* steps after the warm-up: median wall time with n, and the run's peak memory */
@@ -611,7 +714,7 @@ static int cmd_train(int argc, char **argv)
         /* kernel launches + cuBLASLt calls of the last step (0 on the CPU) */
         printf("  launches %lld", (long long)launches);
         if (st.median > 0)
-            printf("  model %.1f TFLOP/s", (double)o.accum * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
+            printf("  model %.1f TFLOP/s", (double)o.accum * W * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)
             printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB", (double)si.h2d_bytes / 1e9,
                    (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0);
@@ -635,7 +738,7 @@ static int cmd_train(int argc, char **argv)
         }
 #endif
     }
-    if (o.out) {
+    if (o.out && rank == 0) {
         if ((r = sc_tracer_write_all(&tr, o.out)) != SC_SUCCESS) die(r, o.out);
         int n = sc_allocator_summary(al, NULL, 0);
         char *buf = (char *)malloc((size_t)n + 1);
@@ -657,10 +760,11 @@ static int cmd_train(int argc, char **argv)
         printf("wrote %s/{step_metrics,layer_metrics,mem_trace,summary}.csv, trace.json, memory_summary.txt, "
                "memory_snapshot.json\n", o.out);
     }
-    if (o.save) save_checkpoint(m, &cfg, o.save);
+    if (o.save && rank == 0) save_checkpoint(m, &cfg, o.save);
     sc_model_set_tracer(m, NULL);
     sc_tracer_uninit(&tr);
     sc_model_destroy(m);
+    sc_dist_comm_close(comm);
     if (o.tokens) sc_tokens_free(ids); else free(ids);
     return 0;
 }

@@ -95,8 +95,31 @@ grep -q "smallest feasible budget" "$T/err" && ok "the refusal names the smalles
 expect 2 "plan without --budget" $S plan --model tiny --seq 64 --batch 1
 expect 2 "malformed budget policy" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --ckpt budget:lots
 expect 1 "budget too small for any plan" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --ckpt budget:20MiB
-expect 1 "train under torchrun's WORLD_SIZE=2 stops (no data parallel yet)" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 $S train --model tiny --seq 16 --batch 1 --steps 1 --device cpu
 expect 2 "a malformed launch environment is a usage error" env RANK=x WORLD_SIZE=2 $S train --model tiny --seq 16 --batch 1 --steps 1 --device cpu
+# data parallel through the tool (CPU backend): --gpus 2 x --batch 1 against one process of --batch 2
+DP="$S train --model tiny --seq 16 --steps 3 --device cpu --optim adamw --lr 1e-3"
+expect 0 "--gpus 2: two ranks train" $DP --batch 1 --gpus 2 --save "$T/dp1"
+grep '^step' "$T/out" | awk '{print $4}' > "$T/dp_loss"
+expect 0 "one process of --batch 2" $DP --batch 2
+grep '^step' "$T/out" | awk '{print $4}' > "$T/one_loss"
+if [ "$(wc -l < "$T/dp_loss")" -eq 3 ] && paste "$T/dp_loss" "$T/one_loss" |
+    awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $2) bad = 1 } END { exit bad }'; then
+    ok "2 ranks x batch 1 = 1 x batch 2: losses within 1e-5 ($(tr '\n' ' ' < "$T/dp_loss")vs $(tr '\n' ' ' < "$T/one_loss"))"
+else bad "data-parallel losses $(cat "$T/dp_loss") vs $(cat "$T/one_loss")"; fi
+expect 0 "--gpus 2 again" $DP --batch 1 --gpus 2 --save "$T/dp2"
+if cmp -s "$T/dp1/model.safetensors" "$T/dp2/model.safetensors"; then ok "two data-parallel runs save the same bytes"
+else bad "two data-parallel runs differ"; fi
+expect 2 "--gpus under a launcher" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 $DP --batch 1 --gpus 2
+expect 1 "WORLD_SIZE=2 without the other rank: a timeout naming it" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29512 SLIDECHECK_RENDEZVOUS_TIMEOUT=1 $DP --batch 1
+grep -q "missing: rank 1" "$T/err" && ok "the timeout names rank 1" || bad "missing-rank message: $(cat "$T/err")"
+# two ranks started by hand with different learning rates: both stop at the start
+env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29513 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 --lr 2e-3 \
+    > /dev/null 2> "$T/err1" &
+expect 1 "ranks with other configurations stop" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29513 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1
+wait $!; rc1=$?
+if [ "$rc1" -eq 1 ] && grep -q "another configuration" "$T/err" && grep -q "another configuration" "$T/err1"; then
+    ok "a mismatched configuration is named on both ranks"
+else bad "mismatch: rank 1 exit $rc1: $(cat "$T/err1")"; fi
 expect 0 "train under budget:56MiB" $S train --model tiny --seq 256 --batch 4 --steps 2 --device cpu --ckpt budget:56MiB
 peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 56) }'; then ok "budget:56MiB: measured peak allocated $peak GiB <= 56 MiB"
