@@ -71,7 +71,7 @@ USAGE
      sc_plan_report_table(rep, plan, buf, cap)
 
    Model
-     sc_model_config_init()                 zero = defaults (CPU, fp32, AdamW 1e-4, 0.9, 0.999, 1e-8)
+     sc_model_config_init()                 zero = defaults (CPU, fp32, SGD; lr 1e-4; AdamW's 0.9, 0.999, 1e-8)
      sc_model_create(&m, cfg, mc, params)   params NULL = seeded HF-style random init
      sc_model_forward_backward(m, plan, ids, B, T, &loss)
                                             mean next-token cross-entropy over B*(T-1), grads
@@ -993,6 +993,9 @@ typedef struct sc_model_config {
                                   bits on every rank) before the update, each rank giving its shard
                                   of the batch, so the replicas stay equal. CPU backend, resident
                                   mode; the GPU's NCCL step is not built yet (refused). */
+    int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
+                                  state of its 1/W of the parameters, then the ranks exchange the
+                                  updated parameters; the same bits as plain data parallel */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -1288,6 +1291,11 @@ SCDEF void sc_dist_comm_close(sc_dist_comm *c);
 SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n);
 /* rank 0: all[r * bytes ...] = rank r's `mine`, for every rank; the others may pass all = NULL */
 SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes);
+/* buf[0, n): rank r holds the part [r*n/W, (r+1)*n/W) (sc_dist_part); after the call every rank
+   holds all of it, copied bit for bit */
+SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n);
+/* rank r's part [*lo, *hi) of n elements over the comm's ranks */
+SCDEF void sc_dist_part(const sc_dist_comm *c, size_t n, size_t *lo, size_t *hi);
 /* returns on every rank once every rank has called it */
 SCDEF sc_result sc_dist_barrier(sc_dist_comm *c);
 /* this process's rank and the number of ranks (NULL: 0 of 1) */
@@ -6502,6 +6510,12 @@ SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_co
     size_t n = sc_config_num_params(cfg), f = sc_plan_fixed_bytes(cfg, adamw, mb, gb);
     if (adamw && mc->state_bf16) f -= n * 2 * (size_t)(mb - 2); /* m and v in 2 bytes */
     if (mc->master_weights) f += n * (size_t)pb;               /* + the bf16 working copy */
+    int W = sc_dist_comm_world(mc->comm);
+    if (adamw && mc->zero && W > 1) { /* ZeRO-1: this rank's part of m and v only */
+        size_t s2 = n * 2 * (size_t)(mc->state_bf16 ? 2 : mb), lo, hi;
+        sc_dist_part(mc->comm, n, &lo, &hi);
+        f = f - s2 + (hi - lo) * 2 * (size_t)(mc->state_bf16 ? 2 : mb);
+    }
     return f;
 }
 
@@ -8407,11 +8421,15 @@ static sc_result sc__device_update(sc_model *m, size_t n)
 {
     float *p = m->master ? m->master : m->params;
     int pb = m->master ? 4 : m->pb, sb = m->mc.state_bf16 ? 2 : pb;
+    /* ZeRO-1 (CPU backend): this rank's AdamW state covers its part [lo, hi) only */
+    size_t lo = 0, hi = n;
+    int zero = m->mc.zero && m->mc.optim == SC_OPTIM_ADAMW && sc_dist_comm_world(m->mc.comm) > 1 && !m->cu;
+    if (zero) sc_dist_part(m->mc.comm, n, &lo, &hi);
     if (m->mc.optim == SC_OPTIM_ADAMW && !m->opt_m) {
-        SC__TRY(sc__alloc_bytes(m, &m->opt_m, n, sb, "adamw.m"));
-        SC__TRY(sc__alloc_bytes(m, &m->opt_v, n, sb, "adamw.v"));
-        sc__memset0(m, m->opt_m, n * (size_t)sb);
-        sc__memset0(m, m->opt_v, n * (size_t)sb);
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, hi - lo, sb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, hi - lo, sb, "adamw.v"));
+        sc__memset0(m, m->opt_m, (hi - lo) * (size_t)sb);
+        sc__memset0(m, m->opt_v, (hi - lo) * (size_t)sb);
     }
     sc_dtype st = sb == 2 ? SC_BF16 : SC_F32;
 #ifdef SLIDECHECK_CUDA
@@ -8428,11 +8446,13 @@ static sc_result sc__device_update(sc_model *m, size_t n)
 #endif
     if (m->mc.optim == SC_OPTIM_ADAMW) { /* the CPU backend holds f32 parameters and gradients */
         sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-        sc_cpu_adamw_mt(p, m->opt_m, m->opt_v, SC_F32, st, m->grads, SC_F32, NULL, n, &k, 0);
+        sc_cpu_adamw_mt(p + lo, m->opt_m, m->opt_v, SC_F32, st, m->grads + lo, SC_F32, NULL, hi - lo, &k, 0);
     }
     else
         sc_cpu_sgd_update(p, m->grads, n, m->mc.lr, m->mc.weight_decay);
-    sc__round(m, m->params, n);
+    sc__round(m, m->params + lo, hi - lo);
+    /* the update is per element: the parts exchanged equal plain data parallel's, bit for bit */
+    if (zero) SC__TRY(sc_dist_allgather_f32(m->mc.comm, m->params, n));
     return SC_SUCCESS;
 }
 
@@ -9754,6 +9774,46 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
     int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
     if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, (void *)mine, bytes, 1, dl, what);
     for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)all + (size_t)p * bytes, bytes, 0, dl, what));
+    return SC_SUCCESS;
+#endif
+}
+
+SCDEF void sc_dist_part(const sc_dist_comm *c, size_t n, size_t *lo, size_t *hi)
+{
+    int r = c ? c->rank : 0, W = c ? c->world : 1;
+    *lo = n / (size_t)W * (size_t)r + (n % (size_t)W < (size_t)r ? n % (size_t)W : (size_t)r);
+    *hi = *lo + n / (size_t)W + ((size_t)r < n % (size_t)W);
+}
+
+SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
+{
+    const char *what = "allgather";
+    SC__TRY(sc__comm_ready(c, what));
+    if (c->world == 1 || n == 0) return SC_SUCCESS;
+    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "allgather: NULL buffer");
+#ifdef _WIN32
+    return sc__fail(SC_ERROR_UNSUPPORTED, "allgather: several processes need a POSIX system");
+#else
+    /* rank 0 collects every part in place, then hands the whole buffer to each rank, in chunks */
+    sc_dist_comm one = *c;
+    int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+    size_t lo, hi;
+    if (c->rank != 0) {
+        sc_dist_part(c, n, &lo, &hi);
+        SC__TRY(sc__comm_io(c, c->fds[0], 0, buf + lo, (hi - lo) * sizeof(float), 1, dl, what));
+    } else
+        for (int p = 1; p < c->world; p++) {
+            one.rank = p;
+            sc_dist_part(&one, n, &lo, &hi);
+            SC__TRY(sc__comm_io(c, c->fds[p], p, buf + lo, (hi - lo) * sizeof(float), 0, dl, what));
+        }
+    for (size_t off = 0; off < n; off += SC__COMM_CHUNK) {
+        size_t m = n - off < SC__COMM_CHUNK ? n - off : SC__COMM_CHUNK;
+        dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+        if (c->rank != 0) SC__TRY(sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 0, dl, what));
+        else
+            for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, buf + off, m * sizeof(float), 1, dl, what));
+    }
     return SC_SUCCESS;
 #endif
 }

@@ -32,7 +32,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
-    int have_lr, op_times, state_bf16, dpu, keep_head, gpus;
+    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero;
 } cli_opts;
 
 static const char *usage_main =
@@ -107,6 +107,8 @@ static const char *usage_train =
     "                          Under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"
     "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. The CPU\n"
     "                          backend in resident mode for now (the GPU's NCCL step is not built)\n"
+    "  --zero 1                data parallel with AdamW: ZeRO-1, each rank keeps the AdamW state of\n"
+    "                          its 1/N of the parameters (the same bits as without)\n"
     "\n";
 
 static const char *usage_plan =
@@ -214,6 +216,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--head-slice")) o->head_slice = parse_int(f, v, 1, 1 << 30);
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--gpus")) o->gpus = parse_int(f, v, 1, 256);
+        else if (!strcmp(f, "--zero")) o->zero = parse_int(f, v, 0, 1);
         else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
         else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
         else if (!strcmp(f, "--beta2")) o->beta2 = parse_double(f, v);
@@ -544,7 +547,7 @@ static int cmd_train(int argc, char **argv)
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head gpus",
+                "dpu keep-head gpus zero",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */
@@ -612,6 +615,7 @@ static int cmd_train(int argc, char **argv)
     sc_model_config mc;
     model_config_from(&mc, &o);
     mc.comm = comm;
+    mc.zero = o.zero;
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     free(params);

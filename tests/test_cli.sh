@@ -109,6 +109,9 @@ else bad "data-parallel losses $(cat "$T/dp_loss") vs $(cat "$T/one_loss")"; fi
 expect 0 "--gpus 2 again" $DP --batch 1 --gpus 2 --save "$T/dp2"
 if cmp -s "$T/dp1/model.safetensors" "$T/dp2/model.safetensors"; then ok "two data-parallel runs save the same bytes"
 else bad "two data-parallel runs differ"; fi
+expect 0 "--gpus 2 --zero 1" $DP --batch 1 --gpus 2 --zero 1 --save "$T/dpz"
+if cmp -s "$T/dp1/model.safetensors" "$T/dpz/model.safetensors"; then ok "ZeRO-1 saves the same bytes as plain data parallel"
+else bad "ZeRO-1 and plain data parallel differ"; fi
 expect 2 "--gpus under a launcher" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 $DP --batch 1 --gpus 2
 expect 1 "WORLD_SIZE=2 without the other rank: a timeout naming it" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29512 SLIDECHECK_RENDEZVOUS_TIMEOUT=1 $DP --batch 1
 grep -q "missing: rank 1" "$T/err" && ok "the timeout names rank 1" || bad "missing-rank message: $(cat "$T/err")"

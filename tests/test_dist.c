@@ -340,12 +340,22 @@ static void test_comm(void)
 #define DP_B 2
 #define DP_T 16
 #define DP_STEPS 3
+static int g_zero;         /* dp_train with ZeRO-1 */
+static int64_t g_peak;     /* dp_train: the allocator's peak allocated bytes */
+static int64_t g_fixed;    /* dp_train: fixed bytes without ZeRO less with it (the planner's view) */
+
 static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, float **w, size_t *np)
 {
     sc_config c;
     sc_config_named(&c, "tiny");
     sc_model_config mc = sc_model_config_init();
     mc.comm = comm;
+    mc.zero = g_zero;
+    mc.optim = SC_OPTIM_ADAMW;
+    mc.lr = 1e-3f;
+    sc_model_config plain = mc;
+    plain.zero = 0;
+    g_fixed = (int64_t)sc_model_config_fixed_bytes(&c, &plain) - (int64_t)sc_model_config_fixed_bytes(&c, &mc);
     sc_model *m = NULL;
     if (sc_model_create(&m, &c, &mc, NULL) != SC_SUCCESS) return 0;
     sc_plan plan;
@@ -361,6 +371,7 @@ static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, floa
     *np = sc_config_num_params(&c);
     *w = (float *)malloc(sizeof(float) * *np);
     ok = ok && sc_model_get_params(m, *w) == SC_SUCCESS;
+    g_peak = sc_allocator_stats(sc_model_allocator(m)).allocated_bytes[SC_STAT_ALL].peak;
     sc_model_destroy(m);
     free(ids);
     return ok;
@@ -388,13 +399,15 @@ static pid_t spawn_dp(int rank, int port, const char *out)
     if (ok && rank == 0) {
         FILE *f = fopen(out, "wb");
         ok = f && fwrite(l, sizeof l, 1, f) == 1 && fwrite(&np, sizeof np, 1, f) == 1 &&
-             fwrite(w, sizeof(float), np, f) == np && fwrite(all[1], sizeof all[1], 1, f) == 1;
+             fwrite(w, sizeof(float), np, f) == np && fwrite(all[1], sizeof all[1], 1, f) == 1 &&
+             fwrite(&g_peak, sizeof g_peak, 1, f) == 1 && fwrite(&g_fixed, sizeof g_fixed, 1, f) == 1;
         if (f) fclose(f);
     }
     _exit(ok ? 0 : 3);
 }
 
-static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *child_hash)
+static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *child_hash, int64_t *peak,
+                  int64_t *fixed)
 {
     int port = free_port();
     pid_t c0 = spawn_dp(0, port, out), c1 = spawn_dp(1, port, out);
@@ -403,7 +416,8 @@ static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *ch
     FILE *f = fopen(out, "rb");
     int ok = f && fread(l, sizeof(float) * DP_STEPS, 1, f) == 1 && fread(np, sizeof *np, 1, f) == 1;
     if (ok) *w = (float *)malloc(sizeof(float) * *np);
-    ok = ok && fread(*w, sizeof(float), *np, f) == *np && fread(child_hash, sizeof(uint64_t) * 2, 1, f) == 1;
+    ok = ok && fread(*w, sizeof(float), *np, f) == *np && fread(child_hash, sizeof(uint64_t) * 2, 1, f) == 1 &&
+         fread(peak, sizeof *peak, 1, f) == 1 && fread(fixed, sizeof *fixed, 1, f) == 1;
     if (f) fclose(f);
     remove(out);
     return ok;
@@ -411,12 +425,28 @@ static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *ch
 
 static void test_data_parallel(void)
 {
-    float la[DP_STEPS], lb[DP_STEPS], l1[DP_STEPS], *wa = NULL, *wb = NULL, *w1 = NULL;
+    float la[DP_STEPS], lb[DP_STEPS], lz[DP_STEPS], l1[DP_STEPS], *wa = NULL, *wb = NULL, *wz = NULL, *w1 = NULL;
     size_t np = 0;
-    uint64_t ha[2], hb[2];
+    uint64_t ha[2], hb[2], hz[2];
+    int64_t pa = 0, pb = 0, pz = 0, fa = 0, fz = 0;
     /* the forks first, the parent's own run (OpenMP in this process) last */
-    int ok = dp_run("build/tmp_dp_a.bin", la, &wa, &np, ha) && dp_run("build/tmp_dp_b.bin", lb, &wb, &np, hb) &&
-             dp_train(NULL, 0, 1, l1, &w1, &np);
+    int ok = dp_run("build/tmp_dp_a.bin", la, &wa, &np, ha, &pa, &fa) &&
+             dp_run("build/tmp_dp_b.bin", lb, &wb, &np, hb, &pb, &fa);
+    g_zero = 1;
+    int okz = dp_run("build/tmp_dp_z.bin", lz, &wz, &np, hz, &pz, &fz);
+    g_zero = 0;
+    ok = ok && dp_train(NULL, 0, 1, l1, &w1, &np);
+    /* ZeRO-1: the same bits as plain data parallel, with half the AdamW state on each of 2 ranks */
+    int64_t saved = pa - pz, state = (int64_t)np * 2 * (int64_t)sizeof(float);
+    CHECK(okz && !memcmp(lz, la, sizeof la) && !memcmp(wz, wa, np * sizeof(float)) &&
+              hz[0] == sc_hash_bytes(0, wz, np * sizeof(float)),
+          "ZeRO-1 (2 ranks): losses and weights equal plain data parallel's bit for bit, on both replicas");
+    CHECK(okz && saved >= state / 2 * 9 / 10 && saved <= state / 2 + (1 << 20),
+          "ZeRO-1 (2 ranks): rank 0's peak allocated %.3f MiB against %.3f MiB: %.3f MiB less, half of the %.3f MiB of "
+          "AdamW state", pz / 1048576.0, pa / 1048576.0, saved / 1048576.0, state / 1048576.0);
+    CHECK(okz && fz == state / 2 && fa == 0, "ZeRO-1: the planner's fixed bytes drop by half the AdamW state "
+          "(%lld bytes)", (long long)fz);
+    free(wz);
     CHECK(ok, "2 ranks x B=%d and 1 process x B=%d train %d AdamW steps (tiny, T=%d)", DP_B, 2 * DP_B, DP_STEPS, DP_T);
     if (!ok) return;
     CHECK(ha[0] == sc_hash_bytes(0, wa, np * sizeof(float)) && ha[1] == sc_hash_bytes(0, la, sizeof la),
