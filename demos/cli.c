@@ -561,8 +561,15 @@ static int cmd_train(int argc, char **argv)
     if (W > 1) snprintf(g_rank_tag, sizeof g_rank_tag, "rank %d: ", rank);
     if (W > 256) die_usage("%s", "data parallel: at most 256 ranks");
     if (rank > 0 && !freopen("/dev/null", "w", stdout)) die(SC_ERROR_IO, "/dev/null"); /* rank 0 prints */
-    /* a long run must not fail at its end: the output places are checked now (rank 0 writes them) */
-    if (o.out && rank == 0) check_writable_dir(o.out, "--out");
+    /* a long run must not fail at its end: the output places are checked now. Rank 0 writes --out
+       and --save; in data parallel every other rank r writes its own traces into --out/rank<r>/ */
+    char rank_out[4096] = "";
+    if (o.out && W > 1 && rank > 0) {
+        if (strlen(o.out) + 16 >= sizeof rank_out) die_usage("%s", "--out: path too long");
+        snprintf(rank_out, sizeof rank_out, "%s/rank%d", o.out, rank);
+    }
+    const char *my_out = !o.out ? NULL : rank > 0 ? rank_out : o.out;
+    if (my_out) check_writable_dir(my_out, "--out");
     if (o.save && rank == 0) check_writable_dir(o.save, "--save");
     sc_config cfg;
     float *params;
@@ -657,6 +664,8 @@ static int cmd_train(int argc, char **argv)
     memset(&si, 0, sizeof si);
     int64_t peak_rss = 0, launches = 0;
     double *walls = (double *)malloc(sizeof(double) * (size_t)o.steps);
+    double *rank_walls = (double *)malloc(sizeof(double) * (size_t)o.steps * (size_t)W); /* rank 0: [step][rank] */
+    if (!rank_walls) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
     int64_t peak_alloc = 0, peak_resv = 0;
     float first_loss = 0.0f;
     if (!walls) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
@@ -682,7 +691,7 @@ static int cmd_train(int argc, char **argv)
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
         walls[s] = sm->wall_ms;
         if (W > 1) { /* a step takes as long as its slowest rank */
-            double all[256];
+            double *all = rank_walls + (size_t)s * W;
             if ((r = sc_dist_gather(comm, &walls[s], rank ? NULL : all, sizeof(double))) != SC_SUCCESS)
                 die(r, "data parallel");
             for (int q = 0; rank == 0 && q < W; q++) walls[s] = all[q] > walls[s] ? all[q] : walls[s];
@@ -742,8 +751,30 @@ static int cmd_train(int argc, char **argv)
         }
 #endif
     }
-    if (o.out && rank == 0) {
+    if (my_out && rank > 0) {
+        if ((r = sc_tracer_write_all(&tr, my_out)) != SC_SUCCESS) die(r, my_out);
+    } else if (o.out) {
         if ((r = sc_tracer_write_all(&tr, o.out)) != SC_SUCCESS) die(r, o.out);
+        if (W > 1) { /* the ranks' step times side by side; the step's time is the slowest rank's */
+            char path[4096];
+            snprintf(path, sizeof path, "%s/dp_steps.csv", o.out);
+            FILE *f = fopen(path, "w");
+            if (!f) die(SC_ERROR_IO, path);
+            fprintf(f, "step");
+            for (int q = 0; q < W; q++) fprintf(f, ",wall_ms_rank%d", q);
+            fprintf(f, ",wall_ms_slowest\n");
+            for (int s = 0; s < o.steps; s++) {
+                double mx = 0.0;
+                fprintf(f, "%d", s + 1);
+                for (int q = 0; q < W; q++) {
+                    double v = rank_walls[(size_t)s * W + q];
+                    fprintf(f, ",%.4f", v);
+                    mx = v > mx ? v : mx;
+                }
+                fprintf(f, ",%.4f\n", mx);
+            }
+            if (fclose(f)) die(SC_ERROR_IO, path);
+        }
         int n = sc_allocator_summary(al, NULL, 0);
         char *buf = (char *)malloc((size_t)n + 1);
         if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
@@ -769,6 +800,7 @@ static int cmd_train(int argc, char **argv)
     sc_tracer_uninit(&tr);
     sc_model_destroy(m);
     sc_dist_comm_close(comm);
+    free(rank_walls);
     if (o.tokens) sc_tokens_free(ids); else free(ids);
     return 0;
 }

@@ -109,7 +109,11 @@ else bad "data-parallel losses $(cat "$T/dp_loss") vs $(cat "$T/one_loss")"; fi
 expect 0 "--gpus 2 again" $DP --batch 1 --gpus 2 --save "$T/dp2"
 if cmp -s "$T/dp1/model.safetensors" "$T/dp2/model.safetensors"; then ok "two data-parallel runs save the same bytes"
 else bad "two data-parallel runs differ"; fi
-expect 0 "--gpus 2 --zero 1" $DP --batch 1 --gpus 2 --zero 1 --save "$T/dpz"
+expect 0 "--gpus 2 --zero 1" $DP --batch 1 --gpus 2 --zero 1 --save "$T/dpz" --out "$T/dpo"
+if [ "$(wc -l < "$T/dpo/dp_steps.csv")" -eq 4 ] && head -1 "$T/dpo/dp_steps.csv" | grep -q "^step,wall_ms_rank0,wall_ms_rank1,wall_ms_slowest$" &&
+    [ -s "$T/dpo/step_metrics.csv" ] && [ -s "$T/dpo/rank1/step_metrics.csv" ] && [ -s "$T/dpo/rank1/trace.json" ]; then
+    ok "--out: rank 0's files and dp_steps.csv (every rank's step time), rank 1's in rank1/"
+else bad "data-parallel --out: $(ls "$T/dpo" "$T/dpo/rank1" 2>&1 | tr '\n' ' ')"; fi
 if cmp -s "$T/dp1/model.safetensors" "$T/dpz/model.safetensors"; then ok "ZeRO-1 saves the same bytes as plain data parallel"
 else bad "ZeRO-1 and plain data parallel differ"; fi
 expect 2 "--gpus under a launcher" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 $DP --batch 1 --gpus 2
