@@ -1291,8 +1291,8 @@ SCDEF void sc_dist_comm_close(sc_dist_comm *c);
 SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n);
 /* rank 0: all[r * bytes ...] = rank r's `mine`, for every rank; the others may pass all = NULL */
 SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes);
-/* buf[0, n): rank r holds the part [r*n/W, (r+1)*n/W) (sc_dist_part); after the call every rank
-   holds all of it, copied bit for bit */
+/* buf[0, n): each rank holds its part (sc_dist_part: W nearly equal runs in rank order); after
+   the call every rank holds all of it, copied bit for bit */
 SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n);
 /* rank r's part [*lo, *hi) of n elements over the comm's ranks */
 SCDEF void sc_dist_part(const sc_dist_comm *c, size_t n, size_t *lo, size_t *hi);
@@ -9718,7 +9718,25 @@ static sc_result sc__comm_io(sc_dist_comm *c, int fd, int peer, void *p, size_t 
     return sc__fail(SC_ERROR_IO, "%s: rank %d: rank %d closed the connection (it stopped, or broke the channel)", what,
                     c->rank, peer);
 }
+#else /* no sockets: a comm never holds more than one rank here, so the collectives never get this far */
+static sc_result sc__comm_io(sc_dist_comm *c, int fd, int peer, void *p, size_t n, int sending, int64_t dl,
+                             const char *what)
+{
+    (void)c, (void)fd, (void)peer, (void)p, (void)n, (void)sending, (void)dl;
+    return sc__fail(SC_ERROR_UNSUPPORTED, "%s: several processes need a POSIX system", what);
+}
 #endif
+
+/* each collective's deadline: the environment's timeout from now */
+static int64_t sc__comm_deadline(const sc_dist_comm *c) { return sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9); }
+
+/* rank r's part [lo, hi) of n elements over W ranks: the first n % W parts one element longer */
+static void sc__part(size_t n, int r, int W, size_t *lo, size_t *hi)
+{
+    size_t q = n / (size_t)W, e = n % (size_t)W, rr = (size_t)r;
+    *lo = q * rr + (rr < e ? rr : e);
+    *hi = *lo + q + (rr < e);
+}
 
 static sc_result sc__comm_ready(const sc_dist_comm *c, const char *what)
 {
@@ -9735,15 +9753,12 @@ SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n)
     SC__TRY(sc__comm_ready(c, what));
     if (c->world == 1 || n == 0) return SC_SUCCESS;
     if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "allreduce: NULL buffer");
-#ifdef _WIN32
-    return sc__fail(SC_ERROR_UNSUPPORTED, "allreduce: several processes need a POSIX system");
-#else
     float *tmp = c->rank == 0 ? (float *)SC_MALLOC(sizeof(float) * (n < SC__COMM_CHUNK ? n : SC__COMM_CHUNK)) : NULL;
     if (c->rank == 0 && !tmp) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "allreduce: host malloc failed");
     sc_result r = SC_SUCCESS;
     for (size_t off = 0; off < n && r == SC_SUCCESS; off += SC__COMM_CHUNK) {
         size_t m = n - off < SC__COMM_CHUNK ? n - off : SC__COMM_CHUNK;
-        int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+        int64_t dl = sc__comm_deadline(c);
         if (c->rank == 0) {
             for (int p = 1; p < c->world && r == SC_SUCCESS; p++) {
                 r = sc__comm_io(c, c->fds[p], p, tmp, m * sizeof(float), 0, dl, what);
@@ -9758,7 +9773,6 @@ SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n)
     }
     SC_FREE(tmp);
     return r;
-#endif
 }
 
 SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes)
@@ -9768,21 +9782,15 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
     if (bytes && (!mine || (c->rank == 0 && !all))) return sc__fail(SC_ERROR_INVALID_ARGS, "gather: NULL buffer");
     if (c->rank == 0 && bytes) memcpy(all, mine, bytes);
     if (c->world == 1 || bytes == 0) return SC_SUCCESS;
-#ifdef _WIN32
-    return sc__fail(SC_ERROR_UNSUPPORTED, "gather: several processes need a POSIX system");
-#else
-    int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+    int64_t dl = sc__comm_deadline(c);
     if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, (void *)mine, bytes, 1, dl, what);
     for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)all + (size_t)p * bytes, bytes, 0, dl, what));
     return SC_SUCCESS;
-#endif
 }
 
 SCDEF void sc_dist_part(const sc_dist_comm *c, size_t n, size_t *lo, size_t *hi)
 {
-    int r = c ? c->rank : 0, W = c ? c->world : 1;
-    *lo = n / (size_t)W * (size_t)r + (n % (size_t)W < (size_t)r ? n % (size_t)W : (size_t)r);
-    *hi = *lo + n / (size_t)W + ((size_t)r < n % (size_t)W);
+    sc__part(n, c ? c->rank : 0, c ? c->world : 1, lo, hi);
 }
 
 SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
@@ -9791,31 +9799,25 @@ SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
     SC__TRY(sc__comm_ready(c, what));
     if (c->world == 1 || n == 0) return SC_SUCCESS;
     if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "allgather: NULL buffer");
-#ifdef _WIN32
-    return sc__fail(SC_ERROR_UNSUPPORTED, "allgather: several processes need a POSIX system");
-#else
     /* rank 0 collects every part in place, then hands the whole buffer to each rank, in chunks */
-    sc_dist_comm one = *c;
-    int64_t dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+    int64_t dl = sc__comm_deadline(c);
     size_t lo, hi;
-    if (c->rank != 0) {
-        sc_dist_part(c, n, &lo, &hi);
+    if (c->rank != 0) { /* this rank's part up */
+        sc__part(n, c->rank, c->world, &lo, &hi);
         SC__TRY(sc__comm_io(c, c->fds[0], 0, buf + lo, (hi - lo) * sizeof(float), 1, dl, what));
     } else
-        for (int p = 1; p < c->world; p++) {
-            one.rank = p;
-            sc_dist_part(&one, n, &lo, &hi);
+        for (int p = 1; p < c->world; p++) { /* every other part in */
+            sc__part(n, p, c->world, &lo, &hi);
             SC__TRY(sc__comm_io(c, c->fds[p], p, buf + lo, (hi - lo) * sizeof(float), 0, dl, what));
         }
     for (size_t off = 0; off < n; off += SC__COMM_CHUNK) {
         size_t m = n - off < SC__COMM_CHUNK ? n - off : SC__COMM_CHUNK;
-        dl = sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9);
+        dl = sc__comm_deadline(c);
         if (c->rank != 0) SC__TRY(sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 0, dl, what));
         else
             for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, buf + off, m * sizeof(float), 1, dl, what));
     }
     return SC_SUCCESS;
-#endif
 }
 
 SCDEF int sc_dist_comm_rank(const sc_dist_comm *c) { return c ? c->rank : 0; }
