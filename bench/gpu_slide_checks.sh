@@ -7,13 +7,19 @@ set -u
 O=${1:-build/gpu_slide}; BIN=${BIN:-build}; mkdir -p "$O"
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 tiny="train --model tiny --device cuda --mode slide --seq 64 --batch 2 --accum 2 --ckpt every:2 --optim adamw --lr 1e-3"
-for tool in memcheck racecheck synccheck; do
-    "$CS" --tool $tool --error-exitcode 9 "$BIN/slidecheck" $tiny --steps 3 --dtype bf16 > "$O/$tool.log" 2>&1
-    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool.log" | tail -n 1)"
+# the plain schedule, the one-step-delayed update and the embedding/head kept on the device
+for opt in plain dpu keep-head; do
+    case $opt in plain) fl="";; dpu) fl="--dpu";; keep-head) fl="--keep-head";; esac
+    for tool in memcheck racecheck synccheck; do
+        "$CS" --tool $tool --error-exitcode 9 "$BIN/slidecheck" $tiny $fl --steps 3 --dtype bf16 > "$O/$tool-$opt.log" 2>&1
+        echo "$tool $opt rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool-$opt.log" | tail -n 1)"
+    done
 done
-"$BIN/slidecheck" $tiny --steps 1000 --warmup 10 --dtype bf16 --out "$O/soak" > "$O/soak.log" 2>&1
-echo "soak rc=$?"; tail -n 1 "$O/soak.log"
-python3 - "$O/soak/step_metrics.csv" <<'PY'
+for opt in plain dpu keep-head; do
+case $opt in plain) fl="";; dpu) fl="--dpu";; keep-head) fl="--keep-head";; esac
+"$BIN/slidecheck" $tiny $fl --steps 1000 --warmup 10 --dtype bf16 --out "$O/soak-$opt" > "$O/soak-$opt.log" 2>&1
+echo "soak $opt rc=$?"; tail -n 1 "$O/soak-$opt.log"
+python3 - "$O/soak-$opt/step_metrics.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def col(k): return [float(r[k]) for r in rows]
@@ -23,3 +29,4 @@ for k in ('gpu_resv_gib', 'peak_resv_gib', 'gpu_alloc_gib', 'host_pinned_gib', '
         print('%-18s steps 11-20: %.6f..%.6f   last 10: %.6f..%.6f   flat=%s' % (k, min(a), max(a), min(b), max(b), max(b) <= max(a)))
 print('columns:', ','.join(rows[0].keys()))
 PY
+done

@@ -14,8 +14,13 @@ cat "$O/machine.txt"
 "$BIN/floors" --bytes 2GiB --reps 10 > "$O/floors.txt" || exit 1
 sed -n '/^csv/,$p' "$O/floors.txt" | tail -n +2 > "$O/floors.csv"
 "$BIN/cpu_optim" --n 200000000 --threads "$TH" --reps 10 > "$O/cpu_optim.txt" || exit 1
+# the same copies while the host optimizer's kernels run beside them: uploads, downloads and the
+# update share host memory, so each is slower together than alone (slide_table.py's "shared" floor)
+"$BIN/floors" --bytes 2GiB --reps 40 > "$O/floors_shared.txt" 2>&1 &
+sleep 1; "$BIN/cpu_optim" --n 200000000 --threads "$TH" --reps 20 > "$O/cpu_optim_shared.txt" 2>&1; wait
+sed -n '/^csv/,$p' "$O/floors_shared.txt" | tail -n +2 > "$O/floors_shared.csv"
 [ "${ONLY7B:-0}" = 1 ] || python3 bench/torch_cpu_adamw.py --n 200000000 --threads "$TH" --reps 10 > "$O/torch_adamw.txt" 2>&1
-cat "$O/floors.txt" "$O/cpu_optim.txt" "$O/torch_adamw.txt" 2>/dev/null
+cat "$O/floors.txt" "$O/floors_shared.txt" "$O/cpu_optim.txt" "$O/cpu_optim_shared.txt" "$O/torch_adamw.txt" 2>/dev/null
 
 echo "label,model,mode,seq,batch,accum,optim,precision,ckpt,prefetch,step_ms,n,peak_alloc_gib,peak_resv_gib,peak_rss_gib,h2d_gb,d2h_gb,pinned_gib,params,tflops,loss0,status" > "$O/slide.csv"
 run() { # label model mode seq batch accum optim precision ckpt prefetch steps [extra flags]

@@ -6,11 +6,15 @@ STREAM does); resident = the resident step of the same shape. ratio = step / max
 host floor (shown, not in the ratio): uploads, downloads and the update all go through host
 memory, so the bytes it serves (h2d read + d2h written + the update's reads and writes) over the
 triad's real rate (16 B per element: the 12 counted plus the write-allocate read) bound the step
-from below too when they cannot overlap anything else."""
+from below too when they cannot overlap anything else.
+shared floor (shown, not in the ratio): the transfer floor with the pinned bandwidths measured while
+the host optimizer's kernels run beside the copies (floors_shared.csv), as they do in a slide step."""
 import csv, os, sys
 
 d = sys.argv[1]
 bw = {r['floor']: float(r['median_gb_s']) for r in csv.DictReader(open(os.path.join(d, 'floors.csv')))}
+sp = os.path.join(d, 'floors_shared.csv')
+bws = {r['floor']: float(r['median_gb_s']) for r in csv.DictReader(open(sp))} if os.path.exists(sp) else None
 triad = None
 lines = open(os.path.join(d, 'cpu_optim.txt')).read().split('csv\n', 1)[1].splitlines()
 for r in csv.DictReader(lines):
@@ -22,20 +26,26 @@ BPP = {('pure-bf16', 'sgd'): 6, ('pure-bf16', 'adamw'): 14, ('master', 'sgd'): 1
        ('f32', 'sgd'): 12, ('f32', 'adamw'): 28}
 print('H2D %.1f GB/s, D2H %.1f GB/s, both %.1f GB/s (pinned); host triad %.1f GB/s' %
       (bw['h2d_pinned'], bw['d2h_pinned'], bw['both_pinned'], triad))
+if bws:
+    print('beside the host optimizer: H2D %.1f GB/s, D2H %.1f GB/s, both %.1f GB/s' %
+          (bws['h2d_pinned'], bws['d2h_pinned'], bws['both_pinned']))
+def xfer(b, h, dd):
+    return 1e3 * max(h / b['h2d_pinned'], dd / b['d2h_pinned'], (h + dd) / b['both_pinned'])
 hdr = ('label', 'mode', 'seq x b x acc', 'optim', 'ckpt', 'pf', 'step ms', 'n', 'alloc GiB', 'resv GiB', 'rss GiB',
-       'h2d GB', 'd2h GB', 'TFLOP/s', 'xfer floor', 'opt floor', 'resident', 'ratio', 'host floor')
-print(('%-8s %-8s %-14s %-5s %-5s %-2s %9s %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s') % hdr)
+       'h2d GB', 'd2h GB', 'TFLOP/s', 'xfer floor', 'opt floor', 'resident', 'ratio', 'host floor', 'shared')
+print(('%-8s %-8s %-14s %-5s %-5s %-2s %9s %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s %7s') % hdr)
 for r in rows:
     if r['status'] != 'ok':
         print('%-8s %-8s %-14s %-5s %-5s  %s' % (r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']),
                                                 r['optim'], r['ckpt'], r['status']))
         continue
     ms = float(r['step_ms'])
-    xf = of = rs = hf = ''
+    xf = of = rs = hf = sh = ''
     floors = []
     if r['mode'] == 'slide':
         h, dd = float(r['h2d_gb']), float(r['d2h_gb'])
-        x = 1e3 * max(h / bw['h2d_pinned'], dd / bw['d2h_pinned'], (h + dd) / bw['both_pinned'])
+        x = xfer(bw, h, dd)
+        sh = '%.1f' % xfer(bws, h, dd) if bws else ''
         # --dpu in pure bf16 also writes the bf16 working copy that uploads read (master mode's
         # bytes count its working copy already)
         bpp = BPP[(r['precision'], r['optim'])] + (2 if r['label'].endswith('dpu') and r['precision'] == 'pure-bf16' else 0)
@@ -50,7 +60,7 @@ for r in rows:
             rs = same[0]['step_ms']
             floors.append(float(rs) * int(r['accum']) / int(same[0]['accum']))
     ratio = '%.2f' % (ms / max(floors)) if floors else ''
-    print('%-8s %-8s %-14s %-5s %-5s %-2s %9.2f %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s' % (
+    print('%-8s %-8s %-14s %-5s %-5s %-2s %9.2f %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s %7s' % (
         r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']), r['optim'], r['ckpt'], r['prefetch'],
         ms, r['n'], r['peak_alloc_gib'], r['peak_resv_gib'], r['peak_rss_gib'], r['h2d_gb'] or '-', r['d2h_gb'] or '-',
-        r['tflops'], xf, of, rs, ratio, hf))
+        r['tflops'], xf, of, rs, ratio, hf, sh))

@@ -4,7 +4,7 @@ d2h, cpu optimizer, ...), one column per time bucket; a cell shows the busiest s
 import json, sys
 
 ev = json.load(open(sys.argv[1]))['traceEvents']
-step = int(sys.argv[2]) if len(sys.argv) > 2 else None
+step = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] not in ('', '-') else None
 cols = int(sys.argv[3]) if len(sys.argv) > 3 else 100
 steps = [e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step']
 s = steps[len(steps) // 2] if step is None else [e for e in steps if e['args']['step'] == step][0]

@@ -57,7 +57,7 @@ static const char *usage_common =
     "                          optimizer state on the host, layers streamed to the device with\n"
     "                          prefetch, optimizer on host threads overlapping the backward\n"
     "  --prefetch N            slide: layers uploaded ahead of the one computing (default 1)\n"
-    "  --cpu-threads N         slide: host optimizer threads (default: all cores)\n"
+    "  --cpu-threads N         slide: host optimizer threads (default: all cores but one)\n"
     "  --pure-bf16             slide with bf16: bf16 weights, gradients and state on the host (as\n"
     "                          T1M1 ran it); default is f32 master weights with bf16 working copies\n"
     "  --head-slice R          the LM head in vocabulary slices of R rows (loss by an online\n"
