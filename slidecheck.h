@@ -493,10 +493,13 @@ typedef enum sc_phase {
     SC_PHASE_D2H,
     SC_PHASE_LOSS,
     SC_PHASE_OTHER,
+    SC_PHASE_COMM,      /* data parallel: collectives on the communication stream */
     SC_PHASE_COUNT
 } sc_phase;
+/* the stream id of data parallel's collectives (0 compute, 1 upload, 2 download) */
+#define SC_STREAM_COMM 16
 
-/* "fwd", "bwd", "recompute", "opt", "h2d", "d2h", "loss", "other"; "?" when out of range. */
+/* "fwd", "bwd", "recompute", "opt", "h2d", "d2h", "loss", "other", "comm"; "?" when out of range. */
 SCDEF const char *sc_phase_name(sc_phase p);
 
 #define SC_TRACER_NAME_LEN 32
@@ -991,11 +994,15 @@ typedef struct sc_model_config {
     struct sc_dist_comm *comm; /* data parallel over these processes (sc_dist_comm_open): each step's
                                   gradients and loss are summed over the ranks (rank order: the same
                                   bits on every rank) before the update, each rank giving its shard
-                                  of the batch, so the replicas stay equal. CPU backend, resident
-                                  mode; the GPU's NCCL step is not built yet (refused). */
+                                  of the batch, so the replicas stay equal. Resident mode. On the
+                                  GPU the gradients are summed by NCCL (loaded at run time) on a
+                                  communication stream, layer by layer as backward completes them;
+                                  the loss over this channel. */
     int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
                                   state of its 1/W of the parameters, then the ranks exchange the
-                                  updated parameters; the same bits as plain data parallel */
+                                  updated parameters; the same bits as plain data parallel (CPU
+                                  backend) */
+    int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -1106,6 +1113,18 @@ SC_CUDA_DEF void sc_cuda_event_destroy(void *event, void *user);
 SC_CUDA_DEF void sc_cuda_event_synchronize(void *event, void *user);
 SC_CUDA_DEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user);
 SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size_t *total_bytes);
+/* Data parallel over NCCL (libnccl.so.2, or $SLIDECHECK_NCCL, loaded at first use). Rank 0 makes
+   the unique id (SC_NCCL_ID_BYTES), every rank opens the communicator with it. comm_wait: the
+   communication stream (SC_STREAM_COMM) waits for the compute stream's work so far;
+   allreduce_sum sums buf in place over the ranks on the communication stream; comm_join: the
+   compute stream waits for every collective queued so far. NCCL's order of summation is fixed
+   for a fixed topology: two runs, the same bits. */
+#define SC_NCCL_ID_BYTES 128
+SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id);
+SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id);
+SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu);
+SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
+SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
 SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
 SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
@@ -1291,6 +1310,8 @@ SCDEF void sc_dist_comm_close(sc_dist_comm *c);
 SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n);
 /* rank 0: all[r * bytes ...] = rank r's `mine`, for every rank; the others may pass all = NULL */
 SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, size_t bytes);
+/* buf[0, bytes) = rank 0's, on every rank (copied bit for bit) */
+SCDEF sc_result sc_dist_broadcast(sc_dist_comm *c, void *buf, size_t bytes);
 /* buf[0, n): each rank holds its part (sc_dist_part: W nearly equal runs in rank order); after
    the call every rank holds all of it, copied bit for bit */
 SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n);
@@ -2727,7 +2748,7 @@ static int64_t sc__trace_rss_sample(sc_tracer *tr)
 SCDEF const char *sc_phase_name(sc_phase p)
 {
     static const char *names[SC_PHASE_COUNT] = {"fwd", "bwd", "recompute", "opt",
-                                                "h2d", "d2h", "loss", "other"};
+                                                "h2d", "d2h", "loss", "other", "comm"};
     return (int)p >= 0 && (int)p < SC_PHASE_COUNT ? names[p] : "?";
 }
 
@@ -3418,7 +3439,7 @@ SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *pa
           "gpu_alloc_gib,gpu_resv_gib,peak_alloc_gib,peak_resv_gib,cum_wall_ms,"
           "recompute_ms,h2d_ms,d2h_ms,loss_ms,other_ms,tokens,cpu_peak_rss_gib,launches", f);
     for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",launches_%s", sc_phase_name((sc_phase)p));
-    fputs(",h2d_bytes,d2h_bytes,host_pinned_gib", f);
+    fputs(",h2d_bytes,d2h_bytes,host_pinned_gib,comm_ms,comm_bytes", f);
     fputc('\n', f);
     for (int64_t i = 0; i < tr->nsteps; i++) {
         const sc_step_metrics *m = &tr->steps[i];
@@ -3436,8 +3457,8 @@ SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *pa
                 m->phase_ms[SC_PHASE_OTHER], m->tokens, (double)m->cpu_peak_rss / gib,
                 (long long)l);
         for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",%lld", (long long)m->launches[p]);
-        fprintf(f, ",%lld,%lld,%.9g", (long long)m->bytes[SC_PHASE_H2D], (long long)m->bytes[SC_PHASE_D2H],
-                (double)m->gpu.host_pinned / gib);
+        fprintf(f, ",%lld,%lld,%.9g,%.9g,%lld", (long long)m->bytes[SC_PHASE_H2D], (long long)m->bytes[SC_PHASE_D2H],
+                (double)m->gpu.host_pinned / gib, m->phase_ms[SC_PHASE_COMM], (long long)m->bytes[SC_PHASE_COMM]);
         fputc('\n', f);
     }
     return sc__trace_close(f, path);
@@ -3523,9 +3544,10 @@ SCDEF sc_result sc_tracer_write_chrome_trace(const sc_tracer *tr, const char *pa
     fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"steps\"}}", steps_tid);
     fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":-1}}", steps_tid);
     for (int k = 0; k < tr->nstreams; k++) {
-        /* 0 compute, 1 upload, 2 download, 3.. host optimizer threads (slide mode) */
+        /* 0 compute, 1 upload, 2 download, 3.. host optimizer threads (slide mode), SC_STREAM_COMM */
         int id = tr->streams[k];
         const char *nm = id == 1 ? "h2d (upload stream)" : id == 2 ? "d2h (download stream)"
+                         : id == SC_STREAM_COMM ? "nccl (communication stream)"
                          : id >= 3 ? "cpu optimizer" : tr->gpu ? "gpu compute" : "cpu compute";
         fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
                 id, nm);
@@ -6445,6 +6467,8 @@ struct sc_model {
     sc_allocator alloc;
     sc_tracer *tr;
     sc_cuda *cu;                   /* NULL on the CPU backend */
+    int nccl;                      /* data parallel on the GPU: gradients summed over NCCL */
+    char devname[24];              /* the allocator's name: "cuda:0" */
     int pb, gb, ab;                /* bytes per element: parameters, their gradients, activations */
     sc_dtype pdt, gdt;
     float *params, *grads, *master, *opt_m, *opt_v; /* device buffers (dtype by pb/gb) */
@@ -7141,13 +7165,15 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         memset(&cc, 0, sizeof cc);
         cc.bf16 = mc.bf16;
         cc.grads_f32 = mc.master_weights;
+        cc.device = mc.gpu;
         if ((r = sc_cuda_create(&m->cu, &cc)) != SC_SUCCESS) { SC_FREE(m); return r; }
         if (mc.bf16) {
             m->pb = m->ab = 2;
             m->pdt = SC_BF16;
             if (!mc.master_weights) { m->gb = 2; m->gdt = SC_BF16; }
         }
-        ac.name = "cuda:0";
+        snprintf(m->devname, sizeof m->devname, "cuda:%d", mc.gpu);
+        ac.name = m->devname;
         ac.raw_alloc = sc_cuda_raw_alloc;
         ac.raw_free = sc_cuda_raw_free;
         ac.raw_user = m->cu;
@@ -7202,11 +7228,26 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
-    if (sc_dist_comm_world(mc.comm) > 1 && (mc.device == SC_DEVICE_CUDA || mc.mode == SC_MODE_SLIDE)) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "data parallel runs on the CPU backend in resident mode for now; the GPU's "
-                     "NCCL step and slide mode's are not built yet");
+    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "data parallel runs in resident mode for now; slide mode's is not built yet");
         goto fail;
     }
+    if (sc_dist_comm_world(mc.comm) > 1 && mc.device == SC_DEVICE_CUDA && mc.zero) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "ZeRO-1 runs on the CPU backend for now; on the GPU (reduce-scatter, "
+                     "all-gather over NCCL) it is not built yet");
+        goto fail;
+    }
+#ifdef SLIDECHECK_CUDA
+    if (sc_dist_comm_world(mc.comm) > 1 && m->cu) { /* rank 0's NCCL id over the control channel */
+        unsigned char id[SC_NCCL_ID_BYTES];
+        memset(id, 0, sizeof id);
+        if (sc_dist_comm_rank(mc.comm) == 0 && (r = sc_cuda_nccl_unique_id(id)) != SC_SUCCESS) goto fail;
+        if ((r = sc_dist_broadcast(mc.comm, id, sizeof id)) != SC_SUCCESS) goto fail;
+        if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id)) != SC_SUCCESS)
+            goto fail;
+        m->nccl = 1;
+    }
+#endif
     if (mc.mode == SC_MODE_SLIDE) {
         /* weights, gradients and optimizer state on the host; the device holds only slots */
         host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
@@ -8202,6 +8243,24 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
 /* Resident: one micro-batch through forward, head and backward; dL/dx_0 is kept in dres0[k]
    for the embedding backward, which runs after all micro-batches (so that a tied embedding
    adds its rows after every LM-head contribution, in both modes). */
+/* Data parallel on the GPU: sum gradients [off, off + n) over the ranks with NCCL, on the
+   communication stream, as soon as the compute stream has finished them (the last micro-batch's
+   backward of a layer), so the sums overlap the backward of the layers below. */
+static void sc__grads_allreduce(sc_model *m, size_t off, size_t n)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->nccl) {
+        sc_cuda_comm_wait(m->cu); /* first, so that the span measures the sum, not the wait */
+        int sp = m->tr ? sc_tracer_span_begin(m->tr, "allreduce", SC_PHASE_COMM, -1, SC_STREAM_COMM) : -1;
+        if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
+        sc_cuda_allreduce_sum(m->cu, (char *)m->grads + off * (size_t)m->gb, n, m->gdt);
+        if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+    }
+#else
+    (void)m, (void)off, (void)n;
+#endif
+}
+
 static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
 {
     const sc_config *c = &m->cfg;
@@ -8219,7 +8278,10 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     m->dres0[k] = dres;
     SC__TRY(r);
     sc__span_end(m, sp);
-    for (int l = L - 1; l >= 0; l--) SC__TRY(sc__layer_backward_step(m, plan, l, dres));
+    for (int l = L - 1; l >= 0; l--) {
+        SC__TRY(sc__layer_backward_step(m, plan, l, dres));
+        if (k == m->accum - 1) sc__grads_allreduce(m, sc_config_layer_base(c, l), sc__layer_numel(c));
+    }
     return SC_SUCCESS;
 }
 
@@ -8244,6 +8306,15 @@ static sc_result sc__resident_step(sc_model *m, const sc_plan *plan)
     sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
     for (int k = 0; k < m->accum; k++) SC__TRY(sc__resident_pass(m, plan, k));
     sc__embedding_backward(m);
+    if (m->nccl) { /* the rest: the embedding (last to complete) and [final norm | untied LM head] */
+        const sc_config *c = &m->cfg;
+        size_t lo = sc_config_layer_base(c, 0), hi = sc_config_norm_offset(c);
+        sc__grads_allreduce(m, 0, lo);
+        sc__grads_allreduce(m, hi, m->nparams - hi);
+#ifdef SLIDECHECK_CUDA
+        sc_cuda_comm_join(m->cu); /* the optimizer reads the sums */
+#endif
+    }
     return SC_SUCCESS;
 }
 
@@ -8826,7 +8897,7 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
         if (W > 1) { /* the sums over the ranks, in rank order: every replica takes the same update */
             float ls = (float)lsum;
             r = sc_dist_allreduce_f32(m->mc.comm, &ls, 1);
-            if (r == SC_SUCCESS) r = sc_dist_allreduce_f32(m->mc.comm, (float *)m->grads, m->nparams);
+            if (r == SC_SUCCESS && !m->nccl) r = sc_dist_allreduce_f32(m->mc.comm, (float *)m->grads, m->nparams);
             *loss = (float)((double)ls / ((double)W * accum * B * (T - 1)));
         }
     }
@@ -9795,6 +9866,18 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
     int64_t dl = sc__comm_deadline(c);
     if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, (void *)mine, bytes, 1, dl, what);
     for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)all + (size_t)p * bytes, bytes, 0, dl, what));
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_dist_broadcast(sc_dist_comm *c, void *buf, size_t bytes)
+{
+    const char *what = "broadcast";
+    SC__TRY(sc__comm_ready(c, what));
+    if (c->world == 1 || bytes == 0) return SC_SUCCESS;
+    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "broadcast: NULL buffer");
+    int64_t dl = sc__comm_deadline(c);
+    if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, buf, bytes, 0, dl, what);
+    for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, buf, bytes, 1, dl, what));
     return SC_SUCCESS;
 }
 

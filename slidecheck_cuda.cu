@@ -50,6 +50,9 @@
 #include <initializer_list>
 #include <utility>
 #include <vector>
+#ifndef _WIN32
+#include <dlfcn.h>
+#endif
 
 #include "slidecheck.h"
 
@@ -89,6 +92,8 @@ struct sc__prof {
 struct sc_cuda {
     int dev, bf16, grads_f32;
     cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
+    cudaStream_t comm_stream;                     /* data parallel: NCCL's collectives (SC_STREAM_COMM) */
+    void *nccl;                                   /* the NCCL communicator, NULL without data parallel */
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_size;
@@ -1790,6 +1795,125 @@ SC_CUDA_DEF sc_result sc_cuda_available(void)
     return SC_SUCCESS;
 }
 
+/* ---- NCCL, loaded at run time (dlopen): the tool starts and runs on one GPU where no NCCL is
+   installed, and builds where its header is missing. These declarations are NCCL 2's stable ABI:
+   a 128-byte unique id, enums passed as int, ncclSuccess = 0, ncclSum = 0, ncclFloat32 = 7,
+   ncclBfloat16 = 9. ---- */
+typedef struct { char internal[SC_NCCL_ID_BYTES]; } sc__nccl_id;
+typedef struct sc__nccl_api {
+    int (*get_unique_id)(sc__nccl_id *id);
+    int (*comm_init_rank)(void **comm, int nranks, sc__nccl_id id, int rank);
+    int (*all_reduce)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, cudaStream_t s);
+    int (*comm_destroy)(void *comm);
+    const char *(*get_error_string)(int result);
+} sc__nccl_api;
+static sc__nccl_api sc__nccl;
+
+static sc_result sc__nccl_load(void)
+{
+    if (sc__nccl.all_reduce) return SC_SUCCESS;
+#ifndef _WIN32
+    const char *env = getenv("SLIDECHECK_NCCL"), *names[] = {env, "libnccl.so.2", "libnccl.so"};
+    void *h = NULL;
+    for (int i = 0; i < 3 && !h; i++)
+        if (names[i] && *names[i]) h = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+    if (!h)
+        return sc_set_error(SC_ERROR_UNSUPPORTED, "data parallel on the GPU needs NCCL: libnccl.so.2 was not found (set "
+                            "SLIDECHECK_NCCL to its path): %s", dlerror());
+    sc__nccl_api a;
+    *(void **)&a.get_unique_id = dlsym(h, "ncclGetUniqueId");
+    *(void **)&a.comm_init_rank = dlsym(h, "ncclCommInitRank");
+    *(void **)&a.all_reduce = dlsym(h, "ncclAllReduce");
+    *(void **)&a.comm_destroy = dlsym(h, "ncclCommDestroy");
+    *(void **)&a.get_error_string = dlsym(h, "ncclGetErrorString");
+    if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.comm_destroy || !a.get_error_string)
+        return sc_set_error(SC_ERROR_UNSUPPORTED, "the NCCL library found lacks ncclGetUniqueId, ncclCommInitRank, "
+                            "ncclAllReduce, ncclCommDestroy or ncclGetErrorString");
+    sc__nccl = a;
+    return SC_SUCCESS;
+#else
+    return sc_set_error(SC_ERROR_UNSUPPORTED, "data parallel on the GPU needs NCCL (Linux)");
+#endif
+}
+
+#define SC__NCK(cu, call)                                                                            \
+    do {                                                                                             \
+        if (sc__ok(cu)) {                                                                            \
+            int e_ = (call);                                                                         \
+            if (e_ != 0)                                                                             \
+                sc__cu_fail(cu, SC_ERROR_CUDA, "%s failed: %s (%s:%d)", #call,                       \
+                            sc__nccl.get_error_string(e_), __FILE__, __LINE__);                      \
+        }                                                                                            \
+    } while (0)
+
+SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id)
+{
+    if (!id) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_nccl_unique_id: NULL id");
+    sc_result r = sc__nccl_load();
+    if (r != SC_SUCCESS) return r;
+    int e = sc__nccl.get_unique_id((sc__nccl_id *)id);
+    if (e != 0) return sc_set_error(SC_ERROR_CUDA, "ncclGetUniqueId failed: %s", sc__nccl.get_error_string(e));
+    return SC_SUCCESS;
+}
+
+SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id)
+{
+    if (!cu || !id || world < 1 || rank < 0 || rank >= world)
+        return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_nccl_open: bad arguments (world %d, rank %d)", world, rank);
+    sc_result r = sc__nccl_load();
+    if (r != SC_SUCCESS) return r;
+    if (cu->nccl) return SC_SUCCESS;
+    sc__nccl_id nid;
+    memcpy(&nid, id, sizeof nid);
+    SC__CK(cu, cudaSetDevice(cu->dev));
+    setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast off unless the user says otherwise */
+    if (!cu->comm_stream) SC__CK(cu, cudaStreamCreateWithFlags(&cu->comm_stream, cudaStreamNonBlocking));
+    SC__NCK(cu, sc__nccl.comm_init_rank(&cu->nccl, world, nid, rank));
+    return cu->status;
+}
+
+static void sc__nccl_close(sc_cuda *cu)
+{
+    if (cu->nccl) {
+        if (cu->comm_stream) (void)cudaStreamSynchronize(cu->comm_stream);
+        (void)sc__nccl.comm_destroy(cu->nccl);
+        cu->nccl = NULL;
+    }
+    if (cu->comm_stream) (void)cudaStreamDestroy(cu->comm_stream);
+    cu->comm_stream = NULL;
+}
+
+/* stream `to` waits for the work queued on `from` so far (the event is released once it fires) */
+static void sc__stream_after(sc_cuda *cu, cudaStream_t to, cudaStream_t from)
+{
+    cudaEvent_t ev = NULL;
+    SC__CK(cu, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    SC__CK(cu, cudaEventRecord(ev, from));
+    SC__CK(cu, cudaStreamWaitEvent(to, ev, 0));
+    if (ev) SC__CK(cu, cudaEventDestroy(ev));
+}
+
+SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu)
+{
+    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->comm_stream, cu->stream);
+}
+
+/* Sum buf (n elements of t) over the ranks, in place, on the communication stream. */
+SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
+{
+    if (!sc__ok(cu) || !n) return;
+    if (!cu->nccl) {
+        sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_allreduce_sum: no NCCL communicator (sc_cuda_nccl_open)");
+        return;
+    }
+    SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, t == SC_BF16 ? 9 : 7, 0, cu->nccl, cu->comm_stream));
+}
+
+SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu)
+{
+    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->stream, cu->comm_stream);
+}
+
 SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
 {
     if (!out) return SC_ERROR_INVALID_ARGS;
@@ -1859,6 +1983,7 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
     if (cu->stream) (void)cudaStreamDestroy(cu->stream);
     if (cu->copy_stream) (void)cudaStreamDestroy(cu->copy_stream);
     if (cu->d2h_stream) (void)cudaStreamDestroy(cu->d2h_stream);
+    sc__nccl_close(cu);
     free(cu);
 }
 
@@ -1985,6 +2110,7 @@ SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
 
 static cudaStream_t sc__stream_of(sc_cuda *cu, int stream)
 {
+    if (stream == SC_STREAM_COMM && cu->comm_stream) return cu->comm_stream;
     return stream == 1 ? cu->copy_stream : stream == 2 ? cu->d2h_stream : cu->stream;
 }
 

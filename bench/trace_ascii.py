@@ -12,7 +12,7 @@ t0, t1 = s['ts'], s['ts'] + s['dur']
 names = {e['tid']: e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
 spans = [e for e in ev if e['ph'] == 'X' and e.get('cat') != 'step' and e['ts'] < t1 and e['ts'] + e['dur'] > t0]
 # one letter per phase: f forward, r recompute, b backward, l loss/head, u upload, d download, o optimizer, w wait
-letter = {'fwd': 'f', 'recompute': 'r', 'bwd': 'b', 'loss': 'l', 'h2d': 'u', 'd2h': 'd', 'opt': 'o', 'other': 'w'}
+letter = {'fwd': 'f', 'recompute': 'r', 'bwd': 'b', 'loss': 'l', 'h2d': 'u', 'd2h': 'd', 'opt': 'o', 'other': 'w', 'comm': 'a'}
 dt = (t1 - t0) / cols
 print('step %s: %.2f ms, %d columns of %.2f ms' % (s['args'].get('step'), s['dur'] / 1e3, cols, dt / 1e3))
 for tid in sorted({e['tid'] for e in spans}):
@@ -27,4 +27,4 @@ for tid in sorted({e['tid'] for e in spans}):
             busy[c][ch] = busy[c].get(ch, 0) + max(0.0, min(b, hi) - max(a, lo))
     row = ''.join((max(d, key=d.get) if sum(d.values()) > 0.25 * dt else '.') if d else '.' for d in busy)
     print('%-24s|%s| busy %6.1f ms' % (names.get(tid, str(tid))[:24], row, total / 1e3))
-print('f fwd  r recompute  b bwd  l head+loss  u upload  d download  o cpu optimizer  w wait  . idle')
+print('f fwd  r recompute  b bwd  l head+loss  u upload  d download  o cpu optimizer  a all-reduce  w wait  . idle')

@@ -105,10 +105,11 @@ static const char *usage_train =
     "  --gpus N                data parallel over N processes on this machine, started by this command\n"
     "                          (as torchrun --nproc_per_node=N --no-python would); --batch is per rank.\n"
     "                          Under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"
-    "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. The CPU\n"
-    "                          backend in resident mode for now (the GPU's NCCL step is not built)\n"
+    "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. Resident\n"
+    "                          mode; on the GPU each rank uses GPU LOCAL_RANK and sums gradients over\n"
+    "                          NCCL (libnccl.so.2, or the path in SLIDECHECK_NCCL) layer by layer\n"
     "  --zero 1                data parallel with AdamW: ZeRO-1, each rank keeps the AdamW state of\n"
-    "                          its 1/N of the parameters (the same bits as without)\n"
+    "                          its 1/N of the parameters (the same bits as without; CPU backend)\n"
     "\n";
 
 static const char *usage_plan =
@@ -623,6 +624,7 @@ static int cmd_train(int argc, char **argv)
     model_config_from(&mc, &o);
     mc.comm = comm;
     mc.zero = o.zero;
+    if (W > 1) mc.gpu = de.local_rank; /* one GPU per process on this machine */
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     free(params);

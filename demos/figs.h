@@ -138,7 +138,7 @@ static const uint32_t figs_busy_rgb[FIGS_NBUSY] = {FIGS_C_H2D, FIGS_C_D2H, 0x2E6
 
 DEMO_DEF void figs_step_split(const demo_run *r, int s, double c[FIGS_NCOMP], double busy[FIGS_NBUSY])
 {
-    static const int slot[SC_PHASE_COUNT] = {0, 2, 3, 4, -1, -1, 1, 5}; /* fwd bwd rec opt h2d d2h loss other */
+    static const int slot[SC_PHASE_COUNT] = {0, 2, 3, 4, -1, -1, 1, 5, -1}; /* fwd bwd rec opt h2d d2h loss other comm */
     int64_t f, n;
     figs__step_spans(r, s, &f, &n);
     for (int i = 0; i < FIGS_NCOMP; i++) c[i] = 0;
@@ -767,7 +767,7 @@ DEMO_DEF int figs_time_breakdown(const demo *d, demo_run *const *runs, int nr, c
                 if (!x.counts_phase || lane[k][ln] < 0) continue;
                 double a = fmax(0, x.ts_ms - t0), b = fmin(wall, x.ts_ms - t0 + x.dur_ms);
                 if (b <= a) continue;
-                static const int comp_of[SC_PHASE_COUNT] = {0, 2, 3, 4, 5, 5, 1, 5};
+                static const int comp_of[SC_PHASE_COUNT] = {0, 2, 3, 4, 5, 5, 1, 5, 5};
                 uint32_t col = ln ? figs_busy_rgb[ln - 1] : figs_comp_rgb[comp_of[x.phase]];
                 figs__lane_y(&tl, lane[k][ln], 0.15, 0.85, &y0, &y1);
                 double px0 = pl_chart_px(&tl, a), px1 = pl_chart_px(&tl, b);

@@ -234,6 +234,13 @@ static void red_ref(float *ref, int world)
    agree with the reference; mode 1: exits right after opening (a rank that dies); mode 2: sleeps
    `delay_ms` after opening (a rank that stalls), then tries; modes 1 and 2 of the other ranks:
    exit 10 + (-result) on the expected error */
+/* a broadcast's bytes: every value 0..255 (NaN patterns when read as floats), rank-dependent */
+#define BCAST 128 /* an NCCL unique id */
+static void bcast_of(unsigned char *b, int rank)
+{
+    for (int i = 0; i < BCAST; i++) b[i] = (unsigned char)(i * 151 + 7 + rank * 13);
+}
+
 static pid_t spawn_comm(int rank, int world, int port, int mode, int delay_ms, double timeout)
 {
     fflush(stdout);
@@ -253,6 +260,10 @@ static pid_t spawn_comm(int rank, int world, int port, int mode, int delay_ms, d
     int ok = !memcmp(x, ref, sizeof(float) * NRED);
     int mine[2] = {rank, rank * rank};
     ok = ok && sc_dist_gather(c, mine, NULL, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS;
+    unsigned char bc[BCAST], want[BCAST];
+    bcast_of(want, 0);
+    bcast_of(bc, rank);
+    ok = ok && sc_dist_broadcast(c, bc, sizeof bc) == SC_SUCCESS && !memcmp(bc, want, sizeof bc);
     sc_dist_comm_close(c);
     _exit(ok ? 0 : 3);
 }
@@ -275,11 +286,16 @@ static void test_comm(void)
         red_ref(ref, 3);
         ok = sc_dist_allreduce_f32(c, x, NRED) == SC_SUCCESS && !memcmp(x, ref, sizeof(float) * NRED);
         ok = ok && sc_dist_gather(c, mine, all, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS;
+        unsigned char bc[BCAST], want[BCAST];
+        bcast_of(bc, 0);
+        bcast_of(want, 0);
+        ok = ok && sc_dist_broadcast(c, bc, sizeof bc) == SC_SUCCESS && !memcmp(bc, want, sizeof bc);
     }
     double dt = now_s() - t0;
     int x1 = reap(c1), x2 = reap(c2);
     CHECK(ok && x1 == 0 && x2 == 0, "3 processes: allreduce of %d floats equals the rank-order sum bitwise on every "
-          "rank, %.3f s with gather and barrier (%s; exits %d, %d)", NRED, dt, ok ? "ok" : sc_last_error(), x1, x2);
+          "rank, %.3f s with gather, barrier and a %d-byte broadcast that every rank receives bit for bit (%s; exits "
+          "%d, %d)", NRED, dt, BCAST, ok ? "ok" : sc_last_error(), x1, x2);
     CHECK(all[1][0] == 1 && all[1][1] == 1 && all[2][0] == 2 && all[2][1] == 4 && all[0][0] == 0,
           "gather: rank 0 holds every rank's bytes in rank order");
     sc_dist_comm_close(c);
@@ -326,7 +342,8 @@ static void test_comm(void)
     memcpy(ref, x, sizeof(float) * NRED);
     r = sc_dist_comm_open(&c, &e, 1, b, BLOB);
     CHECK(r == SC_SUCCESS && sc_dist_allreduce_f32(c, x, NRED) == SC_SUCCESS && !memcmp(x, ref, sizeof(float) * NRED) &&
-              sc_dist_gather(c, mine, all, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS,
+              sc_dist_gather(c, mine, all, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS &&
+              sc_dist_broadcast(c, b, BLOB) == SC_SUCCESS,
           "one process: the collectives are no-ops");
     sc_dist_comm_close(c);
     free(x);

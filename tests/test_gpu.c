@@ -804,6 +804,37 @@ static void test_copies(tctx *t)
     dfree(t, df); dfree(t, db); dfree(t, df2);
 }
 
+/* NCCL on one GPU: a communicator of one rank. The sum over one rank is the buffer itself, so the
+   checks are the plumbing: NCCL loads, the id and the communicator are made, the collective runs
+   on the communication stream after the compute stream's writes and the compute stream waits
+   for it. (Two ranks need two GPUs: bench/gpu_dp_checks.sh.) */
+static void test_nccl_one_rank(tctx *t)
+{
+    char nm[160], id[SC_NCCL_ID_BYTES];
+    name_of(nm, sizeof nm, t, "NCCL, one rank: allreduce_sum on the comm stream, ordered both ways");
+    if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id) != SC_SUCCESS) {
+        check(0, nm, sc_last_error());
+        return;
+    }
+    size_t n = (size_t)3 << 20; /* 12 MiB in f32: a copy that takes long enough to race if unordered */
+    float *x = hrand(n, 1, 0);
+    sc_dtype dt = t->gdt;
+    void *d = sc_cuda_raw_alloc(n * sc_dtype_size(dt), t->cu), *e = sc_cuda_raw_alloc(n * sc_dtype_size(dt), t->cu);
+    sc_cuda_upload_f32(t->cu, e, dt, x, n);
+    sc_cuda_memset0(t->cu, d, n * sc_dtype_size(dt));
+    sc_cuda_convert(t->cu, d, dt, e, dt, n); /* compute stream writes d ... */
+    sc_cuda_comm_wait(t->cu);
+    sc_cuda_allreduce_sum(t->cu, d, n, dt); /* ... the comm stream sums it ... */
+    sc_cuda_comm_join(t->cu);
+    sc_cuda_convert(t->cu, e, dt, d, dt, n); /* ... and the compute stream reads the sum */
+    float *a = dget(t, e, n, dt), *xr = hcopy(x, n);
+    if (dt == SC_BF16) sc_round_bf16_inplace(xr, n);
+    check(sc_cuda_status(t->cu) == SC_SUCCESS && !memcmp(a, xr, n * 4), nm,
+          sc_cuda_status(t->cu) != SC_SUCCESS ? sc_cuda_error_message(t->cu) : "the buffer changed");
+    free(x); free(xr); free(a);
+    dfree(t, d); dfree(t, e);
+}
+
 static void run_op_tests(int bf16, int gf32)
 {
     tctx t;
@@ -823,6 +854,7 @@ static void run_op_tests(int bf16, int gf32)
         return;
     }
     test_copies(&t);
+    if (!g_quick) test_nccl_one_rank(&t); /* NCCL's own kernels are not ours to sanitize */
     test_embedding(&t);
     test_rmsnorm(&t);
     test_add_rmsnorm(&t);

@@ -187,7 +187,7 @@ static void test_fake_gpu(sc_tracer *tr)
     for (int k = 0; k < K_STEPS && exact; k++) {
         const sc_step_metrics *m = sc_tracer_step_get(tr, k);
         double e = planned_e(k);
-        const double want[SC_PHASE_COUNT] = {9 + e, 16, 3, 4, 0.5, 0.25, 1.5, 0};
+        const double want[SC_PHASE_COUNT] = {9 + e, 16, 3, 4, 0.5, 0.25, 1.5, 0, 0};
         for (int p = 0; p < SC_PHASE_COUNT; p++)
             if (m->phase_ms[p] != want[p]) {
                 exact = 0;

@@ -1,0 +1,54 @@
+"""Data parallel on the GPU: scaling and how much of the all-reduce hides behind compute.
+    python3 bench/dp_hidden.py ONE_GPU.log TWO_GPU.log TRACE.json
+scaling = W x step(1 GPU) / step(W GPUs), from the tool's summary lines (median step, per rank's
+batch the same). hidden = per step, the all-reduce spans' time (stream "nccl") that overlaps a
+compute-stream span, over all of their time; median over the steps after the first."""
+import json, re, statistics, sys
+
+
+def median_step(path):
+    for line in open(path):
+        if line.startswith('summary:'):
+            return float(re.search(r'median step ([0-9.]+) ms', line).group(1))
+    raise SystemExit('%s: no summary line' % path)
+
+
+def overlap(a0, a1, iv):
+    """length of [a0, a1) covered by the union of the sorted, merged intervals iv"""
+    return sum(max(0.0, min(a1, b1) - max(a0, b0)) for b0, b1 in iv)
+
+
+def merge(iv):
+    out = []
+    for b0, b1 in sorted(iv):
+        if out and b0 <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b1)
+        else:
+            out.append([b0, b1])
+    return out
+
+
+one, two = median_step(sys.argv[1]), median_step(sys.argv[2])
+ev = json.load(open(sys.argv[3]))['traceEvents']
+names = {e['tid']: e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+comm = [t for t, n in names.items() if n.startswith('nccl')]
+comp = [t for t, n in names.items() if n in ('gpu compute', 'cpu compute')]
+W = 2
+m = re.search(r'--gpus (\d+)', open(sys.argv[2]).read())
+if m:
+    W = int(m.group(1))
+fr = []
+for s in (e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'):
+    t0, t1 = s['ts'], s['ts'] + s['dur']
+    inside = lambda e: e['ph'] == 'X' and e.get('cat') != 'step' and t0 <= e['ts'] < t1
+    cs = merge([(e['ts'], e['ts'] + e['dur']) for e in ev if inside(e) and e['tid'] in comp])
+    ar = [(e['ts'], e['ts'] + e['dur']) for e in ev if inside(e) and e['tid'] in comm]
+    tot = sum(b - a for a, b in ar)
+    if tot > 0:
+        fr.append(sum(overlap(a, b, cs) for a, b in ar) / tot)
+print('step: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (one, W, two, W * one / two))
+if fr:
+    print('all-reduce hidden behind compute: median %.1f%% over %d steps (min %.1f%%, max %.1f%%)' % (
+        100 * statistics.median(fr[1:] or fr), len(fr), 100 * min(fr), 100 * max(fr)))
+else:
+    print('no all-reduce spans in the trace')

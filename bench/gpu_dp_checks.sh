@@ -1,0 +1,37 @@
+#!/bin/sh
+# Data parallel on the GPU, on a machine with >= 2 GPUs (the nvidia-h200-x2 kind), in one go:
+#  1. equality: 2 ranks x batch B against 1 GPU x batch 2B (tiny, 5 AdamW steps): fp32 losses
+#     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
+#  2. speed: the Qwen3-1.7B shape, bf16 + f32 master weights, AdamW, seq 2048 x batch 4 per GPU,
+#     1 GPU against 2 (scaling = 2 x step(1) / step(2)), with traces: the fraction of the
+#     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py).
+#   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build)
+set -u
+O=${1:-build/gpu_dp}; BIN=${BIN:-build}; mkdir -p "$O"
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$O/machine.txt"; cat "$O/machine.txt"
+tiny="train --model tiny --device cuda --seq 64 --steps 5 --warmup 1 --optim adamw --lr 1e-3"
+losses() { grep '^step' "$1" | awk '{print $4}'; }
+fail=0
+for dt in fp32 bf16; do
+    "$BIN/slidecheck" $tiny --dtype $dt --batch 4 > "$O/one_$dt.log" 2>&1 || { echo "1 GPU $dt: exit $?"; fail=1; }
+    for run in a b; do
+        "$BIN/slidecheck" $tiny --dtype $dt --batch 2 --gpus 2 --save "$O/save_${dt}_$run" > "$O/two_${dt}_$run.log" 2>&1 ||
+            { echo "2 ranks $dt $run: exit $?"; tail -n 5 "$O/two_${dt}_$run.log"; fail=1; }
+    done
+    tol=1e-5; [ $dt = bf16 ] && tol=1e-2
+    losses "$O/one_$dt.log" > "$O/l1"; losses "$O/two_${dt}_a.log" > "$O/l2"
+    paste "$O/l1" "$O/l2" | awk -v t=$tol -v d=$dt '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
+        END { printf "%s: 2 ranks x 2 vs 1 GPU x 4, %d steps, worst loss rel diff %.3g (tol %s): %s\n", d, n, w, t,
+              (n == 5 && w <= t) ? "PASS" : "FAIL"; exit !(n == 5 && w <= t) }' || fail=1
+    if cmp -s "$O/save_${dt}_a/model.safetensors" "$O/save_${dt}_b/model.safetensors"; then
+        echo "$dt: two 2-rank runs saved identical weights: PASS"
+    else echo "$dt: two 2-rank runs differ: FAIL"; fail=1; fi
+done
+big="train --model qwen3-1.7b --device cuda --dtype bf16 --master-weights --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
+"$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
+"$BIN/slidecheck" $big --gpus 2 --out "$O/speed2" > "$O/speed2.log" 2>&1
+grep -h '^summary' "$O/speed1.log" "$O/speed2.log"
+python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json"
+echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"
+exit $fail
