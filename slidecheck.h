@@ -9826,14 +9826,26 @@ static sc_result sc__comm_ready(const sc_dist_comm *c, const char *what)
     return SC_SUCCESS;
 }
 
+/* a collective over one buffer of n elements: the channel usable, and *skip = 1 when there is
+   nothing to move (one rank, or n = 0) */
+static sc_result sc__comm_start(const sc_dist_comm *c, const char *what, const void *buf, size_t n, int *skip)
+{
+    *skip = 1;
+    SC__TRY(sc__comm_ready(c, what));
+    if (c->world == 1 || n == 0) return SC_SUCCESS;
+    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "%s: NULL buffer", what);
+    *skip = 0;
+    return SC_SUCCESS;
+}
+
 #define SC__COMM_CHUNK ((size_t)1 << 16) /* floats per round: rank 0 holds one chunk of one peer */
 
 SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n)
 {
     const char *what = "allreduce";
-    SC__TRY(sc__comm_ready(c, what));
-    if (c->world == 1 || n == 0) return SC_SUCCESS;
-    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "allreduce: NULL buffer");
+    int skip;
+    SC__TRY(sc__comm_start(c, what, buf, n, &skip));
+    if (skip) return SC_SUCCESS;
     float *tmp = c->rank == 0 ? (float *)SC_MALLOC(sizeof(float) * (n < SC__COMM_CHUNK ? n : SC__COMM_CHUNK)) : NULL;
     if (c->rank == 0 && !tmp) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "allreduce: host malloc failed");
     sc_result r = SC_SUCCESS;
@@ -9872,9 +9884,9 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
 SCDEF sc_result sc_dist_broadcast(sc_dist_comm *c, void *buf, size_t bytes)
 {
     const char *what = "broadcast";
-    SC__TRY(sc__comm_ready(c, what));
-    if (c->world == 1 || bytes == 0) return SC_SUCCESS;
-    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "broadcast: NULL buffer");
+    int skip;
+    SC__TRY(sc__comm_start(c, what, buf, bytes, &skip));
+    if (skip) return SC_SUCCESS;
     int64_t dl = sc__comm_deadline(c);
     if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, buf, bytes, 0, dl, what);
     for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, buf, bytes, 1, dl, what));
@@ -9889,9 +9901,9 @@ SCDEF void sc_dist_part(const sc_dist_comm *c, size_t n, size_t *lo, size_t *hi)
 SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
 {
     const char *what = "allgather";
-    SC__TRY(sc__comm_ready(c, what));
-    if (c->world == 1 || n == 0) return SC_SUCCESS;
-    if (!buf) return sc__fail(SC_ERROR_INVALID_ARGS, "allgather: NULL buffer");
+    int skip;
+    SC__TRY(sc__comm_start(c, what, buf, n, &skip));
+    if (skip) return SC_SUCCESS;
     /* rank 0 collects every part in place, then hands the whole buffer to each rank, in chunks */
     int64_t dl = sc__comm_deadline(c);
     size_t lo, hi;
