@@ -28,7 +28,7 @@ typedef struct cli_opts {
     int seq, batch, steps, warmup, master;
     const char *mode;
     int prefetch, cpu_threads, pure_bf16, accum, save_every, head_slice;
-    double lr, beta1, beta2, eps, wd;
+    double lr, beta1, beta2, eps, wd, rdv_timeout;
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
@@ -108,6 +108,8 @@ static const char *usage_train =
     "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. Resident\n"
     "                          mode; on the GPU each rank uses GPU LOCAL_RANK and sums gradients over\n"
     "                          NCCL (libnccl.so.2, or the path in SLIDECHECK_NCCL) layer by layer\n"
+    "  --rendezvous-timeout S  data parallel: seconds a rank waits for the others, at the start and in\n"
+    "                          every exchange (default: SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)\n"
     "  --zero 1                data parallel with AdamW: ZeRO-1, each rank keeps the AdamW state of\n"
     "                          its 1/N of the parameters (the same bits as without; CPU backend)\n"
     "\n";
@@ -218,6 +220,10 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--gpus")) o->gpus = parse_int(f, v, 1, 256);
         else if (!strcmp(f, "--zero")) o->zero = parse_int(f, v, 0, 1);
+        else if (!strcmp(f, "--rendezvous-timeout")) {
+            o->rdv_timeout = parse_double(f, v);
+            if (!(o->rdv_timeout > 0 && o->rdv_timeout <= 86400)) die_usage("--rendezvous-timeout %s: need seconds in (0, 86400]", v);
+        }
         else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
         else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
         else if (!strcmp(f, "--beta2")) o->beta2 = parse_double(f, v);
@@ -548,13 +554,14 @@ static int cmd_train(int argc, char **argv)
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head gpus zero",
+                "dpu keep-head gpus zero rendezvous-timeout",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */
     sc_dist_env de;
     sc_result dr = sc_dist_env_read(&de);
     if (dr != SC_SUCCESS) die_usage("launch environment: %s", sc_last_error());
+    if (o.rdv_timeout > 0) de.timeout_s = o.rdv_timeout; /* over SLIDECHECK_RENDEZVOUS_TIMEOUT */
     if (o.gpus > 1 && de.world_size > 1)
         die_usage("%s", "--gpus N starts the ranks itself: leave it out under a launcher (WORLD_SIZE is set)");
     if (o.gpus > 1) return launch_ranks(o.gpus, argc, argv);

@@ -119,6 +119,12 @@ else bad "ZeRO-1 and plain data parallel differ"; fi
 expect 2 "--gpus under a launcher" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 $DP --batch 1 --gpus 2
 expect 1 "WORLD_SIZE=2 without the other rank: a timeout naming it" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29512 SLIDECHECK_RENDEZVOUS_TIMEOUT=1 $DP --batch 1
 grep -q "missing: rank 1" "$T/err" && ok "the timeout names rank 1" || bad "missing-rank message: $(cat "$T/err")"
+t0=$(date +%s)
+expect 1 "--rendezvous-timeout 1 without the other rank (the environment says 600)" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29514 SLIDECHECK_RENDEZVOUS_TIMEOUT=600 $DP --batch 1 --rendezvous-timeout 1
+dt=$(( $(date +%s) - t0 ))
+[ "$dt" -le 20 ] && grep -q "missing: rank 1" "$T/err" && ok "the flag's timeout wins: stopped after ${dt} s" ||
+    bad "--rendezvous-timeout: ${dt} s: $(cat "$T/err")"
+expect 2 "--rendezvous-timeout 0 is refused" $DP --batch 1 --rendezvous-timeout 0
 # two ranks started by hand with different learning rates: both stop at the start
 env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29513 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 --lr 2e-3 \
     > /dev/null 2> "$T/err1" &

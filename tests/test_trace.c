@@ -557,6 +557,41 @@ static void test_writers(sc_tracer *tr, const char *base)
           "writer failure names the file", "%s", sc_last_error());
 }
 
+/* data parallel's collectives: a span on the communication stream counts as comm, with its
+   bytes, in the step, step_metrics.csv and its own trace.json track */
+static void test_comm_phase(const char *base)
+{
+    sc_tracer tr;
+    sc_tracer_init(&tr, NULL);
+    sc_tracer_step_begin(&tr, 0, 0);
+    int64_t t0 = sc_tracer_now_ns();
+    int id = sc_tracer_span_add(&tr, "allreduce", SC_PHASE_COMM, -1, SC_STREAM_COMM, t0, t0 + 2500000);
+    sc_tracer_span_bytes(&tr, id, 123456789);
+    sc_tracer_step_end(&tr, 1.0, 100, NULL);
+    const sc_step_metrics *m = sc_tracer_step_get(&tr, 0);
+    check(id >= 0 && m && m->phase_ms[SC_PHASE_COMM] == 2.5 && m->bytes[SC_PHASE_COMM] == 123456789 &&
+              !strcmp(sc_phase_name(SC_PHASE_COMM), "comm"),
+          "comm phase: 2.5 ms and its bytes in the step", "id %d, %g ms, %lld bytes", id,
+          m ? m->phase_ms[SC_PHASE_COMM] : -1.0, m ? (long long)m->bytes[SC_PHASE_COMM] : -1LL);
+    char dir[400], path[512];
+    snprintf(dir, sizeof dir, "%s_comm", base);
+    sc_result r = sc_tracer_write_all(&tr, dir);
+    snprintf(path, sizeof path, "%s/step_metrics.csv", dir);
+    int ok = r == SC_SUCCESS && csv_read(path, &g_csv) && g_csv.rows == 2;
+    int cm = ok ? csv_col(&g_csv, "comm_ms") : -1, cb = ok ? csv_col(&g_csv, "comm_bytes") : -1;
+    check(cm >= 0 && cb >= 0 && strtod(g_csv.cells[1][cm], NULL) == 2.5 && !strcmp(g_csv.cells[1][cb], "123456789"),
+          "step_metrics.csv: comm_ms and comm_bytes", "%s", ok ? "columns missing or wrong" : g_csv.err);
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    FILE *f = fopen(path, "rb");
+    static char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    check(strstr(buf, "\"nccl (communication stream)\"") && strstr(buf, "\"allreduce\""),
+          "trace.json: the all-reduce on its own track", "track or span missing");
+    sc_tracer_uninit(&tr);
+}
+
 int main(int argc, char **argv)
 {
     const char *out = argc > 1 ? argv[1] : "build/test_trace_out";
@@ -567,6 +602,7 @@ int main(int argc, char **argv)
     test_writers(&tr, out);
     sc_tracer_uninit(&tr);
     test_cpu_clock();
+    test_comm_phase(out);
     test_null_and_misuse();
     test_rss_peak();
     printf("%d passed, %d failed\n", npass, nfail);
