@@ -1125,6 +1125,10 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu);
+/* Waits for the compute stream, polling this step's collectives: if none finishes for timeout_s
+   (a rank died or stalls) or NCCL reports an error, aborts the communicator and fails with a
+   message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging. */
+SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
 SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
 SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
@@ -8243,6 +8247,10 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
 /* Resident: one micro-batch through forward, head and backward; dL/dx_0 is kept in dres0[k]
    for the embedding backward, which runs after all micro-batches (so that a tied embedding
    adds its rows after every LM-head contribution, in both modes). */
+#ifdef SLIDECHECK_CUDA
+static double sc__comm_timeout(const sc_dist_comm *c); /* the control channel's, in seconds */
+#endif
+
 /* Data parallel on the GPU: sum gradients [off, off + n) over the ranks with NCCL, on the
    communication stream, as soon as the compute stream has finished them (the last micro-batch's
    backward of a layer), so the sums overlap the backward of the layers below. */
@@ -8888,6 +8896,9 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #endif
     SC_FREE(tg);
     r = m->sl ? sc__slide_step(m, plan, update) : sc__resident_step(m, plan);
+#ifdef SLIDECHECK_CUDA
+    if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* never a hang */
+#endif
     /* the loss last: reading it waits for the device, which by now has the whole step queued */
     if (r == SC_SUCCESS) r = sc__download_f32(m, m->rowloss_host, m->rowloss_all, 4, (size_t)NA);
     if (r == SC_SUCCESS) {
@@ -9926,6 +9937,9 @@ SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
 }
 
 SCDEF int sc_dist_comm_rank(const sc_dist_comm *c) { return c ? c->rank : 0; }
+#ifdef SLIDECHECK_CUDA
+static double sc__comm_timeout(const sc_dist_comm *c) { return c ? c->timeout_s : 60.0; }
+#endif
 SCDEF int sc_dist_comm_world(const sc_dist_comm *c) { return c ? c->world : 1; }
 
 SCDEF sc_result sc_dist_barrier(sc_dist_comm *c)

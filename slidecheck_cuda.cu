@@ -50,6 +50,8 @@
 #include <initializer_list>
 #include <utility>
 #include <vector>
+#include <chrono>
+#include <thread>
 #ifndef _WIN32
 #include <dlfcn.h>
 #endif
@@ -94,6 +96,7 @@ struct sc_cuda {
     cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
     cudaStream_t comm_stream;                     /* data parallel: NCCL's collectives (SC_STREAM_COMM) */
     void *nccl;                                   /* the NCCL communicator, NULL without data parallel */
+    std::vector<cudaEvent_t> *comm_done;          /* an event after each collective not yet seen done */
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_size;
@@ -1805,6 +1808,8 @@ typedef struct sc__nccl_api {
     int (*comm_init_rank)(void **comm, int nranks, sc__nccl_id id, int rank);
     int (*all_reduce)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, cudaStream_t s);
     int (*comm_destroy)(void *comm);
+    int (*comm_abort)(void *comm);
+    int (*comm_get_async_error)(void *comm, int *result);
     const char *(*get_error_string)(int result);
 } sc__nccl_api;
 static sc__nccl_api sc__nccl;
@@ -1825,10 +1830,14 @@ static sc_result sc__nccl_load(void)
     *(void **)&a.comm_init_rank = dlsym(h, "ncclCommInitRank");
     *(void **)&a.all_reduce = dlsym(h, "ncclAllReduce");
     *(void **)&a.comm_destroy = dlsym(h, "ncclCommDestroy");
+    *(void **)&a.comm_abort = dlsym(h, "ncclCommAbort");
+    *(void **)&a.comm_get_async_error = dlsym(h, "ncclCommGetAsyncError");
     *(void **)&a.get_error_string = dlsym(h, "ncclGetErrorString");
-    if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.comm_destroy || !a.get_error_string)
-        return sc_set_error(SC_ERROR_UNSUPPORTED, "the NCCL library found lacks ncclGetUniqueId, ncclCommInitRank, "
-                            "ncclAllReduce, ncclCommDestroy or ncclGetErrorString");
+    if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.comm_destroy || !a.comm_abort ||
+        !a.comm_get_async_error || !a.get_error_string)
+        return sc_set_error(SC_ERROR_UNSUPPORTED, "the NCCL library found lacks one of ncclGetUniqueId, "
+                            "ncclCommInitRank, ncclAllReduce, ncclCommDestroy, ncclCommAbort, "
+                            "ncclCommGetAsyncError, ncclGetErrorString");
     sc__nccl = a;
     return SC_SUCCESS;
 #else
@@ -1868,12 +1877,23 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
     SC__CK(cu, cudaSetDevice(cu->dev));
     setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast off unless the user says otherwise */
     if (!cu->comm_stream) SC__CK(cu, cudaStreamCreateWithFlags(&cu->comm_stream, cudaStreamNonBlocking));
+    if (!cu->comm_done) cu->comm_done = new std::vector<cudaEvent_t>();
     SC__NCK(cu, sc__nccl.comm_init_rank(&cu->nccl, world, nid, rank));
     return cu->status;
 }
 
+static void sc__comm_done_clear(sc_cuda *cu)
+{
+    if (!cu->comm_done) return;
+    for (cudaEvent_t e : *cu->comm_done) (void)cudaEventDestroy(e);
+    cu->comm_done->clear();
+}
+
 static void sc__nccl_close(sc_cuda *cu)
 {
+    sc__comm_done_clear(cu);
+    delete cu->comm_done;
+    cu->comm_done = NULL;
     if (cu->nccl) {
         if (cu->comm_stream) (void)cudaStreamSynchronize(cu->comm_stream);
         (void)sc__nccl.comm_destroy(cu->nccl);
@@ -1907,6 +1927,50 @@ SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtyp
         return;
     }
     SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, t == SC_BF16 ? 9 : 7, 0, cu->nccl, cu->comm_stream));
+    cudaEvent_t ev = NULL; /* for sc_cuda_comm_settle: this collective has finished */
+    SC__CK(cu, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    SC__CK(cu, cudaEventRecord(ev, cu->comm_stream));
+    if (ev) cu->comm_done->push_back(ev);
+}
+
+/* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
+   the others' collectives spinning on the device. Polls the collectives in order; when none
+   finishes for timeout_s seconds, or NCCL reports an error, aborts the communicator (which ends
+   its kernels) and fails with a message. */
+SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
+{
+    if (!sc__ok(cu) || !cu->nccl) return cu ? cu->status : SC_ERROR_INVALID_ARGS;
+    std::vector<cudaEvent_t> &ev = *cu->comm_done;
+    size_t i = 0;
+    auto now = [] { return std::chrono::steady_clock::now(); };
+    auto last = now();
+    while (i < ev.size() && sc__ok(cu)) {
+        cudaError_t q = cudaEventQuery(ev[i]);
+        if (q == cudaSuccess) { i++; last = now(); continue; }
+        if (q != cudaErrorNotReady) { SC__CK(cu, q); break; }
+        int ae = 0;
+        if (sc__nccl.comm_get_async_error(cu->nccl, &ae) == 0 && ae != 0 && ae != 7 /* ncclInProgress */) {
+            sc__cu_fail(cu, SC_ERROR_CUDA, "NCCL reported an error during the all-reduce: %s",
+                        sc__nccl.get_error_string(ae));
+            break;
+        }
+        double idle = std::chrono::duration<double>(now() - last).count();
+        if (idle > timeout_s) {
+            sc__cu_fail(cu, SC_ERROR_TIMEOUT, "data parallel: all-reduce %zu of the step did not finish within %g s "
+                        "(a rank stopped or stalls); the NCCL communicator is aborted", i + 1, timeout_s);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (!sc__ok(cu)) {
+        (void)sc__nccl.comm_abort(cu->nccl);
+        cu->nccl = NULL;
+        sc__comm_done_clear(cu);
+        return cu->status;
+    }
+    sc__comm_done_clear(cu);
+    SC__CK(cu, cudaStreamSynchronize(cu->stream)); /* every collective is done: no peer to wait for */
+    return cu->status;
 }
 
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu)

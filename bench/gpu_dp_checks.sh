@@ -2,6 +2,7 @@
 # Data parallel on the GPU, on a machine with >= 2 GPUs (the nvidia-h200-x2 kind), in one go:
 #  1. equality: 2 ranks x batch B against 1 GPU x batch 2B (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
+#     a rank killed mid-run stops the other within the timeout, with a message;
 #  2. speed: the Qwen3-1.7B shape, bf16 + f32 master weights, AdamW, seq 2048 x batch 4 per GPU,
 #     1 GPU against 2 (scaling = 2 x step(1) / step(2)), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py).
@@ -28,6 +29,15 @@ for dt in fp32 bf16; do
         echo "$dt: two 2-rank runs saved identical weights: PASS"
     else echo "$dt: two 2-rank runs differ: FAIL"; fail=1; fi
 done
+# a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang)
+"$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 > "$O/kill.log" 2>&1 &
+L=$!; sleep 20
+R1=$(pgrep -P $L | sort -n | tail -n 1); t0=$(date +%s)
+[ -n "$R1" ] && kill -9 "$R1"
+wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
+if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
+    echo "a killed rank 1: the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill.log" | cut -c1-200))"
+else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --master-weights --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
 "$BIN/slidecheck" $big --gpus 2 --out "$O/speed2" > "$O/speed2.log" 2>&1

@@ -827,9 +827,10 @@ static void test_nccl_one_rank(tctx *t)
     sc_cuda_allreduce_sum(t->cu, d, n, dt); /* ... the comm stream sums it ... */
     sc_cuda_comm_join(t->cu);
     sc_cuda_convert(t->cu, e, dt, d, dt, n); /* ... and the compute stream reads the sum */
+    sc_result st = sc_cuda_comm_settle(t->cu, 10.0); /* the collective finished: settles at once */
     float *a = dget(t, e, n, dt), *xr = hcopy(x, n);
     if (dt == SC_BF16) sc_round_bf16_inplace(xr, n);
-    check(sc_cuda_status(t->cu) == SC_SUCCESS && !memcmp(a, xr, n * 4), nm,
+    check(st == SC_SUCCESS && sc_cuda_status(t->cu) == SC_SUCCESS && !memcmp(a, xr, n * 4), nm,
           sc_cuda_status(t->cu) != SC_SUCCESS ? sc_cuda_error_message(t->cu) : "the buffer changed");
     free(x); free(xr); free(a);
     dfree(t, d); dfree(t, e);
