@@ -99,11 +99,17 @@ USAGE
      sc_hf_read_config / sc_hf_read_params / sc_hf_write
      sc_tokens_read / sc_tokens_write / sc_tokens_check / sc_tokens_free
 
+   Several processes (data parallel)
+     sc_dist_env_read / sc_dist_rendezvous / sc_hash_bytes
+     sc_dist_comm_open / close / rank / world, sc_dist_allreduce_f32 / gather / broadcast /
+     allgather_f32 / part / barrier
+
    CUDA backend (with SLIDECHECK_CUDA): sc_cuda_available / create / destroy / status /
      error_message / set_attention_reference / synchronize / device_name / launch_count /
      raw_alloc / raw_free / event_* /
-     mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert, and
-     the ops above.
+     mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert,
+     nccl_unique_id / nccl_open / comm_wait / allreduce_sum / comm_join / comm_settle (data
+     parallel), and the ops above.
 
    Example: one training step with full recompute (expected output: a loss near ln(vocab)).
 #if 0
@@ -6250,7 +6256,8 @@ SCDEF void sc_cpu_sgd_range(void *p, sc_dtype pt, const void *g, sc_dtype gt, ui
 /* ---- multithreaded: fixed chunks, so the split (and, element-wise, the result) never depends on the thread
    count; 64K elements (~1.8 MB of AdamW traffic) keep scheduling overhead negligible. Chunks are handed
    out dynamically: beside a GPU stream's DMA and the thread driving the GPU, a static split waits for
-   its slowest thread (measured on the H100 host: AdamW in a slide step 523 -> 405 ms a step). ---- */
+   its slowest thread (on the H100 host, with one core also left to that thread by slide mode: AdamW in
+   a slide step 523 -> 405 ms a step). ---- */
 #define SC__OPTIM_CHUNK ((size_t)1 << 16)
 
 static int sc__optim_threads(int threads)
