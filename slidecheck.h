@@ -1000,10 +1000,12 @@ typedef struct sc_model_config {
     struct sc_dist_comm *comm; /* data parallel over these processes (sc_dist_comm_open): each step's
                                   gradients and loss are summed over the ranks (rank order: the same
                                   bits on every rank) before the update, each rank giving its shard
-                                  of the batch, so the replicas stay equal. Resident mode. On the
-                                  GPU the gradients are summed by NCCL (loaded at run time) on a
+                                  of the batch, so the replicas stay equal. On the GPU (resident
+                                  mode) the gradients are summed by NCCL (loaded at run time) on a
                                   communication stream, layer by layer as backward completes them;
-                                  the loss over this channel. */
+                                  the loss over this channel. Slide mode (CPU backend, without
+                                  DPU and keep-head): the host gradients are summed once all have
+                                  landed, then one host update; the same bits as resident mode. */
     int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
                                   state of its 1/W of the parameters, then the ranks exchange the
                                   updated parameters; the same bits as plain data parallel (CPU
@@ -7239,8 +7241,10 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
-    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "data parallel runs in resident mode for now; slide mode's is not built yet");
+    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE &&
+        (mc.device == SC_DEVICE_CUDA || mc.slide_dpu || mc.slide_keep_head || mc.zero)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs on the CPU backend, without --dpu, "
+                     "--keep-head and ZeRO-1, for now");
         goto fail;
     }
     if (sc_dist_comm_world(mc.comm) > 1 && mc.device == SC_DEVICE_CUDA && mc.zero) {
@@ -8644,6 +8648,33 @@ static sc_result sc__kept_download(sc_model *m, float *dst, const void *src, int
     return r == SC_SUCCESS && m->params ? sc__download_f32(m, dst + no, sc__at(src, e, esize), esize, m->nparams - no) : r;
 }
 
+/* Slide mode's data parallel (CPU backend): once every gradient is on the host, the embedding
+   backward there, the sum over the ranks (rank order, as resident mode's), then one host update
+   of every parameter: per element the same arithmetic as the per-layer tasks. No overlap: the
+   sums travel over the control channel, which fits tests and small models. */
+static sc_result sc__slide_dp_update(sc_model *m, const sc__stepbuf *b, int update)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    sc__ev e = sc__ev_record(m, 2); /* every download */
+    sc__ev_sync(m, &e);
+    sc__ev_release(m, &e);
+    /* an untied embedding's rows: the last sum left every rank's touched rows nonzero here, not
+       only this rank's (which sc__slide_zero_rows clears) */
+    if (!c->tie_embeddings) memset(sl->hg, 0, (size_t)c->vocab_size * c->hidden_size * (size_t)m->gb);
+    for (int k = 0; k < b->M; k++)
+        SC__TRY(sc__host_embedding_backward(sl->hg, m->gdt, (const char *)b->stage + (size_t)k * b->N * c->hidden_size * m->ab,
+                                            m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * b->N, b->N, c->hidden_size,
+                                            sc__slide_threads(m)));
+    SC__TRY(sc_dist_allreduce_f32(m->mc.comm, (float *)sl->hg, m->nparams));
+    if (update) {
+        int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
+        sc__slide_update(m, &sl->k, 0, m->nparams, sc__slide_threads(m), 0);
+        sc__span_end(m, sp);
+    }
+    return SC_SUCCESS;
+}
+
 static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 {
     sc__slide *sl = m->sl;
@@ -8653,6 +8684,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sc_result r = SC_SUCCESS;
     int sp, g;
     int dpu = m->mc.slide_dpu != 0, keep = m->mc.slide_keep_head != 0;
+    int dp = sc_dist_comm_world(m->mc.comm) > 1; /* data parallel: no update before the sums */
     sl->h2d = sl->d2h = 0;
     SC__LOCK(sl); /* the optimizer thread may still add to opt_ms */
     sl->opt_ms = sl->wait_ms = 0;
@@ -8736,7 +8768,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sc_allocator_record_stream(&m->alloc, sl->head_g, 2);
         sc__free(m, sl->head_g);
         sl->head_g = NULL;
-        sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
+        if (!dp) sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
     }
 
     /* backward, group by group (a recomputed segment is one group: its layers are resident
@@ -8754,7 +8786,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
             if (!sl->lg[l]) continue;
             if (r == SC_SUCCESS) {
                 sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
-                sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
+                if (!dp) sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
             } else {
                 sc__free(m, sl->lg[l]);
             }
@@ -8785,9 +8817,10 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
             sc__free(m, m->dres0[k]);
             m->dres0[k] = NULL;
         }
-        sc__slide_queue(m, SC__TASK_HEAD_LATE, L, sc__ev_record(m, 2));
+        if (!dp) sc__slide_queue(m, SC__TASK_HEAD_LATE, L, sc__ev_record(m, 2));
     }
     sc__span_end(m, sp);
+    if (dp) r = sc__slide_dp_update(m, sb, update);
 done:
     {
         /* every queued copy finishes before the step returns; the updates too after an error or
@@ -8915,7 +8948,8 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
         if (W > 1) { /* the sums over the ranks, in rank order: every replica takes the same update */
             float ls = (float)lsum;
             r = sc_dist_allreduce_f32(m->mc.comm, &ls, 1);
-            if (r == SC_SUCCESS && !m->nccl) r = sc_dist_allreduce_f32(m->mc.comm, (float *)m->grads, m->nparams);
+            /* (slide mode summed its host gradients before its update) */
+            if (r == SC_SUCCESS && !m->nccl && !m->sl) r = sc_dist_allreduce_f32(m->mc.comm, (float *)m->grads, m->nparams);
             *loss = (float)((double)ls / ((double)W * accum * B * (T - 1)));
         }
     }

@@ -109,6 +109,10 @@ else bad "data-parallel losses $(cat "$T/dp_loss") vs $(cat "$T/one_loss")"; fi
 expect 0 "--gpus 2 again" $DP --batch 1 --gpus 2 --save "$T/dp2"
 if cmp -s "$T/dp1/model.safetensors" "$T/dp2/model.safetensors"; then ok "two data-parallel runs save the same bytes"
 else bad "two data-parallel runs differ"; fi
+expect 0 "--gpus 2 --mode slide" $DP --batch 1 --gpus 2 --mode slide --save "$T/dps"
+if cmp -s "$T/dp1/model.safetensors" "$T/dps/model.safetensors"; then ok "slide mode's data parallel saves resident mode's bytes"
+else bad "slide and resident data parallel differ"; fi
+expect 1 "--gpus 2 --mode slide --dpu is refused" $DP --batch 1 --gpus 2 --mode slide --dpu
 expect 0 "--gpus 2 --zero 1" $DP --batch 1 --gpus 2 --zero 1 --save "$T/dpz" --out "$T/dpo"
 if [ "$(wc -l < "$T/dpo/dp_steps.csv")" -eq 4 ] && head -1 "$T/dpo/dp_steps.csv" | grep -q "^step,wall_ms_rank0,wall_ms_rank1,wall_ms_slowest$" &&
     [ -s "$T/dpo/step_metrics.csv" ] && [ -s "$T/dpo/rank1/step_metrics.csv" ] && [ -s "$T/dpo/rank1/trace.json" ]; then

@@ -358,6 +358,8 @@ static void test_comm(void)
 #define DP_T 16
 #define DP_STEPS 3
 static int g_zero;         /* dp_train with ZeRO-1 */
+static int g_slide;        /* dp_train in slide mode */
+static int g_untied;       /* dp_train with an untied LM head */
 static int64_t g_peak;     /* dp_train: the allocator's peak allocated bytes */
 static int64_t g_fixed;    /* dp_train: fixed bytes without ZeRO less with it (the planner's view) */
 
@@ -365,9 +367,11 @@ static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, floa
 {
     sc_config c;
     sc_config_named(&c, "tiny");
+    if (g_untied) c.tie_embeddings = 0;
     sc_model_config mc = sc_model_config_init();
     mc.comm = comm;
     mc.zero = g_zero;
+    if (g_slide) mc.mode = SC_MODE_SLIDE;
     mc.optim = SC_OPTIM_ADAMW;
     mc.lr = 1e-3f;
     sc_model_config plain = mc;
@@ -452,6 +456,18 @@ static void test_data_parallel(void)
     g_zero = 1;
     int okz = dp_run("build/tmp_dp_z.bin", lz, &wz, &np, hz, &pz, &fz);
     g_zero = 0;
+    /* slide mode's data parallel: the same bits as resident mode's, tied and untied head */
+    float ls[DP_STEPS], lr[DP_STEPS], lu[DP_STEPS], *ws = NULL, *wr = NULL, *wu = NULL;
+    size_t npu = 0;
+    uint64_t hs[2], hr[2], hu[2];
+    int64_t ps = 0, pr = 0, pu = 0, fs = 0;
+    g_slide = 1;
+    int oks = dp_run("build/tmp_dp_s.bin", ls, &ws, &np, hs, &ps, &fs);
+    g_untied = 1;
+    int oku = dp_run("build/tmp_dp_u.bin", lu, &wu, &npu, hu, &pu, &fs);
+    g_slide = 0;
+    int okr = dp_run("build/tmp_dp_r.bin", lr, &wr, &npu, hr, &pr, &fs);
+    g_untied = 0;
     ok = ok && dp_train(NULL, 0, 1, l1, &w1, &np);
     /* ZeRO-1: the same bits as plain data parallel, with half the AdamW state on each of 2 ranks */
     int64_t saved = pa - pz, state = (int64_t)np * 2 * (int64_t)sizeof(float);
@@ -464,6 +480,13 @@ static void test_data_parallel(void)
     CHECK(okz && fz == state / 2 && fa == 0, "ZeRO-1: the planner's fixed bytes drop by half the AdamW state "
           "(%lld bytes)", (long long)fz);
     free(wz);
+    CHECK(oks && ok && !memcmp(ls, la, sizeof la) && !memcmp(ws, wa, np * sizeof(float)) &&
+              hs[0] == sc_hash_bytes(0, ws, np * sizeof(float)),
+          "slide mode, 2 ranks: losses and weights equal resident data parallel's bit for bit, on both replicas");
+    CHECK(oku && okr && !memcmp(lu, lr, sizeof lr) && !memcmp(wu, wr, npu * sizeof(float)) &&
+              hu[0] == sc_hash_bytes(0, wu, npu * sizeof(float)),
+          "the same with an untied LM head (the embedding rows other ranks touched: summed, then cleared)");
+    free(ws), free(wr), free(wu);
     CHECK(ok, "2 ranks x B=%d and 1 process x B=%d train %d AdamW steps (tiny, T=%d)", DP_B, 2 * DP_B, DP_STEPS, DP_T);
     if (!ok) return;
     CHECK(ha[0] == sc_hash_bytes(0, wa, np * sizeof(float)) && ha[1] == sc_hash_bytes(0, la, sizeof la),
