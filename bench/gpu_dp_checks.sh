@@ -3,9 +3,10 @@
 #  1. equality: 2 ranks x batch B against 1 GPU x batch 2B (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
 #     a rank killed mid-run stops the other within the timeout, with a message;
-#  2. speed: the Qwen3-1.7B shape, bf16 + f32 master weights, AdamW, seq 2048 x batch 4 per GPU,
+#  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
 #     1 GPU against 2 (scaling = 2 x step(1) / step(2)), with traces: the fraction of the
-#     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py).
+#     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
+#     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build)
 set -u
 O=${1:-build/gpu_dp}; BIN=${BIN:-build}; mkdir -p "$O"
@@ -38,10 +39,13 @@ wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
 if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
     echo "a killed rank 1: the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill.log" | cut -c1-200))"
 else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
-big="train --model qwen3-1.7b --device cuda --dtype bf16 --master-weights --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
+big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
 "$BIN/slidecheck" $big --gpus 2 --out "$O/speed2" > "$O/speed2.log" 2>&1
 grep -h '^summary' "$O/speed1.log" "$O/speed2.log"
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json"
+# PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
+torchrun --nproc_per_node=2 bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
+grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"
 echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"
 exit $fail
