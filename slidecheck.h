@@ -7253,7 +7253,9 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         goto fail;
     }
 #ifdef SLIDECHECK_CUDA
-    if (sc_dist_comm_world(mc.comm) > 1 && m->cu) { /* rank 0's NCCL id over the control channel */
+    /* rank 0's NCCL id over the control channel. A comm of one process takes this path too: the
+       sums are copies, so the GPU's data-parallel step can be checked on one GPU */
+    if (mc.comm && m->cu && mc.mode == SC_MODE_RESIDENT) {
         unsigned char id[SC_NCCL_ID_BYTES];
         memset(id, 0, sizeof id);
         if (sc_dist_comm_rank(mc.comm) == 0 && (r = sc_cuda_nccl_unique_id(id)) != SC_SUCCESS) goto fail;

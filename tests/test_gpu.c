@@ -836,6 +836,72 @@ static void test_nccl_one_rank(tctx *t)
     dfree(t, d); dfree(t, e);
 }
 
+/* The GPU's data-parallel step with a comm of one process: NCCL sums over one rank (copies) on
+   the communication stream, the optimizer after the join, the settle at the end of each step:
+   3 AdamW steps give the bits of the same model without a comm, and the tracer shows the sums. */
+static void test_dp_one_rank(const sc_config *c, int B, int T)
+{
+    size_t np = sc_config_num_params(c);
+    float *params = make_params(c), *w[2] = {(float *)malloc(4 * np), (float *)malloc(4 * np)}, l[2][3] = {{0}};
+    int N = B * T;
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 3 * N);
+    for (int i = 0; i < 3 * N; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
+    sc_dist_env e;
+    memset(&e, 0, sizeof e);
+    e.world_size = e.local_world_size = 1;
+    e.timeout_s = 30;
+    sc_dist_comm *comm = NULL;
+    int ok = sc_dist_comm_open(&comm, &e, 1, NULL, 0) == SC_SUCCESS, nspans = 0;
+    double comm_ms = 0;
+    for (int d = 0; d < 2 && ok; d++) {
+        sc_plan plan;
+        sc_plan_parse(&plan, "every:2", c->num_layers);
+        sc_model_config mc = sc_model_config_init();
+        mc.device = SC_DEVICE_CUDA;
+        mc.bf16 = 1;
+        mc.master_weights = 1;
+        mc.optim = SC_OPTIM_ADAMW;
+        mc.lr = 0.01f;
+        mc.comm = d ? comm : NULL;
+        sc_model *m = NULL;
+        sc_tracer tr;
+        sc_tracer_config tc;
+        memset(&tc, 0, sizeof tc);
+        ok = sc_model_create(&m, c, &mc, params) == SC_SUCCESS;
+        if (ok) {
+            sc_model_tracer_timing(m, &tc);
+            ok = sc_tracer_init(&tr, &tc) == SC_SUCCESS;
+            if (ok) sc_model_set_tracer(m, &tr);
+        }
+        for (int s = 0; s < 3 && ok; s++) {
+            sc_tracer_step_begin(&tr, 0, s);
+            ok = sc_model_step(m, &plan, ids + s * N, 1, B, T, 1, &l[d][s]) == SC_SUCCESS;
+            sc_tracer_step_end(&tr, l[d][s], N, NULL);
+        }
+        ok = ok && sc_model_get_params(m, w[d]) == SC_SUCCESS;
+        if (ok && d) {
+            for (int64_t i = 0; i < sc_tracer_span_count(&tr); i++) {
+                sc_tracer_span_info si;
+                if (sc_tracer_span_get(&tr, i, &si) == SC_SUCCESS && si.phase == SC_PHASE_COMM) nspans++;
+            }
+            comm_ms = sc_tracer_step_get(&tr, 2)->phase_ms[SC_PHASE_COMM];
+        }
+        if (!ok) printf("  dp one rank: %s\n", sc_last_error());
+        if (m) {
+            sc_model_set_tracer(m, NULL);
+            sc_tracer_uninit(&tr);
+        }
+        sc_model_destroy(m);
+    }
+    sc_dist_comm_close(comm);
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s data parallel on the GPU, one rank (NCCL): 3 AdamW steps == no comm bitwise; %d "
+             "all-reduce spans, %.3f ms of comm in step 3", c->name, nspans, comm_ms);
+    check(ok && !memcmp(l[0], l[1], sizeof l[0]) && !memcmp(w[0], w[1], 4 * np) && nspans >= 3 * (c->num_layers + 1),
+          nm, "differs or no spans (losses %.9g/%.9g)", l[0][2], l[1][2]);
+    free(params); free(ids); free(w[0]); free(w[1]);
+}
+
 static void run_op_tests(int bf16, int gf32)
 {
     tctx t;
@@ -1599,6 +1665,7 @@ int main(int argc, char **argv)
     test_optim_bitwise();
     test_slide_cfg(&c, 2, 13);
     test_slide_options(&c, 2, 13);
+    if (!g_quick) test_dp_one_rank(&c, 2, 13);
     if (!g_quick) {
         cfg_q2(&c);
         test_slide_cfg(&c, 3, 7);
