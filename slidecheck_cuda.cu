@@ -96,7 +96,9 @@ struct sc_cuda {
     cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
     cudaStream_t comm_stream;                     /* data parallel: NCCL's collectives (SC_STREAM_COMM) */
     void *nccl;                                   /* the NCCL communicator, NULL without data parallel */
-    std::vector<cudaEvent_t> *comm_done;          /* an event after each collective not yet seen done */
+    std::vector<cudaEvent_t> *comm_done;          /* events after the step's collectives, kept for reuse */
+    size_t comm_n;                                /* how many of them this step recorded */
+    cudaEvent_t hand[2];                          /* handoffs: compute -> comm stream, comm -> compute */
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_size;
@@ -1878,22 +1880,21 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
     setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast off unless the user says otherwise */
     if (!cu->comm_stream) SC__CK(cu, cudaStreamCreateWithFlags(&cu->comm_stream, cudaStreamNonBlocking));
     if (!cu->comm_done) cu->comm_done = new std::vector<cudaEvent_t>();
+    for (int i = 0; i < 2; i++)
+        if (!cu->hand[i]) SC__CK(cu, cudaEventCreateWithFlags(&cu->hand[i], cudaEventDisableTiming));
     SC__NCK(cu, sc__nccl.comm_init_rank(&cu->nccl, world, nid, rank));
     return cu->status;
 }
 
-static void sc__comm_done_clear(sc_cuda *cu)
-{
-    if (!cu->comm_done) return;
-    for (cudaEvent_t e : *cu->comm_done) (void)cudaEventDestroy(e);
-    cu->comm_done->clear();
-}
-
 static void sc__nccl_close(sc_cuda *cu)
 {
-    sc__comm_done_clear(cu);
+    if (cu->comm_done)
+        for (cudaEvent_t e : *cu->comm_done) (void)cudaEventDestroy(e);
     delete cu->comm_done;
     cu->comm_done = NULL;
+    cu->comm_n = 0;
+    for (int i = 0; i < 2; i++)
+        if (cu->hand[i]) (void)cudaEventDestroy(cu->hand[i]), cu->hand[i] = NULL;
     if (cu->nccl) {
         if (cu->comm_stream) (void)cudaStreamSynchronize(cu->comm_stream);
         (void)sc__nccl.comm_destroy(cu->nccl);
@@ -1903,19 +1904,17 @@ static void sc__nccl_close(sc_cuda *cu)
     cu->comm_stream = NULL;
 }
 
-/* stream `to` waits for the work queued on `from` so far (the event is released once it fires) */
-static void sc__stream_after(sc_cuda *cu, cudaStream_t to, cudaStream_t from)
+/* stream `to` waits for the work queued on `from` so far; the wait takes the event's state at the
+   call, so one event serves every handoff in its direction */
+static void sc__stream_after(sc_cuda *cu, cudaStream_t to, cudaStream_t from, cudaEvent_t ev)
 {
-    cudaEvent_t ev = NULL;
-    SC__CK(cu, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     SC__CK(cu, cudaEventRecord(ev, from));
     SC__CK(cu, cudaStreamWaitEvent(to, ev, 0));
-    if (ev) SC__CK(cu, cudaEventDestroy(ev));
 }
 
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu)
 {
-    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->comm_stream, cu->stream);
+    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->comm_stream, cu->stream, cu->hand[0]);
 }
 
 /* Sum buf (n elements of t) over the ranks, in place, on the communication stream. */
@@ -1927,10 +1926,14 @@ SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtyp
         return;
     }
     SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, t == SC_BF16 ? 9 : 7, 0, cu->nccl, cu->comm_stream));
-    cudaEvent_t ev = NULL; /* for sc_cuda_comm_settle: this collective has finished */
-    SC__CK(cu, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    SC__CK(cu, cudaEventRecord(ev, cu->comm_stream));
-    if (ev) cu->comm_done->push_back(ev);
+    std::vector<cudaEvent_t> &ev = *cu->comm_done; /* for sc_cuda_comm_settle: this one has finished */
+    if (cu->comm_n == ev.size()) {
+        cudaEvent_t e = NULL;
+        SC__CK(cu, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        if (!e) return;
+        ev.push_back(e);
+    }
+    SC__CK(cu, cudaEventRecord(ev[cu->comm_n++], cu->comm_stream));
 }
 
 /* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
@@ -1941,10 +1944,11 @@ SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
 {
     if (!sc__ok(cu) || !cu->nccl) return cu ? cu->status : SC_ERROR_INVALID_ARGS;
     std::vector<cudaEvent_t> &ev = *cu->comm_done;
-    size_t i = 0;
+    size_t i = 0, n = cu->comm_n;
+    cu->comm_n = 0; /* the events are recorded afresh next step */
     auto now = [] { return std::chrono::steady_clock::now(); };
     auto last = now();
-    while (i < ev.size() && sc__ok(cu)) {
+    while (i < n && sc__ok(cu)) {
         cudaError_t q = cudaEventQuery(ev[i]);
         if (q == cudaSuccess) { i++; last = now(); continue; }
         if (q != cudaErrorNotReady) { SC__CK(cu, q); break; }
@@ -1965,17 +1969,15 @@ SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
     if (!sc__ok(cu)) {
         (void)sc__nccl.comm_abort(cu->nccl);
         cu->nccl = NULL;
-        sc__comm_done_clear(cu);
         return cu->status;
     }
-    sc__comm_done_clear(cu);
     SC__CK(cu, cudaStreamSynchronize(cu->stream)); /* every collective is done: no peer to wait for */
     return cu->status;
 }
 
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu)
 {
-    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->stream, cu->comm_stream);
+    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->stream, cu->comm_stream, cu->hand[1]);
 }
 
 SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)

@@ -268,17 +268,28 @@ static pid_t spawn_comm(int rank, int world, int port, int mode, int delay_ms, d
     _exit(ok ? 0 : 3);
 }
 
+/* 3 ranks on a fresh port: rank 1 a plain child (timeout t1), rank 2 a child in `mode2` (see
+   spawn_comm), rank 0 this process with timeout t0 */
+static sc_result open3(sc_dist_comm **c, pid_t *c1, pid_t *c2, double t1, int mode2, int delay2, double t2, double t0)
+{
+    unsigned char b[BLOB];
+    blob_of(b, 5);
+    int port = free_port();
+    *c1 = spawn_comm(1, 3, port, 0, 0, t1);
+    *c2 = spawn_comm(2, 3, port, mode2, delay2, t2);
+    sc_dist_env e = env_of(0, 3, port, t0);
+    return sc_dist_comm_open(c, &e, 99, b, BLOB);
+}
+
 static void test_comm(void)
 {
     unsigned char b[BLOB];
     blob_of(b, 5);
     float *x = (float *)malloc(sizeof(float) * NRED), *ref = (float *)malloc(sizeof(float) * NRED);
     /* 3 ranks: the sum in rank order on every rank, bitwise; rank 0 gathers in rank order */
-    int port = free_port();
-    pid_t c1 = spawn_comm(1, 3, port, 0, 0, 10.0), c2 = spawn_comm(2, 3, port, 0, 0, 10.0);
-    sc_dist_env e = env_of(0, 3, port, 10.0);
+    pid_t c1, c2;
     sc_dist_comm *c = NULL;
-    sc_result r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    sc_result r = open3(&c, &c1, &c2, 10.0, 0, 0, 10.0, 10.0);
     int ok = r == SC_SUCCESS, all[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}}, mine[2] = {0, 0};
     double t0 = now_s();
     if (ok) {
@@ -301,11 +312,7 @@ static void test_comm(void)
     sc_dist_comm_close(c);
 
     /* a rank that dies after the rendezvous: rank 0 names it at once, rank 1 hears it too */
-    port = free_port();
-    c1 = spawn_comm(1, 3, port, 0, 0, 5.0);
-    c2 = spawn_comm(2, 3, port, 1, 0, 5.0);
-    e = env_of(0, 3, port, 5.0);
-    r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    r = open3(&c, &c1, &c2, 5.0, 1, 0, 5.0, 5.0);
     red_of(x, 0);
     t0 = now_s();
     sc_result r2 = r == SC_SUCCESS ? sc_dist_allreduce_f32(c, x, NRED) : r;
@@ -321,11 +328,7 @@ static void test_comm(void)
     sc_dist_comm_close(c);
 
     /* a rank that stalls past the timeout: rank 0 names it after the timeout, rank 1 hears it */
-    port = free_port();
-    c1 = spawn_comm(1, 3, port, 0, 0, 5.0);
-    c2 = spawn_comm(2, 3, port, 2, 2500, 1.0);
-    e = env_of(0, 3, port, 1.0);
-    r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    r = open3(&c, &c1, &c2, 5.0, 2, 2500, 1.0, 1.0);
     t0 = now_s();
     r2 = r == SC_SUCCESS ? sc_dist_allreduce_f32(c, x, NRED) : r;
     dt = now_s() - t0;
@@ -337,7 +340,7 @@ static void test_comm(void)
     sc_dist_comm_close(c);
 
     /* one process: every call succeeds and leaves the data as it is */
-    e = env_of(0, 1, 0, 1.0);
+    sc_dist_env e = env_of(0, 1, 0, 1.0);
     red_of(x, 0);
     memcpy(ref, x, sizeof(float) * NRED);
     r = sc_dist_comm_open(&c, &e, 1, b, BLOB);
