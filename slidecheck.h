@@ -523,6 +523,10 @@ typedef struct sc_tracer_config {
     void (*event_destroy)(void *ev, void *user);
     void (*device_sync)(void *user);   /* called at step_end before the wall clock stops */
     void *user;
+    int world;             /* data-parallel ranks (0 = 1): trace.json gives the collectives' bus
+                              bandwidth as NCCL's tests do: algorithm bandwidth x 2 (W - 1) / W
+                              for spans named "allreduce", x (W - 1) / W for the others
+                              ("reduce-scatter", "all-gather") */
 } sc_tracer_config;
 
 /* GPU memory counters at step end (the allocator's view), in bytes. */
@@ -1125,14 +1129,21 @@ SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size
    the unique id (SC_NCCL_ID_BYTES), every rank opens the communicator with it. comm_wait: the
    communication stream (SC_STREAM_COMM) waits for the compute stream's work so far;
    allreduce_sum sums buf in place over the ranks on the communication stream; comm_join: the
-   compute stream waits for every collective queued so far. NCCL's order of summation is fixed
+   compute stream waits for collectives queued so far (below). NCCL's order of summation is fixed
    for a fixed topology: two runs, the same bits. */
 #define SC_NCCL_ID_BYTES 128
 SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id);
 SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id);
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
-SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu);
+/* ZeRO-1: buf holds W chunks of n elements; reduce_scatter_sum leaves the sum of chunk `rank`
+   over the ranks in this rank's chunk, allgather copies every rank's own chunk to all (in place) */
+SC_CUDA_DEF void sc_cuda_reduce_scatter_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
+SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
+/* comm_count: the collectives queued since the last settle; comm_join(k): the compute stream
+   waits for the first k of them (in queue order, so for everything queued before the k-th) */
+SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu);
+SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k);
 /* Waits for the compute stream, polling this step's collectives: if none finishes for timeout_s
    (a rank died or stalls) or NCCL reports an error, aborts the communicator and fails with a
    message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging. */
@@ -1262,8 +1273,12 @@ SCDEF int sc_plan_report_table(const sc_plan_report *rep, const sc_plan *plan, c
    on the GPU with mc->bf16, f32 gradients with master weights; f32 otherwise). */
 SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, int *grad_bytes, int *act_bytes);
 /* The fixed device bytes of a resident model as the planner counts them: weights, gradients,
-   AdamW state and, with master weights, the f32 master copy. */
+   AdamW state and, with master weights, the f32 master copy; with mc->zero and a comm of W > 1,
+   one rank's share of the AdamW state (ZeRO-1). Data parallel sums the gradients in place, per
+   layer, so there are no bucket buffers to count (NCCL's own buffers are outside the allocator). */
 SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc);
+/* The same as if over `world` ranks with no comm yet (the plan command): rank 0's share. */
+SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model_config *mc, int world);
 /* The budget to plan for under an allocator cap of `budget` bytes. The planner counts tensor
    bytes; the cap counts reserved segments: 512-byte rounding, partly used 2 MiB small-pool and
    20 MiB mid-size segments, large blocks rounded to 2 MiB, and small buffers (RoPE tables, ids,
@@ -3589,7 +3604,13 @@ SCDEF sc_result sc_tracer_write_chrome_trace(const sc_tracer *tr, const char *pa
                     (long long)s->launches);
             if (s->bytes) {
                 fprintf(f, ",\"bytes\":%lld,\"GB/s\":", (long long)s->bytes);
-                sc__trace_json_num(f, s->dur_ms > 0 ? (double)s->bytes / (s->dur_ms * 1e6) : 0.0);
+                double gbs = s->dur_ms > 0 ? (double)s->bytes / (s->dur_ms * 1e6) : 0.0;
+                sc__trace_json_num(f, gbs);
+                int W = tr->cfg.world > 1 ? tr->cfg.world : 1;
+                if (s->phase == SC_PHASE_COMM) { /* an all-reduce moves 2 (W - 1) / W of its bytes per rank */
+                    fputs(",\"bus GB/s\":", f);
+                    sc__trace_json_num(f, gbs * (strcmp(s->name, "allreduce") ? 1.0 : 2.0) * (W - 1) / W);
+                }
             }
             fputs("}}", f);
         }
@@ -6481,6 +6502,8 @@ struct sc_model {
     sc_tracer *tr;
     sc_cuda *cu;                   /* NULL on the CPU backend */
     int nccl;                      /* data parallel on the GPU: gradients summed over NCCL */
+    int zero_gpu;                  /* ... with ZeRO-1: reduce-scatter, update of this rank's chunks, all-gather */
+    size_t coll_l1, coll_emb;      /* collectives queued before layer 0's sum, and up to the embedding's */
     char devname[24];              /* the allocator's name: "cuda:0" */
     int pb, gb, ab;                /* bytes per element: parameters, their gradients, activations */
     sc_dtype pdt, gdt;
@@ -6541,7 +6564,38 @@ SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, 
     *grad_bytes = gpu_bf16 && !mc->master_weights ? 2 : 4;
 }
 
+/* Data parallel's buckets, in the order backward completes them: 0 the final norm | untied LM
+   head, 1..L the layers L-1..0, L+1 the embedding (which a tied head's rows add to last). */
+static void sc__bucket(const sc_config *c, size_t np, int b, size_t *off, size_t *n)
+{
+    int L = c->num_layers;
+    if (b == 0) *off = sc_config_norm_offset(c), *n = np - *off;
+    else if (b <= L) *off = sc_config_layer_base(c, L - b), *n = sc_config_layer_offsets(c).size;
+    else *off = 0, *n = sc_config_layer_base(c, 0);
+}
+
+/* ZeRO-1 on the GPU: bucket b's first W * (n / W) elements are W chunks, rank r owning chunk r
+   (reduce-scatter, its update, all-gather); the last n % W elements are summed by all-reduce and
+   updated on every rank alike. A rank's AdamW state holds its chunk and that remainder of every
+   bucket, bucket after bucket; this is where bucket b's starts (b = L + 2: the total). */
+static size_t sc__zero_state_offset(const sc_config *c, size_t np, int W, int b)
+{
+    size_t at = 0, off, n;
+    for (int i = 0; i < b; i++) {
+        sc__bucket(c, np, i, &off, &n);
+        at += n / (size_t)W + n % (size_t)W;
+    }
+    return at;
+}
+
+static void sc__part(size_t n, int r, int W, size_t *lo, size_t *hi);
+
 SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc)
+{
+    return sc_model_config_fixed_bytes_dp(cfg, mc, sc_dist_comm_world(mc->comm));
+}
+
+SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model_config *mc, int W)
 {
     int pb, gb, ab;
     sc_model_config_storage(mc, &pb, &gb, &ab);
@@ -6549,10 +6603,11 @@ SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_co
     size_t n = sc_config_num_params(cfg), f = sc_plan_fixed_bytes(cfg, adamw, mb, gb);
     if (adamw && mc->state_bf16) f -= n * 2 * (size_t)(mb - 2); /* m and v in 2 bytes */
     if (mc->master_weights) f += n * (size_t)pb;               /* + the bf16 working copy */
-    int W = sc_dist_comm_world(mc->comm);
-    if (adamw && mc->zero && W > 1) { /* ZeRO-1: this rank's part of m and v only */
+    if (adamw && mc->zero && W > 1) { /* ZeRO-1: this rank's part of m and v only (rank 0's: the largest) */
         size_t s2 = n * 2 * (size_t)(mc->state_bf16 ? 2 : mb), lo, hi;
-        sc_dist_part(mc->comm, n, &lo, &hi);
+        sc__part(n, mc->comm ? sc_dist_comm_rank(mc->comm) : 0, W, &lo, &hi);
+        if (mc->device == SC_DEVICE_CUDA) /* a chunk of every bucket and its remainder */
+            lo = 0, hi = sc__zero_state_offset(cfg, n, W, cfg->num_layers + 2);
         f = f - s2 + (hi - lo) * 2 * (size_t)(mc->state_bf16 ? 2 : mb);
     }
     return f;
@@ -7247,9 +7302,9 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
                      "--keep-head and ZeRO-1, for now");
         goto fail;
     }
-    if (sc_dist_comm_world(mc.comm) > 1 && mc.device == SC_DEVICE_CUDA && mc.zero) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "ZeRO-1 runs on the CPU backend for now; on the GPU (reduce-scatter, "
-                     "all-gather over NCCL) it is not built yet");
+    if (mc.comm && mc.device == SC_DEVICE_CUDA && mc.zero && mc.master_weights) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "ZeRO-1 on the GPU shards the AdamW state of the weights the step uses "
+                     "(bf16 or f32); with f32 master weights (--master-weights) it is not built yet");
         goto fail;
     }
 #ifdef SLIDECHECK_CUDA
@@ -7263,6 +7318,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id)) != SC_SUCCESS)
             goto fail;
         m->nccl = 1;
+        m->zero_gpu = mc.zero && mc.optim == SC_OPTIM_ADAMW;
     }
 #endif
     if (mc.mode == SC_MODE_SLIDE) {
@@ -8264,21 +8320,31 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
 static double sc__comm_timeout(const sc_dist_comm *c); /* the control channel's, in seconds */
 #endif
 
-/* Data parallel on the GPU: sum gradients [off, off + n) over the ranks with NCCL, on the
+/* Data parallel on the GPU: sum bucket b's gradients over the ranks with NCCL, on the
    communication stream, as soon as the compute stream has finished them (the last micro-batch's
-   backward of a layer), so the sums overlap the backward of the layers below. */
-static void sc__grads_allreduce(sc_model *m, size_t off, size_t n)
+   backward of a layer), so the sums overlap the backward of the layers below. ZeRO-1: only this
+   rank's chunk (and the remainder) is summed. */
+static void sc__grads_sum(sc_model *m, int b)
 {
 #ifdef SLIDECHECK_CUDA
-    if (m->nccl) {
-        sc_cuda_comm_wait(m->cu); /* first, so that the span measures the sum, not the wait */
-        int sp = m->tr ? sc_tracer_span_begin(m->tr, "allreduce", SC_PHASE_COMM, -1, SC_STREAM_COMM) : -1;
-        if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
-        sc_cuda_allreduce_sum(m->cu, (char *)m->grads + off * (size_t)m->gb, n, m->gdt);
-        if (sp >= 0) sc_tracer_span_end(m->tr, sp);
-    }
+    if (!m->nccl) return;
+    size_t off, n;
+    int L = m->cfg.num_layers, W = sc_dist_comm_world(m->mc.comm);
+    sc__bucket(&m->cfg, m->nparams, b, &off, &n);
+    char *g = (char *)m->grads + off * (size_t)m->gb;
+    sc_cuda_comm_wait(m->cu); /* first, so that the span measures the sum, not the wait */
+    const char *name = m->zero_gpu ? "reduce-scatter" : "allreduce";
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, name, SC_PHASE_COMM, b >= 1 && b <= L ? L - b : -1, SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
+    if (m->zero_gpu) {
+        size_t ch = n / (size_t)W;
+        sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
+        sc_cuda_allreduce_sum(m->cu, g + ch * W * (size_t)m->gb, n - ch * W, m->gdt);
+    } else
+        sc_cuda_allreduce_sum(m->cu, g, n, m->gdt);
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 #else
-    (void)m, (void)off, (void)n;
+    (void)m, (void)b;
 #endif
 }
 
@@ -8299,9 +8365,16 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     m->dres0[k] = dres;
     SC__TRY(r);
     sc__span_end(m, sp);
+    int last = k == m->accum - 1;
+    if (last) sc__grads_sum(m, 0); /* [final norm | untied LM head] is complete: its sum overlaps the backward */
     for (int l = L - 1; l >= 0; l--) {
         SC__TRY(sc__layer_backward_step(m, plan, l, dres));
-        if (k == m->accum - 1) sc__grads_allreduce(m, sc_config_layer_base(c, l), sc__layer_numel(c));
+#ifdef SLIDECHECK_CUDA
+        /* the optimizer of the buckets before layer 0's waits only for these: they finished while
+           layer 0's backward ran, and layer 0's and the embedding's sums run under it */
+        if (last && l == 0 && m->nccl) m->coll_l1 = sc_cuda_comm_count(m->cu);
+#endif
+        if (last) sc__grads_sum(m, L - l);
     }
     return SC_SUCCESS;
 }
@@ -8322,20 +8395,96 @@ static void sc__embedding_backward(sc_model *m)
     sc__span_end(m, sp);
 }
 
-static sc_result sc__resident_step(sc_model *m, const sc_plan *plan)
+static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt);
+
+#ifdef SLIDECHECK_CUDA
+/* ZeRO-1: AdamW on this rank's chunk and the remainder of bucket b, then the all-gather of the
+   updated chunks on the communication stream (it overlaps the next bucket's update). */
+static void sc__zero_update_bucket(sc_model *m, int b, const sc_optim_consts *k)
+{
+    int W = sc_dist_comm_world(m->mc.comm), r = sc_dist_comm_rank(m->mc.comm), sb = m->mc.state_bf16 ? 2 : m->pb;
+    size_t off, n;
+    sc__bucket(&m->cfg, m->nparams, b, &off, &n);
+    size_t ch = n / (size_t)W, so = sc__zero_state_offset(&m->cfg, m->nparams, W, b);
+    size_t at[2] = {off + (size_t)r * ch, off + ch * W}, cnt[2] = {ch, n - ch * W};
+    sc_dtype st = sb == 2 ? SC_BF16 : SC_F32;
+    for (int i = 0; i < 2; i++, so += ch)
+        sc_cuda_adamw_update(m->cu, (char *)m->params + at[i] * (size_t)m->pb, (char *)m->opt_m + so * (size_t)sb,
+                             (char *)m->opt_v + so * (size_t)sb, m->pdt, st, (char *)m->grads + at[i] * (size_t)m->gb,
+                             m->gdt, cnt[i], k);
+    sc_cuda_comm_wait(m->cu);
+    int L = m->cfg.num_layers;
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, b >= 1 && b <= L ? L - b : -1, SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(ch * W * (size_t)m->pb));
+    sc_cuda_allgather(m->cu, (char *)m->params + off * (size_t)m->pb, ch, m->pdt);
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+}
+#endif
+
+static sc_result sc__zero_update(sc_model *m)
+{
+#ifdef SLIDECHECK_CUDA
+    int L = m->cfg.num_layers, W = sc_dist_comm_world(m->mc.comm), sb = m->mc.state_bf16 ? 2 : m->pb;
+    if (!m->opt_m) {
+        size_t ns = sc__zero_state_offset(&m->cfg, m->nparams, W, L + 2);
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, ns, sb, "adamw.m (ZeRO-1 shard)"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, ns, sb, "adamw.v (ZeRO-1 shard)"));
+        sc__memset0(m, m->opt_m, ns * (size_t)sb);
+        sc__memset0(m, m->opt_v, ns * (size_t)sb);
+    }
+    sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    sc_cuda_comm_join(m->cu, m->coll_l1);
+    for (int b = 0; b < L; b++) sc__zero_update_bucket(m, b, &k);
+    sc_cuda_comm_join(m->cu, m->coll_emb);
+    for (int b = L; b < L + 2; b++) sc__zero_update_bucket(m, b, &k);
+    sc_cuda_comm_join(m->cu, sc_cuda_comm_count(m->cu)); /* the next forward reads the gathered weights */
+    return sc_cuda_status(m->cu);
+#else
+    (void)m;
+    return SC_ERROR_UNSUPPORTED;
+#endif
+}
+
+/* The optimizer on the device, enqueued behind the step (no wait for the loss); with NCCL, the
+   buckets whose sums are in first (the layers 1.. and the final norm / head) while the embedding's
+   and layer 0's sums still run, then the rest. The update is per element: the same bits as one
+   call. */
+static sc_result sc__resident_update(sc_model *m)
+{
+    int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
+    m->t++;
+    size_t n = m->nparams, cut = m->nccl ? sc_config_layer_base(&m->cfg, 1) : 0;
+    sc_result r;
+    if (m->zero_gpu) r = sc__zero_update(m);
+    else {
+#ifdef SLIDECHECK_CUDA
+        if (cut) sc_cuda_comm_join(m->cu, m->coll_l1);
+#endif
+        r = sc__device_update_range(m, n, cut, n - cut);
+#ifdef SLIDECHECK_CUDA
+        if (r == SC_SUCCESS && cut) {
+            sc_cuda_comm_join(m->cu, sc_cuda_comm_count(m->cu));
+            r = sc__device_update_range(m, n, 0, cut);
+        }
+#endif
+    }
+    sc__span_end(m, sp);
+    return r;
+}
+
+static sc_result sc__resident_step(sc_model *m, const sc_plan *plan, int update)
 {
     sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
     for (int k = 0; k < m->accum; k++) SC__TRY(sc__resident_pass(m, plan, k));
     sc__embedding_backward(m);
-    if (m->nccl) { /* the rest: the embedding (last to complete) and [final norm | untied LM head] */
-        const sc_config *c = &m->cfg;
-        size_t lo = sc_config_layer_base(c, 0), hi = sc_config_norm_offset(c);
-        sc__grads_allreduce(m, 0, lo);
-        sc__grads_allreduce(m, hi, m->nparams - hi);
+    sc__grads_sum(m, m->cfg.num_layers + 1); /* the embedding: last to complete */
 #ifdef SLIDECHECK_CUDA
-        sc_cuda_comm_join(m->cu); /* the optimizer reads the sums */
+    if (m->nccl) m->coll_emb = sc_cuda_comm_count(m->cu);
 #endif
-    }
+    if (update) return sc__resident_update(m);
+#ifdef SLIDECHECK_CUDA
+    if (m->nccl) sc_cuda_comm_join(m->cu, m->coll_emb); /* whoever reads the gradients reads the sums */
+#endif
     return SC_SUCCESS;
 }
 
@@ -8519,7 +8668,10 @@ static void sc__slide_flush_spans(sc_model *m)
 
 /* The device optimizer (step m->t) over the first n device weights: all of them in resident
    mode, the kept head ([embedding | norm | untied LM head]) in slide mode. */
-static sc_result sc__device_update(sc_model *m, size_t n)
+/* The optimizer over parameters [off, off + cnt) of the n that the device updates (its state is
+   sized for n): data parallel updates the layers while the embedding's all-reduce still runs.
+   The update is per element, so the pieces give the bits of one call. */
+static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt)
 {
     float *p = m->master ? m->master : m->params;
     int pb = m->master ? 4 : m->pb, sb = m->mc.state_bf16 ? 2 : pb;
@@ -8537,15 +8689,19 @@ static sc_result sc__device_update(sc_model *m, size_t n)
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
         sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
+        char *pp = (char *)p + off * (size_t)pb;
+        const char *g = (const char *)m->grads + off * (size_t)m->gb;
         if (m->mc.optim == SC_OPTIM_ADAMW) {
             sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-            sc_cuda_adamw_update(m->cu, p, m->opt_m, m->opt_v, pt, st, m->grads, m->gdt, n, &k);
+            sc_cuda_adamw_update(m->cu, pp, (char *)m->opt_m + off * (size_t)sb, (char *)m->opt_v + off * (size_t)sb,
+                                 pt, st, g, m->gdt, cnt, &k);
         } else
-            sc_cuda_sgd_update(m->cu, p, pt, m->grads, m->gdt, n, m->mc.lr, m->mc.weight_decay);
-        if (m->master) sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, n);
+            sc_cuda_sgd_update(m->cu, pp, pt, g, m->gdt, cnt, m->mc.lr, m->mc.weight_decay);
+        if (m->master) sc_cuda_convert(m->cu, (char *)m->params + off * (size_t)m->pb, m->pdt, pp, SC_F32, cnt);
         return sc_cuda_status(m->cu);
     }
 #endif
+    SC_ASSERT(off == 0 && cnt == n); /* the CPU backend updates in one piece */
     if (m->mc.optim == SC_OPTIM_ADAMW) { /* the CPU backend holds f32 parameters and gradients */
         sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
         sc_cpu_adamw_mt(p + lo, m->opt_m, m->opt_v, SC_F32, st, m->grads + lo, SC_F32, NULL, hi - lo, &k, 0);
@@ -8556,6 +8712,11 @@ static sc_result sc__device_update(sc_model *m, size_t n)
     /* the update is per element: the parts exchanged equal plain data parallel's, bit for bit */
     if (zero) SC__TRY(sc_dist_allgather_f32(m->mc.comm, m->params, n));
     return SC_SUCCESS;
+}
+
+static sc_result sc__device_update(sc_model *m, size_t n)
+{
+    return sc__device_update_range(m, n, 0, n);
 }
 
 /* host buffer of dtype t into f32 */
@@ -8937,9 +9098,11 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
     if (m->cu) sc_cuda_synchronize(m->cu); /* tg is freed next */
 #endif
     SC_FREE(tg);
-    r = m->sl ? sc__slide_step(m, plan, update) : sc__resident_step(m, plan);
+    /* the device's optimizer is queued behind the step; the CPU backend's follows the loss */
+    r = m->sl ? sc__slide_step(m, plan, update) : sc__resident_step(m, plan, update && m->cu);
 #ifdef SLIDECHECK_CUDA
     if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* never a hang */
+    m->coll_l1 = m->coll_emb = 0; /* settled: an optimizer step after this one waits for nothing */
 #endif
     /* the loss last: reading it waits for the device, which by now has the whole step queued */
     if (r == SC_SUCCESS) r = sc__download_f32(m, m->rowloss_host, m->rowloss_all, 4, (size_t)NA);
@@ -8960,7 +9123,7 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #endif
     sc__model_drop_acts(m);
     sc__free_dres(m);
-    if (r == SC_SUCCESS && update && !m->sl) r = sc_model_optimizer_step(m);
+    if (r == SC_SUCCESS && update && !m->sl && !m->cu) r = sc_model_optimizer_step(m);
     return r;
 }
 
@@ -8984,19 +9147,24 @@ SCDEF sc_result sc_model_forward_backward(sc_model *m, const sc_plan *plan, cons
 
 SCDEF sc_result sc_model_optimizer_step(sc_model *m)
 {
+    if (!m->sl) {
+        sc_result r = sc__resident_update(m);
+#ifdef SLIDECHECK_CUDA
+        if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* ZeRO-1's gathers */
+#endif
+        return r;
+    }
+    /* slide: the gradients are on the host: update there, but a head kept on the device there */
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     sc_result r = SC_SUCCESS;
     m->t++;
-    if (m->sl) { /* the gradients are on the host: update there, but a head kept on the device there */
-        size_t off = m->params ? sc_config_layer_base(&m->cfg, 0) : 0;
-        size_t end = m->params ? sc_config_norm_offset(&m->cfg) : m->nparams;
-        sc__slide_drain(m);
-        sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-        sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), m->mc.slide_dpu ? m->t & 1 : 0);
-        m->sl->pending = 0; /* applied now: the next step sees it */
-        if (m->params) r = sc__device_update(m, sc__kept_numel(&m->cfg));
-    } else
-        r = sc__device_update(m, m->nparams);
+    size_t off = m->params ? sc_config_layer_base(&m->cfg, 0) : 0;
+    size_t end = m->params ? sc_config_norm_offset(&m->cfg) : m->nparams;
+    sc__slide_drain(m);
+    sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), m->mc.slide_dpu ? m->t & 1 : 0);
+    m->sl->pending = 0; /* applied now: the next step sees it */
+    if (m->params) r = sc__device_update(m, sc__kept_numel(&m->cfg));
     sc__span_end(m, sp);
     return r;
 }

@@ -96,9 +96,10 @@ struct sc_cuda {
     cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
     cudaStream_t comm_stream;                     /* data parallel: NCCL's collectives (SC_STREAM_COMM) */
     void *nccl;                                   /* the NCCL communicator, NULL without data parallel */
+    int rank;                                     /* this process's rank in it */
     std::vector<cudaEvent_t> *comm_done;          /* events after the step's collectives, kept for reuse */
     size_t comm_n;                                /* how many of them this step recorded */
-    cudaEvent_t hand[2];                          /* handoffs: compute -> comm stream, comm -> compute */
+    cudaEvent_t hand;                             /* handoff: compute -> comm stream */
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_size;
@@ -1809,6 +1810,8 @@ typedef struct sc__nccl_api {
     int (*get_unique_id)(sc__nccl_id *id);
     int (*comm_init_rank)(void **comm, int nranks, sc__nccl_id id, int rank);
     int (*all_reduce)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, cudaStream_t s);
+    int (*reduce_scatter)(const void *send, void *recv, size_t recvcount, int dtype, int op, void *comm, cudaStream_t s);
+    int (*all_gather)(const void *send, void *recv, size_t sendcount, int dtype, void *comm, cudaStream_t s);
     int (*comm_destroy)(void *comm);
     int (*comm_abort)(void *comm);
     int (*comm_get_async_error)(void *comm, int *result);
@@ -1831,14 +1834,16 @@ static sc_result sc__nccl_load(void)
     *(void **)&a.get_unique_id = dlsym(h, "ncclGetUniqueId");
     *(void **)&a.comm_init_rank = dlsym(h, "ncclCommInitRank");
     *(void **)&a.all_reduce = dlsym(h, "ncclAllReduce");
+    *(void **)&a.reduce_scatter = dlsym(h, "ncclReduceScatter");
+    *(void **)&a.all_gather = dlsym(h, "ncclAllGather");
     *(void **)&a.comm_destroy = dlsym(h, "ncclCommDestroy");
     *(void **)&a.comm_abort = dlsym(h, "ncclCommAbort");
     *(void **)&a.comm_get_async_error = dlsym(h, "ncclCommGetAsyncError");
     *(void **)&a.get_error_string = dlsym(h, "ncclGetErrorString");
-    if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.comm_destroy || !a.comm_abort ||
-        !a.comm_get_async_error || !a.get_error_string)
+    if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.reduce_scatter || !a.all_gather ||
+        !a.comm_destroy || !a.comm_abort || !a.comm_get_async_error || !a.get_error_string)
         return sc_set_error(SC_ERROR_UNSUPPORTED, "the NCCL library found lacks one of ncclGetUniqueId, "
-                            "ncclCommInitRank, ncclAllReduce, ncclCommDestroy, ncclCommAbort, "
+                            "ncclCommInitRank, ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclCommDestroy, ncclCommAbort, "
                             "ncclCommGetAsyncError, ncclGetErrorString");
     sc__nccl = a;
     return SC_SUCCESS;
@@ -1880,9 +1885,9 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
     setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast off unless the user says otherwise */
     if (!cu->comm_stream) SC__CK(cu, cudaStreamCreateWithFlags(&cu->comm_stream, cudaStreamNonBlocking));
     if (!cu->comm_done) cu->comm_done = new std::vector<cudaEvent_t>();
-    for (int i = 0; i < 2; i++)
-        if (!cu->hand[i]) SC__CK(cu, cudaEventCreateWithFlags(&cu->hand[i], cudaEventDisableTiming));
+    if (!cu->hand) SC__CK(cu, cudaEventCreateWithFlags(&cu->hand, cudaEventDisableTiming));
     SC__NCK(cu, sc__nccl.comm_init_rank(&cu->nccl, world, nid, rank));
+    cu->rank = rank;
     return cu->status;
 }
 
@@ -1893,8 +1898,7 @@ static void sc__nccl_close(sc_cuda *cu)
     delete cu->comm_done;
     cu->comm_done = NULL;
     cu->comm_n = 0;
-    for (int i = 0; i < 2; i++)
-        if (cu->hand[i]) (void)cudaEventDestroy(cu->hand[i]), cu->hand[i] = NULL;
+    if (cu->hand) (void)cudaEventDestroy(cu->hand), cu->hand = NULL;
     if (cu->nccl) {
         if (cu->comm_stream) (void)cudaStreamSynchronize(cu->comm_stream);
         (void)sc__nccl.comm_destroy(cu->nccl);
@@ -1914,19 +1918,13 @@ static void sc__stream_after(sc_cuda *cu, cudaStream_t to, cudaStream_t from, cu
 
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu)
 {
-    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->comm_stream, cu->stream, cu->hand[0]);
+    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->comm_stream, cu->stream, cu->hand);
 }
 
-/* Sum buf (n elements of t) over the ranks, in place, on the communication stream. */
-SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
+/* after each collective, an event (pooled across steps) for sc_cuda_comm_settle */
+static void sc__comm_mark(sc_cuda *cu)
 {
-    if (!sc__ok(cu) || !n) return;
-    if (!cu->nccl) {
-        sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_allreduce_sum: no NCCL communicator (sc_cuda_nccl_open)");
-        return;
-    }
-    SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, t == SC_BF16 ? 9 : 7, 0, cu->nccl, cu->comm_stream));
-    std::vector<cudaEvent_t> &ev = *cu->comm_done; /* for sc_cuda_comm_settle: this one has finished */
+    std::vector<cudaEvent_t> &ev = *cu->comm_done;
     if (cu->comm_n == ev.size()) {
         cudaEvent_t e = NULL;
         SC__CK(cu, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -1934,6 +1932,44 @@ SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtyp
         ev.push_back(e);
     }
     SC__CK(cu, cudaEventRecord(ev[cu->comm_n++], cu->comm_stream));
+}
+
+static bool sc__comm_ready(sc_cuda *cu, const char *what)
+{
+    if (!sc__ok(cu)) return false;
+    if (!cu->nccl) sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "%s: no NCCL communicator (sc_cuda_nccl_open)", what);
+    return cu->nccl != NULL;
+}
+
+static int sc__nccl_type(sc_dtype t) { return t == SC_BF16 ? 9 : 7; }
+
+/* Sum buf (n elements of t) over the ranks, in place, on the communication stream. */
+SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
+{
+    if (!n || !sc__comm_ready(cu, "sc_cuda_allreduce_sum")) return;
+    SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, sc__nccl_type(t), 0, cu->nccl, cu->comm_stream));
+    sc__comm_mark(cu);
+}
+
+/* buf holds W chunks of n: this rank's chunk (rank r: [r n, (r + 1) n)) becomes their sum over
+   the ranks, in place (NCCL's in-place form: recv = send + rank * n). */
+SC_CUDA_DEF void sc_cuda_reduce_scatter_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
+{
+    if (!n || !sc__comm_ready(cu, "sc_cuda_reduce_scatter_sum")) return;
+    char *b = (char *)buf;
+    SC__NCK(cu, sc__nccl.reduce_scatter(b, b + (size_t)cu->rank * n * sc_dtype_size(t), n, sc__nccl_type(t), 0,
+                                        cu->nccl, cu->comm_stream));
+    sc__comm_mark(cu);
+}
+
+/* buf holds W chunks of n: every rank's chunk r is replaced by rank r's, in place. */
+SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
+{
+    if (!n || !sc__comm_ready(cu, "sc_cuda_allgather")) return;
+    char *b = (char *)buf;
+    SC__NCK(cu, sc__nccl.all_gather(b + (size_t)cu->rank * n * sc_dtype_size(t), b, n, sc__nccl_type(t), cu->nccl,
+                                    cu->comm_stream));
+    sc__comm_mark(cu);
 }
 
 /* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
@@ -1975,9 +2011,16 @@ SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
     return cu->status;
 }
 
-SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu)
+SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu) { return cu ? cu->comm_n : 0; }
+
+SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k)
 {
-    if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->stream, cu->comm_stream, cu->hand[1]);
+    if (!sc__ok(cu) || !cu->comm_stream || !k) return;
+    if (k > cu->comm_n) {
+        sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_comm_join: %zu collectives asked, %zu queued", k, cu->comm_n);
+        return;
+    }
+    SC__CK(cu, cudaStreamWaitEvent(cu->stream, (*cu->comm_done)[k - 1], 0));
 }
 
 SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)

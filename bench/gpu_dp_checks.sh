@@ -2,9 +2,10 @@
 # Data parallel on the GPU, on a machine with >= 2 GPUs (the nvidia-h200-x2 kind), in one go:
 #  1. equality: 2 ranks x batch B against 1 GPU x batch 2B (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
+#     ZeRO-1 saves the same bytes as plain data parallel;
 #     a rank killed mid-run stops the other within the timeout, with a message;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
-#     1 GPU against 2 (scaling = 2 x step(1) / step(2)), with traces: the fraction of the
+#     1 GPU against 2 (scaling = 2 x step(1) / step(2)), and 2 with ZeRO-1 (peak memory), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build)
@@ -29,6 +30,11 @@ for dt in fp32 bf16; do
     if cmp -s "$O/save_${dt}_a/model.safetensors" "$O/save_${dt}_b/model.safetensors"; then
         echo "$dt: two 2-rank runs saved identical weights: PASS"
     else echo "$dt: two 2-rank runs differ: FAIL"; fail=1; fi
+    "$BIN/slidecheck" $tiny --dtype $dt --batch 2 --gpus 2 --zero 1 --save "$O/save_${dt}_z" > "$O/two_${dt}_z.log" 2>&1 ||
+        { echo "2 ranks ZeRO-1 $dt: exit $?"; tail -n 5 "$O/two_${dt}_z.log"; fail=1; }
+    if cmp -s "$O/save_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
+        echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
+    else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
 done
 # a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang)
 "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 > "$O/kill.log" 2>&1 &
@@ -42,8 +48,10 @@ else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
 "$BIN/slidecheck" $big --gpus 2 --out "$O/speed2" > "$O/speed2.log" 2>&1
-grep -h '^summary' "$O/speed1.log" "$O/speed2.log"
+"$BIN/slidecheck" $big --gpus 2 --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
+grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speedz.log"
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json"
+echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json"
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
 torchrun --nproc_per_node=2 bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
 grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"

@@ -112,17 +112,21 @@ static const char *usage_train =
     "  --rendezvous-timeout S  data parallel: seconds a rank waits for the others, at the start and in\n"
     "                          every exchange (default: SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)\n"
     "  --zero 1                data parallel with AdamW: ZeRO-1, each rank keeps the AdamW state of\n"
-    "                          its 1/N of the parameters (the same bits as without; CPU backend)\n"
+    "                          its 1/N of the parameters and updates only those (on the GPU: a\n"
+    "                          reduce-scatter per layer, then an all-gather of the updated weights;\n"
+    "                          resident mode, not with --master-weights); the same bits as without\n"
     "\n";
 
 static const char *usage_plan =
     "usage: slidecheck plan (--model NAME | --hf DIR) --seq N --batch N --budget SIZE\n"
-    "                       [--dtype fp32|bf16] [--optim sgd|adamw] [--master-weights]\n"
+    "                       [--dtype fp32|bf16] [--optim sgd|adamw] [--master-weights] [--state-bf16]\n"
+    "                       [--gpus N [--zero 1]]\n"
     "\n"
     "Prints the plan the exact planner picks for a memory budget: per layer, keep all / selective /\n"
     "selective:mlp / selective:attn or a recomputed segment, with the predicted peak and recompute time. Times are\n"
     "a roofline ESTIMATE here (no profiling run); train --ckpt budget:SIZE measures them.\n"
     "Bytes assume the CUDA storage of --dtype (bf16: 2-byte weights, activations and optimizer state).\n"
+    "With --gpus N (data parallel, --batch per GPU) and --zero 1, each GPU keeps 1/N of the AdamW state.\n"
     "\n";
 
 static void die_usage(const char *fmt, const char *arg)
@@ -357,7 +361,8 @@ static sc_plan make_plan(const cli_opts *o, const sc_config *cfg)
 static int cmd_plan(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights device", usage_plan);
+    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights device gpus zero state-bf16",
+                usage_plan);
     if (!o.seq || !o.batch || !o.budget) die_usage("%s", "plan needs --seq N, --batch N and --budget SIZE");
     sc_config cfg;
     sc_result r;
@@ -374,6 +379,10 @@ static int cmd_plan(int argc, char **argv)
     mc.bf16 = !strcmp(o.dtype, "bf16");
     mc.master_weights = o.master;
     mc.optim = !strcmp(o.optim, "sgd") ? SC_OPTIM_SGD : SC_OPTIM_ADAMW;
+    mc.state_bf16 = o.state_bf16;
+    mc.zero = o.zero;
+    int W = o.gpus > 1 ? o.gpus : 1;
+    if (o.zero && (W < 2 || mc.optim != SC_OPTIM_ADAMW)) die_usage("%s", "--zero 1 needs --gpus N >= 2 and --optim adamw");
     int pb, gb, ab;
     sc_model_config_storage(&mc, &pb, &gb, &ab);
     sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg.num_layers, sizeof(sc_layer_cost));
@@ -382,7 +391,7 @@ static int cmd_plan(int argc, char **argv)
     sc_plan plan;
     sc_plan_report rep;
     size_t pb_budget = sc_plan_budget_usable(o.budget, &cfg, o.batch, o.seq);
-    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, sc_model_config_fixed_bytes(&cfg, &mc), costs, pb_budget);
+    r = sc_planner_plan(&plan, &rep, &cfg, o.batch, o.seq, ab, sc_model_config_fixed_bytes_dp(&cfg, &mc, W), costs, pb_budget);
     free(costs);
     if (r == SC_SUCCESS) snprintf(plan.name, sizeof plan.name, "budget:%s", o.budget_text);
     if (r != SC_SUCCESS) {
@@ -392,6 +401,10 @@ static int cmd_plan(int argc, char **argv)
     }
     printf("model %s  B=%d T=%d  %s storage  optim %s  (times: roofline estimate)\n", cfg.name[0] ? cfg.name : o.hf,
            o.batch, o.seq, o.dtype, o.optim);
+    if (W > 1) /* per GPU: the batch is each rank's; the gradients are summed in place (no bucket copies) */
+        printf("data parallel over %d GPUs, per GPU: fixed %.3f GiB (weights, gradients, %s AdamW state); NCCL's "
+               "own buffers are not counted\n", W, (double)sc_model_config_fixed_bytes_dp(&cfg, &mc, W) / 1073741824.0,
+               o.zero ? "1/N of the" : "all the");
     printf("budget %.3f GiB, planned for %.3f GiB (allocator margin: 2%% + 4 MiB + small buffers)\n",
            (double)o.budget / 1073741824.0, (double)pb_budget / 1073741824.0);
     print_plan(&rep, &plan);
@@ -643,6 +656,7 @@ static int cmd_train(int argc, char **argv)
     sc_tracer_config tc;
     memset(&tc, 0, sizeof tc);
     tc.warmup_steps = o.warmup > 0 ? o.warmup : -1;
+    tc.world = W;
     sc_model_tracer_timing(m, &tc);
     if ((r = sc_tracer_init(&tr, &tc)) != SC_SUCCESS) die(r, "tracer");
     sc_model_set_tracer(m, &tr);
@@ -718,6 +732,10 @@ static int cmd_train(int argc, char **argv)
         if (slide)
             printf("  h2d %.3f GB d2h %.3f GB  opt wait %.2f ms", (double)si.h2d_bytes / 1e9, (double)si.d2h_bytes / 1e9,
                    si.opt_wait_ms);
+        if (sm->bytes[SC_PHASE_COMM] && sm->phase_ms[SC_PHASE_COMM] > 0) /* NCCL's busBw: algbw x 2 (W - 1) / W */
+            printf("  %s %.2f ms %.3f GB bus %.1f GB/s", o.zero ? "reduce-scatter+all-gather" : "all-reduce",
+                   sm->phase_ms[SC_PHASE_COMM], (double)sm->bytes[SC_PHASE_COMM] / 1e9,
+                   (double)sm->bytes[SC_PHASE_COMM] / (sm->phase_ms[SC_PHASE_COMM] * 1e6) * (o.zero ? 1.0 : 2.0) * (W - 1) / W);
         printf("\n");
         fflush(stdout);
         if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps && rank == 0) save_checkpoint(m, &cfg, o.save);

@@ -811,7 +811,7 @@ static void test_copies(tctx *t)
 static void test_nccl_one_rank(tctx *t)
 {
     char nm[160], id[SC_NCCL_ID_BYTES];
-    name_of(nm, sizeof nm, t, "NCCL, one rank: allreduce_sum on the comm stream, ordered both ways");
+    name_of(nm, sizeof nm, t, "NCCL, one rank: allreduce_sum, reduce_scatter_sum, allgather on the comm stream, ordered both ways");
     if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id) != SC_SUCCESS) {
         check(0, nm, sc_last_error());
         return;
@@ -825,7 +825,9 @@ static void test_nccl_one_rank(tctx *t)
     sc_cuda_convert(t->cu, d, dt, e, dt, n); /* compute stream writes d ... */
     sc_cuda_comm_wait(t->cu);
     sc_cuda_allreduce_sum(t->cu, d, n, dt); /* ... the comm stream sums it ... */
-    sc_cuda_comm_join(t->cu);
+    sc_cuda_reduce_scatter_sum(t->cu, d, n, dt); /* one rank: its chunk is the whole buffer */
+    sc_cuda_allgather(t->cu, d, n, dt);
+    sc_cuda_comm_join(t->cu, sc_cuda_comm_count(t->cu));
     sc_cuda_convert(t->cu, e, dt, d, dt, n); /* ... and the compute stream reads the sum */
     sc_result st = sc_cuda_comm_settle(t->cu, 10.0); /* the collective finished: settles at once */
     float *a = dget(t, e, n, dt), *xr = hcopy(x, n);
@@ -837,13 +839,15 @@ static void test_nccl_one_rank(tctx *t)
 }
 
 /* The GPU's data-parallel step with a comm of one process: NCCL sums over one rank (copies) on
-   the communication stream, the optimizer after the join, the settle at the end of each step:
-   3 AdamW steps give the bits of the same model without a comm, and the tracer shows the sums. */
-static void test_dp_one_rank(const sc_config *c, int B, int T)
+   the communication stream, the optimizer in pieces after the joins, the settle at the end of each
+   step: 3 AdamW steps give the bits of the same model without a comm, and the tracer shows the
+   collectives. Variant 2 (without master weights): ZeRO-1, a reduce-scatter per bucket, the update
+   of this rank's chunks and an all-gather, with the state in chunks; the same bits again. */
+static void test_dp_one_rank(const sc_config *c, int B, int T, int master)
 {
     size_t np = sc_config_num_params(c);
-    float *params = make_params(c), *w[2] = {(float *)malloc(4 * np), (float *)malloc(4 * np)}, l[2][3] = {{0}};
-    int N = B * T;
+    float *params = make_params(c), *w[3], l[3][3] = {{0}};
+    int N = B * T, L = c->num_layers, nv = master ? 2 : 3;
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 3 * N);
     for (int i = 0; i < 3 * N; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
     sc_dist_env e;
@@ -851,18 +855,20 @@ static void test_dp_one_rank(const sc_config *c, int B, int T)
     e.world_size = e.local_world_size = 1;
     e.timeout_s = 30;
     sc_dist_comm *comm = NULL;
-    int ok = sc_dist_comm_open(&comm, &e, 1, NULL, 0) == SC_SUCCESS, nspans = 0;
-    double comm_ms = 0;
-    for (int d = 0; d < 2 && ok; d++) {
+    int ok = sc_dist_comm_open(&comm, &e, 1, NULL, 0) == SC_SUCCESS, nspans[3] = {0}, nlayer[3] = {0};
+    double comm_ms[3] = {0};
+    for (int d = 0; d < nv; d++) w[d] = (float *)malloc(4 * np);
+    for (int d = 0; d < nv && ok; d++) {
         sc_plan plan;
-        sc_plan_parse(&plan, "every:2", c->num_layers);
+        sc_plan_parse(&plan, "every:2", L);
         sc_model_config mc = sc_model_config_init();
         mc.device = SC_DEVICE_CUDA;
         mc.bf16 = 1;
-        mc.master_weights = 1;
+        mc.master_weights = master;
         mc.optim = SC_OPTIM_ADAMW;
         mc.lr = 0.01f;
         mc.comm = d ? comm : NULL;
+        mc.zero = d == 2;
         sc_model *m = NULL;
         sc_tracer tr;
         sc_tracer_config tc;
@@ -882,9 +888,10 @@ static void test_dp_one_rank(const sc_config *c, int B, int T)
         if (ok && d) {
             for (int64_t i = 0; i < sc_tracer_span_count(&tr); i++) {
                 sc_tracer_span_info si;
-                if (sc_tracer_span_get(&tr, i, &si) == SC_SUCCESS && si.phase == SC_PHASE_COMM) nspans++;
+                if (sc_tracer_span_get(&tr, i, &si) == SC_SUCCESS && si.phase == SC_PHASE_COMM)
+                    nspans[d]++, nlayer[d] += si.layer >= 0 && si.layer < L;
             }
-            comm_ms = sc_tracer_step_get(&tr, 2)->phase_ms[SC_PHASE_COMM];
+            comm_ms[d] = sc_tracer_step_get(&tr, 2)->phase_ms[SC_PHASE_COMM];
         }
         if (!ok) printf("  dp one rank: %s\n", sc_last_error());
         if (m) {
@@ -894,12 +901,20 @@ static void test_dp_one_rank(const sc_config *c, int B, int T)
         sc_model_destroy(m);
     }
     sc_dist_comm_close(comm);
-    char nm[256];
-    snprintf(nm, sizeof nm, "%s data parallel on the GPU, one rank (NCCL): 3 AdamW steps == no comm bitwise; %d "
-             "all-reduce spans, %.3f ms of comm in step 3", c->name, nspans, comm_ms);
-    check(ok && !memcmp(l[0], l[1], sizeof l[0]) && !memcmp(w[0], w[1], 4 * np) && nspans >= 3 * (c->num_layers + 1),
-          nm, "differs or no spans (losses %.9g/%.9g)", l[0][2], l[1][2]);
-    free(params); free(ids); free(w[0]); free(w[1]);
+    char nm[300];
+    /* per step: [norm | head] after the head's backward, one per layer, the embedding last
+       (ZeRO-1: the same reduce-scatters and as many all-gathers) */
+    for (int d = 1; d < nv; d++) {
+        snprintf(nm, sizeof nm, "%s data parallel on the GPU, one rank (NCCL%s), %s: 3 AdamW steps == no comm "
+                 "bitwise; %d collective spans (%d of layers), %.3f ms of comm in step 3", c->name,
+                 d == 2 ? ", ZeRO-1" : "", master ? "f32 master weights" : "bf16 weights", nspans[d], nlayer[d],
+                 comm_ms[d]);
+        check(ok && !memcmp(l[0], l[d], sizeof l[0]) && !memcmp(w[0], w[d], 4 * np) &&
+                  nspans[d] == 3 * (L + 2) * (d == 2 ? 2 : 1) && nlayer[d] == 3 * L * (d == 2 ? 2 : 1),
+              nm, "differs or wrong spans (losses %.9g/%.9g)", l[0][2], l[d][2]);
+    }
+    free(params); free(ids);
+    for (int d = 0; d < nv; d++) free(w[d]);
 }
 
 static void run_op_tests(int bf16, int gf32)
@@ -1665,7 +1680,7 @@ int main(int argc, char **argv)
     test_optim_bitwise();
     test_slide_cfg(&c, 2, 13);
     test_slide_options(&c, 2, 13);
-    if (!g_quick) test_dp_one_rank(&c, 2, 13);
+    if (!g_quick) test_dp_one_rank(&c, 2, 13, 1), test_dp_one_rank(&c, 2, 13, 0);
     if (!g_quick) {
         cfg_q2(&c);
         test_slide_cfg(&c, 3, 7);

@@ -562,7 +562,10 @@ static void test_writers(sc_tracer *tr, const char *base)
 static void test_comm_phase(const char *base)
 {
     sc_tracer tr;
-    sc_tracer_init(&tr, NULL);
+    sc_tracer_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.world = 4;
+    sc_tracer_init(&tr, &tc);
     sc_tracer_step_begin(&tr, 0, 0);
     int64_t t0 = sc_tracer_now_ns();
     int id = sc_tracer_span_add(&tr, "allreduce", SC_PHASE_COMM, -1, SC_STREAM_COMM, t0, t0 + 2500000);
@@ -589,6 +592,11 @@ static void test_comm_phase(const char *base)
     if (f) fclose(f);
     check(strstr(buf, "\"nccl (communication stream)\"") && strstr(buf, "\"allreduce\""),
           "trace.json: the all-reduce on its own track", "track or span missing");
+    /* 123456789 bytes in 2.5 ms over 4 ranks: 49.38 GB/s algorithm, x 2 (4 - 1) / 4 on the bus */
+    const char *b = strstr(buf, "\"bus GB/s\":");
+    double bus = b ? strtod(b + 11, NULL) : -1, want = 123456789 / 2.5e6 * 1.5;
+    check(fabs(bus - want) <= 1e-6 * want, "trace.json: the all-reduce's bus bandwidth (NCCL's busBw)",
+          "%g GB/s, want %g", bus, want);
     sc_tracer_uninit(&tr);
 }
 
