@@ -7296,10 +7296,9 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
-    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE &&
-        (mc.device == SC_DEVICE_CUDA || mc.slide_dpu || mc.slide_keep_head || mc.zero)) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs on the CPU backend, without --dpu, "
-                     "--keep-head and ZeRO-1, for now");
+    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE && (mc.slide_dpu || mc.slide_keep_head || mc.zero)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without --dpu, --keep-head and ZeRO-1, "
+                     "for now");
         goto fail;
     }
     if (mc.comm && mc.device == SC_DEVICE_CUDA && mc.zero && mc.master_weights) {
@@ -7310,7 +7309,8 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
 #ifdef SLIDECHECK_CUDA
     /* rank 0's NCCL id over the control channel. A comm of one process takes this path too: the
        sums are copies, so the GPU's data-parallel step can be checked on one GPU */
-    if (mc.comm && m->cu && mc.mode == SC_MODE_RESIDENT) {
+    if (mc.comm && m->cu &&
+        (mc.mode == SC_MODE_RESIDENT || (!mc.slide_dpu && !mc.slide_keep_head && !mc.zero))) {
         unsigned char id[SC_NCCL_ID_BYTES];
         memset(id, 0, sizeof id);
         if (sc_dist_comm_rank(mc.comm) == 0 && (r = sc_cuda_nccl_unique_id(id)) != SC_SUCCESS) goto fail;
@@ -7318,7 +7318,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id)) != SC_SUCCESS)
             goto fail;
         m->nccl = 1;
-        m->zero_gpu = mc.zero && mc.optim == SC_OPTIM_ADAMW;
+        m->zero_gpu = mc.zero && mc.optim == SC_OPTIM_ADAMW && mc.mode == SC_MODE_RESIDENT;
     }
 #endif
     if (mc.mode == SC_MODE_SLIDE) {
@@ -8320,6 +8320,29 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
 static double sc__comm_timeout(const sc_dist_comm *c); /* the control channel's, in seconds */
 #endif
 
+#ifdef SLIDECHECK_CUDA
+/* n gradients on the device summed over the ranks, in place, on the communication stream once
+   the compute stream has written them; the span (stream "nccl") times the sum */
+static void sc__dev_sum(sc_model *m, void *g, size_t n, int layer)
+{
+    sc_cuda_comm_wait(m->cu); /* first, so that the span measures the sum, not the wait */
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, "allreduce", SC_PHASE_COMM, layer, SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
+    sc_cuda_allreduce_sum(m->cu, g, n, m->gdt);
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+}
+
+/* slide over NCCL: a device buffer is summed (or gathered) before the download stream reads it */
+static void sc__d2h_after_comm(sc_model *m)
+{
+    sc__ev e;
+    e.stream = SC_STREAM_COMM, e.seq = 0;
+    e.cu = sc_cuda_event_record(SC_STREAM_COMM, m->cu);
+    sc__stream_wait(m, 2, &e);
+    sc__ev_release(m, &e);
+}
+#endif
+
 /* Data parallel on the GPU: sum bucket b's gradients over the ranks with NCCL, on the
    communication stream, as soon as the compute stream has finished them (the last micro-batch's
    backward of a layer), so the sums overlap the backward of the layers below. ZeRO-1: only this
@@ -8332,16 +8355,17 @@ static void sc__grads_sum(sc_model *m, int b)
     int L = m->cfg.num_layers, W = sc_dist_comm_world(m->mc.comm);
     sc__bucket(&m->cfg, m->nparams, b, &off, &n);
     char *g = (char *)m->grads + off * (size_t)m->gb;
-    sc_cuda_comm_wait(m->cu); /* first, so that the span measures the sum, not the wait */
-    const char *name = m->zero_gpu ? "reduce-scatter" : "allreduce";
-    int sp = m->tr ? sc_tracer_span_begin(m->tr, name, SC_PHASE_COMM, b >= 1 && b <= L ? L - b : -1, SC_STREAM_COMM) : -1;
+    int layer = b >= 1 && b <= L ? L - b : -1;
+    if (!m->zero_gpu) {
+        sc__dev_sum(m, g, n, layer);
+        return;
+    }
+    sc_cuda_comm_wait(m->cu); /* first, so that the span measures the collective, not the wait */
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, "reduce-scatter", SC_PHASE_COMM, layer, SC_STREAM_COMM) : -1;
     if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
-    if (m->zero_gpu) {
-        size_t ch = n / (size_t)W;
-        sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
-        sc_cuda_allreduce_sum(m->cu, g + ch * W * (size_t)m->gb, n - ch * W, m->gdt);
-    } else
-        sc_cuda_allreduce_sum(m->cu, g, n, m->gdt);
+    size_t ch = n / (size_t)W;
+    sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
+    sc_cuda_allreduce_sum(m->cu, g + ch * W * (size_t)m->gb, n - ch * W, m->gdt);
     if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 #else
     (void)m, (void)b;
@@ -8738,9 +8762,12 @@ static void sc__slide_zero_rows(sc_model *m, const sc__stepbuf *b)
 /* Fill step buffer b for the host embedding and head: the ids, the rows they touch (an untied
    embedding's last touched rows are zeroed first, with DPU before the head once the last update
    has read them) and room to stage M x N rows. */
-static sc_result sc__slide_stepbuf(sc_model *m, sc__stepbuf *b)
+/* The step's host buffer: the tokens whose embedding rows the host updates (M micro-batches of
+   B x T: slide over NCCL, every rank's, in rank order), the rows they touch and the staging
+   buffer that the embedding's rows go up in and every micro-batch's dL/dx_0 comes down in. */
+static sc_result sc__slide_stepbuf(sc_model *m, sc__stepbuf *b, const int32_t *ids, int M)
 {
-    int V = m->cfg.vocab_size, NA = m->accum * m->B * m->T;
+    int V = m->cfg.vocab_size, NA = M * m->B * m->T;
     size_t need_stage = (size_t)NA * m->cfg.hidden_size * (size_t)m->ab;
     if (b->ids_cap < NA) {
         SC_FREE(b->ids);
@@ -8748,8 +8775,8 @@ static sc_result sc__slide_stepbuf(sc_model *m, sc__stepbuf *b)
         b->ids_cap = b->ids ? NA : 0;
         if (!b->ids) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
     }
-    memcpy(b->ids, m->ids_all, sizeof(int32_t) * (size_t)NA);
-    b->M = m->accum, b->N = m->B * m->T;
+    memcpy(b->ids, ids, sizeof(int32_t) * (size_t)NA);
+    b->M = M, b->N = m->B * m->T;
     if (!m->mc.slide_dpu) sc__slide_zero_rows(m, b);
     memset(b->touched, 0, (size_t)V);
     if (b->tcap < NA) {
@@ -8760,7 +8787,7 @@ static sc_result sc__slide_stepbuf(sc_model *m, sc__stepbuf *b)
     }
     b->ntouched = 0;
     for (int i = 0; i < NA; i++)
-        if (!b->touched[m->ids_all[i]]) { b->touched[m->ids_all[i]] = 1; b->tlist[b->ntouched++] = m->ids_all[i]; }
+        if (!b->touched[ids[i]]) { b->touched[ids[i]] = 1; b->tlist[b->ntouched++] = ids[i]; }
     if (b->stage_bytes < need_stage) {
         sc__host_free(m, b->stage, m->cu != NULL);
         if (!(b->stage = sc__host_alloc(m, need_stage, 1))) {
@@ -8811,6 +8838,50 @@ static sc_result sc__kept_download(sc_model *m, float *dst, const void *src, int
     return r == SC_SUCCESS && m->params ? sc__download_f32(m, dst + no, sc__at(src, e, esize), esize, m->nparams - no) : r;
 }
 
+/* Slide over NCCL: the step buffer holds every rank's tokens (rank r's accum x B x T at r's
+   place, exchanged over the control channel), so that every rank adds the same embedding rows
+   and updates the same rows: the replicas stay equal. */
+static sc_result sc__slide_stepbuf_ranks(sc_model *m, sc__stepbuf *b)
+{
+    int W = sc_dist_comm_world(m->mc.comm), r = sc_dist_comm_rank(m->mc.comm);
+    size_t NA = (size_t)m->accum * m->B * m->T;
+    float *all = (float *)SC_MALLOC(sizeof(float) * NA * (size_t)W);
+    if (!all) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed");
+    memcpy(all + NA * (size_t)r, m->ids_all, sizeof(int32_t) * NA); /* the bits travel, not values */
+    sc_result res = sc_dist_allgather_f32(m->mc.comm, all, NA * (size_t)W);
+    if (res == SC_SUCCESS) res = sc__slide_stepbuf(m, b, (const int32_t *)(const void *)all, m->accum * W);
+    SC_FREE(all);
+    return res;
+}
+
+#ifdef SLIDECHECK_CUDA
+/* Slide over NCCL: every micro-batch's dL/dx_0 of every rank gathered on the device (rank r's at
+   r's place), then down into the staging buffer in one copy */
+static sc_result sc__slide_gather_dres(sc_model *m, sc__stepbuf *b)
+{
+    int W = sc_dist_comm_world(m->mc.comm), r = sc_dist_comm_rank(m->mc.comm), M = m->accum;
+    size_t one = (size_t)m->B * m->T * m->cfg.hidden_size, ab = (size_t)m->ab;
+    sc_dtype at = m->ab == 2 ? SC_BF16 : SC_F32;
+    void *all = NULL;
+    SC__TRY(sc_allocator_alloc(&m->alloc, &all, one * M * W * ab, 0, "slide dL/dx_0 of every rank"));
+    for (int k = 0; k < M; k++) {
+        sc_cuda_convert(m->cu, (char *)all + ((size_t)r * M + k) * one * ab, at, m->dres0[k], at, one);
+        sc__free(m, m->dres0[k]);
+        m->dres0[k] = NULL;
+    }
+    sc_cuda_comm_wait(m->cu);
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, -1, SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(one * M * W * ab));
+    sc_cuda_allgather(m->cu, all, one * M, at);
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+    sc__d2h_after_comm(m);
+    sc__copy_async(m, 2, b->stage, all, one * M * W * ab, SC_PHASE_D2H, -1);
+    sc_allocator_record_stream(&m->alloc, all, 2);
+    sc__free(m, all);
+    return sc_cuda_status(m->cu);
+}
+#endif
+
 /* Slide mode's data parallel (CPU backend): once every gradient is on the host, the embedding
    backward there, the sum over the ranks (rank order, as resident mode's), then one host update
    of every parameter: per element the same arithmetic as the per-layer tasks. No overlap: the
@@ -8847,7 +8918,10 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sc_result r = SC_SUCCESS;
     int sp, g;
     int dpu = m->mc.slide_dpu != 0, keep = m->mc.slide_keep_head != 0;
-    int dp = sc_dist_comm_world(m->mc.comm) > 1; /* data parallel: no update before the sums */
+    /* data parallel: over NCCL (GPU) each gradient is summed on the device before it goes down,
+       so the host updates overlap as without; over the control channel (CPU backend) no update
+       before the sums */
+    int W = sc_dist_comm_world(m->mc.comm), dpn = m->nccl, dp = !dpn && W > 1;
     sl->h2d = sl->d2h = 0;
     SC__LOCK(sl); /* the optimizer thread may still add to opt_ms */
     sl->opt_ms = sl->wait_ms = 0;
@@ -8868,10 +8942,12 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
     }
     sl->par = m->t & 1;
-    sl->hs_pergrad = !keep && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
+    sl->hs_pergrad = !keep && !dpn && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
-    SC__TRY(keep ? sc__slide_keep_head(m) : sc__slide_stepbuf(m, sb));
+    if (keep) SC__TRY(sc__slide_keep_head(m));
+    else if (dpn) SC__TRY(sc__slide_stepbuf_ranks(m, sb));
+    else SC__TRY(sc__slide_stepbuf(m, sb, m->ids_all, M));
 
     /* forward: the embedding rows are gathered on the host and go up with the activations (a
        kept embedding: on the device, as resident mode) */
@@ -8925,6 +9001,9 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sc__ev done_ev = sc__ev_record(m, 0);
         sc__stream_wait(m, 2, &done_ev);
         sc__ev_release(m, &done_ev);
+#ifdef SLIDECHECK_CUDA
+        if (dpn) sc__dev_sum(m, sl->head_g, lm + (size_t)C, -1), sc__d2h_after_comm(m);
+#endif
         sc__copy_async(m, 2, (char *)sl->hg + sc_config_lm_head_offset(c) * gb, sl->head_g, lm * gb, SC_PHASE_D2H, -1);
         sc__copy_async(m, 2, (char *)sl->hg + sc_config_norm_offset(c) * gb, (char *)sl->head_g + lm * gb,
                        (size_t)C * gb, SC_PHASE_D2H, -1);
@@ -8948,6 +9027,9 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         for (int l = e; l >= s; l--) {
             if (!sl->lg[l]) continue;
             if (r == SC_SUCCESS) {
+#ifdef SLIDECHECK_CUDA
+                if (dpn) sc__dev_sum(m, sl->lg[l], ln, l), sc__d2h_after_comm(m);
+#endif
                 sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
                 if (!dp) sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
             } else {
@@ -8969,6 +9051,13 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     }
     /* the embedding: dL/dx_0 of every micro-batch goes down; the host adds it to the touched rows */
     sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
+#ifdef SLIDECHECK_CUDA
+    if (dpn) { /* every rank's dL/dx_0 comes down: the host adds every rank's rows, in rank order */
+        r = sc__slide_gather_dres(m, sb);
+        if (r != SC_SUCCESS) goto done;
+        sc__slide_queue(m, SC__TASK_HEAD_LATE, L, sc__ev_record(m, 2));
+    } else
+#endif
     {
         sc__ev done_ev = sc__ev_record(m, 0);
         sc__stream_wait(m, 2, &done_ev);

@@ -2,7 +2,7 @@
 # Data parallel on the GPU, on a machine with >= 2 GPUs (the nvidia-h200-x2 kind), in one go:
 #  1. equality: 2 ranks x batch B against 1 GPU x batch 2B (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
-#     ZeRO-1 saves the same bytes as plain data parallel;
+#     ZeRO-1 saves the same bytes as plain data parallel; slide mode the same checks as resident;
 #     a rank killed mid-run stops the other within the timeout, with a message;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
 #     1 GPU against 2 (scaling = 2 x step(1) / step(2)), and 2 with ZeRO-1 (peak memory), with traces: the fraction of the
@@ -36,6 +36,22 @@ for dt in fp32 bf16; do
         echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
 done
+# slide mode over NCCL: each layer's gradients summed on the device before they go down
+for dt in fp32 bf16; do
+    "$BIN/slidecheck" $tiny --mode slide --dtype $dt --batch 4 > "$O/one_slide_$dt.log" 2>&1 || { echo "1 GPU slide $dt: exit $?"; fail=1; }
+    for run in a b; do
+        "$BIN/slidecheck" $tiny --mode slide --dtype $dt --batch 2 --gpus 2 --save "$O/save_slide_${dt}_$run" \
+            > "$O/two_slide_${dt}_$run.log" 2>&1 || { echo "2 ranks slide $dt $run: exit $?"; tail -n 5 "$O/two_slide_${dt}_$run.log"; fail=1; }
+    done
+    tol=1e-5; [ $dt = bf16 ] && tol=1e-2
+    losses "$O/one_slide_$dt.log" > "$O/l1"; losses "$O/two_slide_${dt}_a.log" > "$O/l2"
+    paste "$O/l1" "$O/l2" | awk -v t=$tol -v d=$dt '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
+        END { printf "slide %s: 2 ranks x 2 vs 1 GPU x 4, %d steps, worst loss rel diff %.3g (tol %s): %s\n", d, n, w, t,
+              (n == 5 && w <= t) ? "PASS" : "FAIL"; exit !(n == 5 && w <= t) }' || fail=1
+    if cmp -s "$O/save_slide_${dt}_a/model.safetensors" "$O/save_slide_${dt}_b/model.safetensors"; then
+        echo "slide $dt: two 2-rank runs saved identical weights: PASS"
+    else echo "slide $dt: two 2-rank runs differ: FAIL"; fail=1; fi
+done
 # a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang)
 "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 > "$O/kill.log" 2>&1 &
 L=$!; sleep 20
@@ -52,6 +68,12 @@ big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --
 grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speedz.log"
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json"
 echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json"
+# slide on 1 and 2 GPUs (each rank's host optimizer on half the cores: they share one host)
+sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / 2 - 1 ))"
+"$BIN/slidecheck" $sl --out "$O/slide1" > "$O/slide1.log" 2>&1
+"$BIN/slidecheck" $sl --gpus 2 --out "$O/slide2" > "$O/slide2.log" 2>&1
+grep -h '^summary' "$O/slide1.log" "$O/slide2.log"
+echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/slide2/trace.json"
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
 torchrun --nproc_per_node=2 bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
 grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"

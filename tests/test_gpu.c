@@ -843,11 +843,11 @@ static void test_nccl_one_rank(tctx *t)
    step: 3 AdamW steps give the bits of the same model without a comm, and the tracer shows the
    collectives. Variant 2 (without master weights): ZeRO-1, a reduce-scatter per bucket, the update
    of this rank's chunks and an all-gather, with the state in chunks; the same bits again. */
-static void test_dp_one_rank(const sc_config *c, int B, int T, int master)
+static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int slide)
 {
     size_t np = sc_config_num_params(c);
     float *params = make_params(c), *w[3], l[3][3] = {{0}};
-    int N = B * T, L = c->num_layers, nv = master ? 2 : 3;
+    int N = B * T, L = c->num_layers, nv = master || slide ? 2 : 3;
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 3 * N);
     for (int i = 0; i < 3 * N; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
     sc_dist_env e;
@@ -869,6 +869,7 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master)
         mc.lr = 0.01f;
         mc.comm = d ? comm : NULL;
         mc.zero = d == 2;
+        mc.mode = slide ? SC_MODE_SLIDE : SC_MODE_RESIDENT;
         sc_model *m = NULL;
         sc_tracer tr;
         sc_tracer_config tc;
@@ -903,11 +904,12 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master)
     sc_dist_comm_close(comm);
     char nm[300];
     /* per step: [norm | head] after the head's backward, one per layer, the embedding last
-       (ZeRO-1: the same reduce-scatters and as many all-gathers) */
+       (ZeRO-1: the same reduce-scatters and as many all-gathers; slide: the head's, the layers'
+       and the all-gather of every rank's dL/dx_0) */
     for (int d = 1; d < nv; d++) {
-        snprintf(nm, sizeof nm, "%s data parallel on the GPU, one rank (NCCL%s), %s: 3 AdamW steps == no comm "
+        snprintf(nm, sizeof nm, "%s %s data parallel on the GPU, one rank (NCCL%s), %s: 3 AdamW steps == no comm "
                  "bitwise; %d collective spans (%d of layers), %.3f ms of comm in step 3", c->name,
-                 d == 2 ? ", ZeRO-1" : "", master ? "f32 master weights" : "bf16 weights", nspans[d], nlayer[d],
+                 slide ? "slide" : "resident", d == 2 ? ", ZeRO-1" : "", master ? "f32 master weights" : "bf16 weights", nspans[d], nlayer[d],
                  comm_ms[d]);
         check(ok && !memcmp(l[0], l[d], sizeof l[0]) && !memcmp(w[0], w[d], 4 * np) &&
                   nspans[d] == 3 * (L + 2) * (d == 2 ? 2 : 1) && nlayer[d] == 3 * L * (d == 2 ? 2 : 1),
@@ -1680,7 +1682,7 @@ int main(int argc, char **argv)
     test_optim_bitwise();
     test_slide_cfg(&c, 2, 13);
     test_slide_options(&c, 2, 13);
-    if (!g_quick) test_dp_one_rank(&c, 2, 13, 1), test_dp_one_rank(&c, 2, 13, 0);
+    if (!g_quick) test_dp_one_rank(&c, 2, 13, 1, 0), test_dp_one_rank(&c, 2, 13, 0, 0), test_dp_one_rank(&c, 2, 13, 1, 1);
     if (!g_quick) {
         cfg_q2(&c);
         test_slide_cfg(&c, 3, 7);
