@@ -16,41 +16,32 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$O/machine.t
 tiny="train --model tiny --device cuda --seq 64 --steps 5 --warmup 1 --optim adamw --lr 1e-3"
 losses() { grep '^step' "$1" | awk '{print $4}'; }
 fail=0
-for dt in fp32 bf16; do
-    "$BIN/slidecheck" $tiny --dtype $dt --batch 4 > "$O/one_$dt.log" 2>&1 || { echo "1 GPU $dt: exit $?"; fail=1; }
+# equal MODE DTYPE: 2 ranks x 2 against 1 GPU x 4 (losses within the tolerance), two 2-rank runs
+# the same bytes; files named by P = MODE_DTYPE
+equal() {
+    P=$1_$2; m=$1; tol=1e-5; [ $2 = bf16 ] && tol=1e-2
+    "$BIN/slidecheck" $tiny --mode $m --dtype $2 --batch 4 > "$O/one_$P.log" 2>&1 || { echo "1 GPU $P: exit $?"; fail=1; }
     for run in a b; do
-        "$BIN/slidecheck" $tiny --dtype $dt --batch 2 --gpus 2 --save "$O/save_${dt}_$run" > "$O/two_${dt}_$run.log" 2>&1 ||
-            { echo "2 ranks $dt $run: exit $?"; tail -n 5 "$O/two_${dt}_$run.log"; fail=1; }
+        "$BIN/slidecheck" $tiny --mode $m --dtype $2 --batch 2 --gpus 2 --save "$O/save_${P}_$run" > "$O/two_${P}_$run.log" 2>&1 ||
+            { echo "2 ranks $P $run: exit $?"; tail -n 5 "$O/two_${P}_$run.log"; fail=1; }
     done
-    tol=1e-5; [ $dt = bf16 ] && tol=1e-2
-    losses "$O/one_$dt.log" > "$O/l1"; losses "$O/two_${dt}_a.log" > "$O/l2"
-    paste "$O/l1" "$O/l2" | awk -v t=$tol -v d=$dt '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
+    losses "$O/one_$P.log" > "$O/l1"; losses "$O/two_${P}_a.log" > "$O/l2"
+    paste "$O/l1" "$O/l2" | awk -v t=$tol -v d="$m $2" '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
         END { printf "%s: 2 ranks x 2 vs 1 GPU x 4, %d steps, worst loss rel diff %.3g (tol %s): %s\n", d, n, w, t,
               (n == 5 && w <= t) ? "PASS" : "FAIL"; exit !(n == 5 && w <= t) }' || fail=1
-    if cmp -s "$O/save_${dt}_a/model.safetensors" "$O/save_${dt}_b/model.safetensors"; then
-        echo "$dt: two 2-rank runs saved identical weights: PASS"
-    else echo "$dt: two 2-rank runs differ: FAIL"; fail=1; fi
+    if cmp -s "$O/save_${P}_a/model.safetensors" "$O/save_${P}_b/model.safetensors"; then
+        echo "$m $2: two 2-rank runs saved identical weights: PASS"
+    else echo "$m $2: two 2-rank runs differ: FAIL"; fail=1; fi
+}
+for dt in fp32 bf16; do
+    equal resident $dt
+    # slide over NCCL: each layer's gradients summed on the device before they go down
+    equal slide $dt
     "$BIN/slidecheck" $tiny --dtype $dt --batch 2 --gpus 2 --zero 1 --save "$O/save_${dt}_z" > "$O/two_${dt}_z.log" 2>&1 ||
         { echo "2 ranks ZeRO-1 $dt: exit $?"; tail -n 5 "$O/two_${dt}_z.log"; fail=1; }
-    if cmp -s "$O/save_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
+    if cmp -s "$O/save_resident_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
         echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
-done
-# slide mode over NCCL: each layer's gradients summed on the device before they go down
-for dt in fp32 bf16; do
-    "$BIN/slidecheck" $tiny --mode slide --dtype $dt --batch 4 > "$O/one_slide_$dt.log" 2>&1 || { echo "1 GPU slide $dt: exit $?"; fail=1; }
-    for run in a b; do
-        "$BIN/slidecheck" $tiny --mode slide --dtype $dt --batch 2 --gpus 2 --save "$O/save_slide_${dt}_$run" \
-            > "$O/two_slide_${dt}_$run.log" 2>&1 || { echo "2 ranks slide $dt $run: exit $?"; tail -n 5 "$O/two_slide_${dt}_$run.log"; fail=1; }
-    done
-    tol=1e-5; [ $dt = bf16 ] && tol=1e-2
-    losses "$O/one_slide_$dt.log" > "$O/l1"; losses "$O/two_slide_${dt}_a.log" > "$O/l2"
-    paste "$O/l1" "$O/l2" | awk -v t=$tol -v d=$dt '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
-        END { printf "slide %s: 2 ranks x 2 vs 1 GPU x 4, %d steps, worst loss rel diff %.3g (tol %s): %s\n", d, n, w, t,
-              (n == 5 && w <= t) ? "PASS" : "FAIL"; exit !(n == 5 && w <= t) }' || fail=1
-    if cmp -s "$O/save_slide_${dt}_a/model.safetensors" "$O/save_slide_${dt}_b/model.safetensors"; then
-        echo "slide $dt: two 2-rank runs saved identical weights: PASS"
-    else echo "slide $dt: two 2-rank runs differ: FAIL"; fail=1; fi
 done
 # a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang)
 "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 > "$O/kill.log" 2>&1 &
