@@ -1059,7 +1059,9 @@ typedef struct sc_slide_info {
 } sc_slide_info;
 SCDEF sc_slide_info sc_model_slide_info(const sc_model *m);
 SCDEF size_t sc_slide_window_bytes(const sc_config *cfg, const sc_model_config *mc, const sc_plan *plan);
-/* Copy parameters / gradients / last logits ([B,T,V]) to host floats. */
+/* Copy parameters / gradients / last logits ([B,T,V]) to host floats. In slide mode's data
+   parallel on the GPU each rank's host holds current weights for its chunks of each layer only,
+   so get_params gathers them over the comm: every rank must call it. */
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst);
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst);
 SCDEF const float *sc_model_logits(const sc_model *m);
@@ -6574,6 +6576,15 @@ static void sc__bucket(const sc_config *c, size_t np, int b, size_t *off, size_t
     else *off = 0, *n = sc_config_layer_base(c, 0);
 }
 
+/* A rank's share of n elements split over W ranks: its chunk [r (n / W), (r + 1) (n / W)) and
+   the remainder [W (n / W), n) that every rank takes alike. at[] and cnt[] are offsets in [0, n). */
+static void sc__chunk(size_t n, int W, int r, size_t at[2], size_t cnt[2])
+{
+    size_t ch = n / (size_t)W;
+    at[0] = (size_t)r * ch, cnt[0] = ch;
+    at[1] = ch * (size_t)W, cnt[1] = n - ch * (size_t)W;
+}
+
 /* ZeRO-1 on the GPU: bucket b's first W * (n / W) elements are W chunks, rank r owning chunk r
    (reduce-scatter, its update, all-gather); the last n % W elements are summed by all-reduce and
    updated on every rank alike. A rank's AdamW state holds its chunk and that remainder of every
@@ -7814,7 +7825,11 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     const sc__stepbuf *b = &sl->sb[t->sb];
     int nt = sc__slide_threads(m), wb = m->mc.slide_dpu ? t->par : 0;
     if (t->kind == SC__TASK_LAYER) {
-        if (t->update) sc__slide_update(m, &t->k, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt, wb);
+        size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
+        /* over NCCL, a rank updates its chunks of the layer only (the upload gathers the rest) */
+        sc__chunk(sc__layer_numel(c), m->nccl ? sc_dist_comm_world(m->mc.comm) : 1,
+                  m->nccl ? sc_dist_comm_rank(m->mc.comm) : 0, at, cnt);
+        for (int i = 0; i < 2 && t->update; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
            LM head and the embedding rows no token of this step touched */
@@ -8199,9 +8214,31 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
         sc__copy_async(m, 1, s->w, src + sc_config_lm_head_offset(c) * pb, lm * pb, SC_PHASE_H2D, -1);
         sc__copy_async(m, 1, (char *)s->w + lm * pb, src + sc_config_norm_offset(c) * pb, (size_t)c->hidden_size * pb,
                        SC_PHASE_H2D, -1);
-    } else {
+    } else if (!m->nccl) {
         sc__copy_async(m, 1, s->w, src + sc_config_layer_base(c, unit) * pb, sc__layer_numel(c) * pb, SC_PHASE_H2D, unit);
         sl->lw[unit] = (float *)s->w;
+    } else {
+#ifdef SLIDECHECK_CUDA
+        /* data parallel: this rank's host holds the current weights of its chunks of the layer
+           only (it updates only those): they go up, and NCCL gathers the others' */
+        int W = sc_dist_comm_world(m->mc.comm);
+        size_t at[2], cnt[2], ln = sc__layer_numel(c), base = sc_config_layer_base(c, unit);
+        sc__chunk(ln, W, sc_dist_comm_rank(m->mc.comm), at, cnt);
+        for (int i = 0; i < 2; i++)
+            sc__copy_async(m, 1, (char *)s->w + at[i] * pb, src + (base + at[i]) * pb, cnt[i] * pb, SC_PHASE_H2D, unit);
+        sc__ev up;
+        up.stream = 1, up.seq = 0, up.cu = sc_cuda_event_record(1, m->cu);
+        sc__stream_wait(m, SC_STREAM_COMM, &up);
+        sc__ev_release(m, &up);
+        int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, unit, SC_STREAM_COMM) : -1;
+        if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(cnt[0] * W * pb));
+        sc_cuda_allgather(m->cu, s->w, cnt[0], m->pdt);
+        if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+        sl->lw[unit] = (float *)s->w;
+        s->ready.stream = SC_STREAM_COMM, s->ready.seq = 0, s->ready.cu = sc_cuda_event_record(SC_STREAM_COMM, m->cu);
+        s->unit = unit;
+        return 1;
+#endif
     }
     s->ready = sc__ev_record(m, 1);
     s->unit = unit;
@@ -8223,7 +8260,9 @@ static void sc__slide_acquire(sc_model *m, int g)
     for (int h = g + 1; h < sl->ngroups && ahead < P; h++)
         for (int u = sl->gfirst[h]; u <= sl->glast[h] && ahead < P; u++) {
             if (sc__group_has(sl, g, u)) continue;
-            /* not before its update has run (the next acquire tries again) */
+            /* not before its update has run (the next acquire tries again). Over NCCL each load is
+               a collective, so every rank must load the same units in the same order: wait */
+            if (!sc__slot_of(sl, u, L) && m->nccl) sc__slide_wait_unit(m, sl->wp, u);
             if (!sc__slot_of(sl, u, L) && (!sc__slide_unit_ready(sl, sl->wp, u) || !sc__slide_load(m, u, h, g))) {
                 ahead = P;
                 break;
@@ -9263,6 +9302,11 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
+        int W = sc_dist_comm_world(m->mc.comm);
+        for (int l = 0; m->nccl && W > 1 && l < m->cfg.num_layers; l++) { /* each rank's chunks of each layer */
+            size_t ch = sc__layer_numel(&m->cfg) / (size_t)W;
+            SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_layer_base(&m->cfg, l), ch * (size_t)W));
+        }
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
     return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)

@@ -495,15 +495,19 @@ static void check_writable_dir(const char *dir, const char *flag)
     remove(path);
 }
 
-static void save_checkpoint(sc_model *m, const sc_config *cfg, const char *dir)
+/* Every rank reads the weights (slide mode's data parallel on the GPU gathers each rank's chunks
+   then, a collective); rank 0 writes them. */
+static void save_checkpoint(sc_model *m, const sc_config *cfg, const char *dir, int rank)
 {
     sc_result r;
     size_t np = sc_config_num_params(cfg);
     float *p = (float *)malloc(sizeof(float) * np);
     if (!p) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
     if ((r = sc_model_get_params(m, p)) != SC_SUCCESS) die(r, "reading weights");
-    if ((r = sc_hf_write(dir, cfg, p, 0)) != SC_SUCCESS) die(r, dir);
-    printf("saved HF checkpoint to %s\n", dir);
+    if (rank == 0) {
+        if ((r = sc_hf_write(dir, cfg, p, 0)) != SC_SUCCESS) die(r, dir);
+        printf("saved HF checkpoint to %s\n", dir);
+    }
     free(p);
 }
 
@@ -738,7 +742,7 @@ static int cmd_train(int argc, char **argv)
                    (double)sm->bytes[SC_PHASE_COMM] / (sm->phase_ms[SC_PHASE_COMM] * 1e6) * (o.zero ? 1.0 : 2.0) * (W - 1) / W);
         printf("\n");
         fflush(stdout);
-        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps && rank == 0) save_checkpoint(m, &cfg, o.save);
+        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) save_checkpoint(m, &cfg, o.save, rank);
     }
     {
         /* steps after the warm-up: median wall time with n, and the run's peak memory */
@@ -823,7 +827,7 @@ static int cmd_train(int argc, char **argv)
         printf("wrote %s/{step_metrics,layer_metrics,mem_trace,summary}.csv, trace.json, memory_summary.txt, "
                "memory_snapshot.json\n", o.out);
     }
-    if (o.save && rank == 0) save_checkpoint(m, &cfg, o.save);
+    if (o.save) save_checkpoint(m, &cfg, o.save, rank);
     sc_model_set_tracer(m, NULL);
     sc_tracer_uninit(&tr);
     sc_model_destroy(m);
