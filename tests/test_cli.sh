@@ -93,6 +93,15 @@ grep -q "predicted peak" "$T/out" && grep -q "layer" "$T/out" && ok "plan prints
 expect 1 "plan: a budget below the fixed memory" $S plan --model qwen3-1.7b --seq 2048 --batch 4 --budget 1GiB --dtype bf16
 grep -q "smallest feasible budget" "$T/err" && ok "the refusal names the smallest feasible budget" || bad "plan refusal: $(cat "$T/err")"
 expect 2 "plan without --budget" $S plan --model tiny --seq 64 --batch 1
+# data parallel's fixed memory per GPU: ZeRO-1 keeps 1/N of the AdamW state (6.41 GiB in bf16 here)
+PL="$S plan --model qwen3-1.7b --seq 2048 --batch 4 --budget 40GiB --dtype bf16 --gpus 2"
+fixed() { sed -n 's/.*per GPU: fixed \([0-9.]*\) GiB.*/\1/p' "$T/out"; }
+expect 0 "plan --gpus 2" $PL; f1=$(fixed)
+expect 0 "plan --gpus 2 --zero 1" $PL --zero 1; f2=$(fixed)
+if [ -n "$f1" ] && [ -n "$f2" ] && awk -v a="$f1" -v b="$f2" 'BEGIN { exit !(a - b > 3.20 && a - b < 3.21) }'; then
+    ok "plan: ZeRO-1 on 2 GPUs cuts the fixed memory by half the AdamW state ($f1 -> $f2 GiB)"
+else bad "plan: ZeRO-1 fixed memory '$f1' -> '$f2' GiB"; fi
+expect 2 "plan --zero 1 without --gpus" $S plan --model tiny --seq 64 --batch 1 --budget 1GiB --zero 1
 expect 2 "malformed budget policy" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --ckpt budget:lots
 expect 1 "budget too small for any plan" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --ckpt budget:20MiB
 expect 2 "a malformed launch environment is a usage error" env RANK=x WORLD_SIZE=2 $S train --model tiny --seq 16 --batch 1 --steps 1 --device cpu

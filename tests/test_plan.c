@@ -247,6 +247,29 @@ static void test_brute_force(void)
           "brute force covers segments, the three selective levels, mixtures and infeasible budgets");
 }
 
+/* ZeRO-1's share on the GPU: each rank keeps a chunk of every bucket (n / W) and the bucket's
+   remainder (n mod W), so the fixed bytes fall by (1 - 1/W) of the AdamW state, less at most
+   W - 1 elements of m and of v per bucket (L + 2 buckets) */
+static void test_zero_fixed(void)
+{
+    sc_config cfg;
+    sc_config_named(&cfg, "qwen3-1.7b");
+    sc_model_config mc = sc_model_config_init();
+    mc.device = SC_DEVICE_CUDA;
+    mc.bf16 = 1;
+    mc.optim = SC_OPTIM_ADAMW;
+    size_t state = sc_config_num_params(&cfg) * 2 * 2; /* m and v in bf16 */
+    for (int W = 2; W <= 8; W *= 2) {
+        mc.zero = 0;
+        size_t plain = sc_model_config_fixed_bytes_dp(&cfg, &mc, W);
+        mc.zero = 1;
+        size_t z = sc_model_config_fixed_bytes_dp(&cfg, &mc, W), cut = plain - z;
+        size_t most = state / (size_t)W * (size_t)(W - 1), slack = (size_t)(cfg.num_layers + 2) * (W - 1) * 2 * 2;
+        CHECK(z < plain && cut <= most + (size_t)W && cut + slack >= most, "ZeRO-1 on %d GPUs cuts %zu of %zu bytes of AdamW "
+              "state ((1 - 1/W) of it: %zu, less at most %zu for the remainders)", W, cut, state, most, slack);
+    }
+}
+
 static void test_closed_forms(void)
 {
     const char *names[] = {"tiny", "qwen3-1.7b", "qwen2.5-0.5b"};
@@ -382,6 +405,7 @@ int main(int argc, char **argv)
     int print = argc > 1 && !strcmp(argv[1], "--tables");
     test_parse();
     test_closed_forms();
+    test_zero_fixed();
     test_table_and_real_config(print);
     test_brute_force();
     printf("%d passed, %d failed\n", npass, nfail);
