@@ -10236,16 +10236,26 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
     return SC_SUCCESS;
 }
 
+/* rank 0's buf[0, bytes) to every rank, in chunks (each with its own deadline) */
+static sc_result sc__comm_from0(sc_dist_comm *c, void *buf, size_t bytes, const char *what)
+{
+    const size_t chunk = SC__COMM_CHUNK * sizeof(float);
+    for (size_t off = 0; off < bytes; off += chunk) {
+        size_t m = bytes - off < chunk ? bytes - off : chunk;
+        int64_t dl = sc__comm_deadline(c);
+        if (c->rank != 0) SC__TRY(sc__comm_io(c, c->fds[0], 0, (char *)buf + off, m, 0, dl, what));
+        else
+            for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)buf + off, m, 1, dl, what));
+    }
+    return SC_SUCCESS;
+}
+
 SCDEF sc_result sc_dist_broadcast(sc_dist_comm *c, void *buf, size_t bytes)
 {
     const char *what = "broadcast";
     int skip;
     SC__TRY(sc__comm_start(c, what, buf, bytes, &skip));
-    if (skip) return SC_SUCCESS;
-    int64_t dl = sc__comm_deadline(c);
-    if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, buf, bytes, 0, dl, what);
-    for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, buf, bytes, 1, dl, what));
-    return SC_SUCCESS;
+    return skip ? SC_SUCCESS : sc__comm_from0(c, buf, bytes, what);
 }
 
 SCDEF void sc_dist_part(const sc_dist_comm *c, size_t n, size_t *lo, size_t *hi)
@@ -10270,14 +10280,7 @@ SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
             sc__part(n, p, c->world, &lo, &hi);
             SC__TRY(sc__comm_io(c, c->fds[p], p, buf + lo, (hi - lo) * sizeof(float), 0, dl, what));
         }
-    for (size_t off = 0; off < n; off += SC__COMM_CHUNK) {
-        size_t m = n - off < SC__COMM_CHUNK ? n - off : SC__COMM_CHUNK;
-        dl = sc__comm_deadline(c);
-        if (c->rank != 0) SC__TRY(sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 0, dl, what));
-        else
-            for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, buf + off, m * sizeof(float), 1, dl, what));
-    }
-    return SC_SUCCESS;
+    return sc__comm_from0(c, buf, n * sizeof(float), what);
 }
 
 SCDEF int sc_dist_comm_rank(const sc_dist_comm *c) { return c ? c->rank : 0; }
