@@ -431,6 +431,9 @@ SCDEF void sc_allocator_free(sc_allocator *a, void *ptr);
 SCDEF void sc_allocator_record_stream(sc_allocator *a, void *ptr, int stream);
 /* Give every fully free segment back to the raw allocator. */
 SCDEF void sc_allocator_empty_cache(sc_allocator *a);
+/* 1 when [p, p + n) lies inside one of the allocator's segments and overlaps no live (or
+   pending-free) block: memory that a captured CUDA graph may write again when it replays. */
+SCDEF int sc_allocator_range_idle(const sc_allocator *a, const void *p, size_t n);
 /* peak = current for every stat. */
 SCDEF void sc_allocator_reset_peak(sc_allocator *a);
 /* allocated_total = freed_total = 0 for every stat, alloc_retries = num_ooms = 0. */
@@ -1015,6 +1018,10 @@ typedef struct sc_model_config {
                                   updated parameters; the same bits as plain data parallel (CPU
                                   backend) */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
+    int cuda_graph;            /* whole-step CUDA graph: 0 (default) where it works (CUDA, resident
+                                  mode, one process, no keep_logits): each shape's second step is
+                                  captured and later steps replay it, the same bits; -1 off; 1 on,
+                                  and a step fails where it cannot be */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -1046,6 +1053,10 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 /* Slide mode: waits for the host updates still running and hands their spans to the tracer
    (call it inside the last traced step). SC_SUCCESS at once in resident mode. */
 SCDEF sc_result sc_model_sync(sc_model *m);
+/* Steps whose device work ran as one CUDA graph launch (the capturing step included), and the
+   kernels (cuBLASLt calls included) the current graph holds; 0 without a graph. */
+SCDEF int64_t sc_model_graph_steps(const sc_model *m);
+SCDEF int64_t sc_model_graph_kernels(const sc_model *m);
 /* Slide mode: bytes the last step moved host -> device and device -> host, host bytes held
    (pinned and pageable) and the device bytes of the smallest window a plan needs (weight slots
    of the widest recomputed segment + prefetch, the head slot and one layer's gradients; with
@@ -1118,6 +1129,14 @@ SC_CUDA_DEF sc_result sc_cuda_profile_ops(sc_cuda *cu, int on);
 SC_CUDA_DEF sc_result sc_cuda_profile_collect(sc_cuda *cu, int keep);
 SC_CUDA_DEF int sc_cuda_profile_report(sc_cuda *cu, char *buf, size_t cap, int steps);
 SC_CUDA_DEF void sc_cuda_nvtx_pop(void);
+/* Whole-step CUDA graphs: begin captures the compute stream (nothing runs); end instantiates the
+   graph into *graph, or returns why it could not (the context stays usable); launch replays it
+   with the step's optimizer constants (k; NULL when it has none); kernels: launches captured. */
+SC_CUDA_DEF sc_result sc_cuda_graph_begin(sc_cuda *cu);
+SC_CUDA_DEF sc_result sc_cuda_graph_end(sc_cuda *cu, void **graph);
+SC_CUDA_DEF sc_result sc_cuda_graph_launch(sc_cuda *cu, void *graph, const sc_optim_consts *k);
+SC_CUDA_DEF long long sc_cuda_graph_kernels(void *graph);
+SC_CUDA_DEF void sc_cuda_graph_destroy(sc_cuda *cu, void *graph);
 /* allocator and tracer callbacks (user = the sc_cuda*) */
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user);
 SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user);
@@ -1159,9 +1178,8 @@ SC_CUDA_DEF void sc_cuda_download_f32(sc_cuda *cu, float *dst, const void *src, 
 SC_CUDA_DEF void sc_cuda_convert(sc_cuda *cu, void *dst, sc_dtype dt, const void *src, sc_dtype st, size_t n);
 
 SC_CUDA_DEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t *ids, const void *wte, int N, int C);
-/* ids on the device; ids_host (the same ids) lets the kernel sum each token's rows in order */
-SC_CUDA_DEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
-                                      const int32_t *ids_host, int N, int C);
+/* ids on the device, sorted there: each token's rows are summed in position order */
+SC_CUDA_DEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids, int N, int C);
 SC_CUDA_DEF void sc_cuda_rmsnorm_forward(sc_cuda *cu, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps);
 SC_CUDA_DEF void sc_cuda_rmsnorm_backward(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                                     const float *rstd, int N, int C);
@@ -1870,6 +1888,18 @@ static sc__allocator_block *sc__allocator_active_find(const sc_allocator *a, con
 {
     size_t i = sc__allocator_active_lower(a, ptr);
     return i < a->active_n && a->active[i]->ptr == (const char *)ptr ? a->active[i] : NULL;
+}
+
+SCDEF int sc_allocator_range_idle(const sc_allocator *a, const void *p, size_t n)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    int inside = 0;
+    for (size_t k = 0; k < a->seg_n && !inside; k++) /* segments: a few dozen */
+        inside = lo >= (uintptr_t)a->segs[k]->base && hi <= (uintptr_t)a->segs[k]->base + a->segs[k]->size;
+    if (!inside) return 0;
+    size_t i = sc__allocator_active_lower(a, p);
+    if (i > 0 && (uintptr_t)a->active[i - 1]->ptr + a->active[i - 1]->size > lo) return 0;
+    return !(i < a->active_n && (uintptr_t)a->active[i]->ptr < hi);
 }
 
 static void sc__allocator_active_erase(sc_allocator *a, sc__allocator_block *b)
@@ -2960,6 +2990,26 @@ SCDEF sc_result sc_tracer_step_end(sc_tracer *tr, double loss, double tokens,
 /* ---- spans ---- */
 #define SC__TRACE_MAX_LAYER 65536
 
+/* the step's per-layer cells reach layer `layer`; 0 when out of memory */
+static int sc__trace_layer_room(sc_tracer *tr, int layer)
+{
+    if (layer < tr->cur.num_layers) return 1;
+    int64_t need = tr->cur.layer_first + (int64_t)(layer + 1) * SC_PHASE_COUNT;
+    void *p = sc__trace_grow(tr->layer_ms, &tr->cap_layer_ms, need, sizeof *tr->layer_ms);
+    if (!p) return 0;
+    tr->layer_ms = (double *)p;
+    if (layer >= tr->max_layers) {
+        int64_t old = tr->cap_seen;
+        p = sc__trace_grow(tr->layer_seen, &tr->cap_seen, (int64_t)(layer + 1) * SC_PHASE_COUNT, 1);
+        if (!p) return 0;
+        tr->layer_seen = (unsigned char *)p;
+        memset(tr->layer_seen + old, 0, (size_t)(tr->cap_seen - old));
+        tr->max_layers = layer + 1;
+    }
+    tr->cur.num_layers = layer + 1;
+    return 1;
+}
+
 SCDEF int sc_tracer_span_begin(sc_tracer *tr, const char *name, sc_phase phase, int layer,
                                int stream)
 {
@@ -2975,21 +3025,7 @@ SCDEF int sc_tracer_span_begin(sc_tracer *tr, const char *name, sc_phase phase, 
     p = sc__trace_grow(tr->open, &tr->cap_open, tr->nopen + 1, sizeof *tr->open);
     if (!p) { tr->spans_dropped++; return -1; }
     tr->open = (int *)p;
-    if (layer >= tr->cur.num_layers) {
-        int64_t need = tr->cur.layer_first + (int64_t)(layer + 1) * SC_PHASE_COUNT;
-        p = sc__trace_grow(tr->layer_ms, &tr->cap_layer_ms, need, sizeof *tr->layer_ms);
-        if (!p) { tr->spans_dropped++; return -1; }
-        tr->layer_ms = (double *)p;
-        if (layer >= tr->max_layers) {
-            int64_t old = tr->cap_seen;
-            p = sc__trace_grow(tr->layer_seen, &tr->cap_seen, (int64_t)(layer + 1) * SC_PHASE_COUNT, 1);
-            if (!p) { tr->spans_dropped++; return -1; }
-            tr->layer_seen = (unsigned char *)p;
-            memset(tr->layer_seen + old, 0, (size_t)(tr->cap_seen - old));
-            tr->max_layers = layer + 1;
-        }
-        tr->cur.num_layers = layer + 1;
-    }
+    if (!sc__trace_layer_room(tr, layer)) { tr->spans_dropped++; return -1; }
 
     int64_t idx = tr->nspans++;
     sc__trace_span *s = &tr->spans[idx];
@@ -3099,6 +3135,52 @@ SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n)
     } else {
         tr->cur.launches[SC_PHASE_OTHER] += n;
     }
+}
+
+/* A CUDA graph's spans (sc_model): spans [from, nspans) of the open step, all closed, copied
+   out at capture (parents made relative), appended again at each replay (their events are
+   nodes of the graph, recorded on every replay; step_end reads them as usual), or dropped when
+   a capture failed. */
+static sc__trace_span *sc__tracer_spans_copy(const sc_tracer *tr, int64_t from, int64_t *n)
+{
+    *n = 0;
+    if (!tr || !tr->in_step || from < 0 || from >= tr->nspans) return NULL;
+    int64_t k = tr->nspans - from;
+    sc__trace_span *c = (sc__trace_span *)SC_MALLOC(sizeof *c * (size_t)k);
+    if (!c) return NULL;
+    memcpy(c, tr->spans + from, sizeof *c * (size_t)k);
+    for (int64_t i = 0; i < k; i++) c[i].parent = c[i].parent >= from ? (int)(c[i].parent - from) : -1;
+    *n = k;
+    return c;
+}
+
+static void sc__tracer_spans_replay(sc_tracer *tr, const sc__trace_span *src, int64_t n)
+{
+    if (!tr || !tr->in_step) return;
+    int64_t first = tr->nspans, now = sc__trace_now_ns();
+    int outer = tr->nopen ? tr->open[tr->nopen - 1] : -1;
+    for (int64_t i = 0; i < n; i++) {
+        void *p = sc__trace_grow(tr->spans, &tr->cap_spans, tr->nspans + 1, sizeof *tr->spans);
+        if (!p || !sc__trace_layer_room(tr, src[i].layer)) { tr->spans_dropped += n - i; return; }
+        tr->spans = (sc__trace_span *)p;
+        sc__trace_span *s = &tr->spans[tr->nspans++];
+        *s = src[i];
+        s->parent = src[i].parent >= 0 ? (int)(first + src[i].parent)
+                                       : (outer >= 0 && tr->spans[outer].stream == s->stream ? outer : -1);
+        s->launches = 0; /* one launch ran them all */
+        s->t0_ns = s->t1_ns = now;
+        s->open = 0;
+    }
+}
+
+static void sc__tracer_spans_rewind(sc_tracer *tr, int64_t to)
+{
+    if (!tr || !tr->in_step || to < tr->cur.span_first || to > tr->nspans) return;
+    tr->nspans = to;
+    int64_t k = 0;
+    for (int64_t i = 0; i < tr->nopen; i++)
+        if (tr->open[i] < to) tr->open[k++] = tr->open[i];
+    tr->nopen = k;
 }
 
 /* ---- memory events ---- */
@@ -6497,6 +6579,19 @@ SCDEF size_t sc_plan_saved_bytes(const sc_config *cfg, const sc_plan *plan, int 
 /* ==========================================================================================
    The model
    ========================================================================================== */
+/* The whole-step CUDA graph of a model (sc__graph_step) */
+typedef struct sc__graph_state {
+    void *exec;                /* NULL: none captured */
+    int B, T, accum, update, traced, seen, drops, off;
+    sc_plan plan;
+    void **blk;                /* blocks the capture was handed: checked idle before a replay */
+    size_t *blkn, nblk, capblk;
+    int rec;                   /* recording them */
+    sc__trace_span *spans;     /* the capture's tracer spans, appended at each replay */
+    int64_t nspans, steps, peak[3];
+    size_t saved;
+} sc__graph_state;
+
 struct sc_model {
     sc_config cfg;
     sc_model_config mc;
@@ -6530,6 +6625,7 @@ struct sc_model {
     size_t logits_cap, rowloss_cap;
     size_t last_saved;
     int64_t launch_mark;
+    sc__graph_state gs;            /* the whole-step CUDA graph (sc__graph_step) */
 };
 
 /* One call for both backends: the CPU op, or the CUDA op of the same name. */
@@ -6736,10 +6832,13 @@ SCDEF int sc_parse_size(const char *s, size_t *out)
     return -1;
 }
 
+static void sc__graph_note_block(sc_model *m, void *p, size_t n);
+
 static void sc__model_mem_hook(const sc_mem_event *ev, void *user)
 {
     sc_model *m = (sc_model *)user;
-    if (ev->kind == SC_MEM_ALLOC || ev->kind == SC_MEM_FREE)
+    if (m->gs.rec && ev->kind == SC_MEM_ALLOC) sc__graph_note_block(m, ev->ptr, ev->size);
+    if (m->tr && (ev->kind == SC_MEM_ALLOC || ev->kind == SC_MEM_FREE))
         sc_tracer_mem_record(m->tr, ev->allocated_bytes, ev->reserved_bytes,
                              ev->kind == SC_MEM_ALLOC ? (int64_t)ev->size : -(int64_t)ev->size, ev->tag);
 }
@@ -6747,7 +6846,7 @@ static void sc__model_mem_hook(const sc_mem_event *ev, void *user)
 SCDEF void sc_model_set_tracer(sc_model *m, sc_tracer *tr)
 {
     m->tr = tr;
-    m->alloc.cfg.on_event = tr ? sc__model_mem_hook : NULL;
+    m->alloc.cfg.on_event = tr || m->cu ? sc__model_mem_hook : NULL; /* (a graph capture records its blocks) */
     m->alloc.cfg.on_event_user = m;
 }
 
@@ -7169,9 +7268,14 @@ static void sc__free_dres(sc_model *m)
     }
 }
 
+static void sc__graph_drop(sc_model *m);
+
 SCDEF void sc_model_destroy(sc_model *m)
 {
     if (!m) return;
+    sc__graph_drop(m);
+    SC_FREE(m->gs.blk);
+    SC_FREE(m->gs.blkn);
     if (m->sl) sc__slide_destroy(m);
     if (m->act_store) sc__model_drop_acts(m);
     if (m->dres0) sc__free_dres(m);
@@ -7281,8 +7385,19 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         SC_FREE(m);
         return r;
     }
+    m->alloc.cfg.on_event = m->cu ? sc__model_mem_hook : NULL;
+    m->alloc.cfg.on_event_user = m;
     m->nparams = sc_config_num_params(cfg);
     float *host = NULL;
+    if (mc.cuda_graph < -1 || mc.cuda_graph > 1) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "cuda_graph is -1 (off), 0 (where it works) or 1 (on), not %d", mc.cuda_graph);
+        goto fail;
+    }
+    if (mc.cuda_graph == 1 && (!m->cu || mc.mode != SC_MODE_RESIDENT || sc_dist_comm_world(mc.comm) > 1 || mc.keep_logits)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "a whole-step CUDA graph needs the CUDA backend, resident mode, one process "
+                     "and no kept logits");
+        goto fail;
+    }
     if (mc.mode != SC_MODE_RESIDENT && mc.mode != SC_MODE_SLIDE) {
         r = sc__fail(SC_ERROR_INVALID_ARGS, "unknown mode %d", (int)mc.mode);
         goto fail;
@@ -8450,7 +8565,7 @@ static void sc__embedding_backward(sc_model *m)
     for (int k = 0; k < m->accum; k++) {
         sc__mb_select(m, k);
 #ifdef SLIDECHECK_CUDA
-        if (m->cu) sc_cuda_embedding_backward(m->cu, m->grads, m->dres0[k], m->ids_dev, m->ids, N, C);
+        if (m->cu) sc_cuda_embedding_backward(m->cu, m->grads, m->dres0[k], m->ids_dev, N, C);
         else
 #endif
             sc_cpu_embedding_backward(m->grads, m->dres0[k], m->ids, N, C);
@@ -9186,6 +9301,160 @@ static sc_result sc__step_buffers(sc_model *m, int accum, int B, int T)
     return SC_SUCCESS;
 }
 
+/* ==========================================================================================
+   Whole-step CUDA graph (resident mode, one process). The step's device work -- zeroing the
+   gradients, forward, recompute, backward, loss and optimizer -- is captured on the second step
+   of a shape (the first sizes every cache: allocator, scratch, GEMM plans) and replayed from
+   then on: the same kernels with the same arguments, so the same bits as launching them one by
+   one. What changes per step lives in device memory: the tokens and targets (uploaded before),
+   the optimizer's bias corrections (refilled before each replay), the embedding backward's
+   token order (sorted on the device). The caching allocator serves the capture as it serves an
+   eager step; the blocks it handed out are the graph's scratch and are checked idle before each
+   replay (held by someone else, or their segment given back: the graph is dropped and captured
+   again). The tracer's spans are event nodes of the graph, appended at each replay.
+   ========================================================================================== */
+static void sc__graph_note_block(sc_model *m, void *p, size_t n)
+{
+    sc__graph_state *g = &m->gs;
+    if (g->nblk == g->capblk) {
+        size_t cap = g->capblk ? 2 * g->capblk : 256;
+        void **b = (void **)SC_REALLOC(g->blk, sizeof *b * cap);
+        if (b) g->blk = b;
+        size_t *bn = (size_t *)SC_REALLOC(g->blkn, sizeof *bn * cap);
+        if (bn) g->blkn = bn;
+        if (!b || !bn) { g->rec = -1; return; } /* out of host memory: the capture is dropped */
+        g->capblk = cap;
+    }
+    g->blk[g->nblk] = p;
+    g->blkn[g->nblk++] = n;
+}
+
+static void sc__graph_drop(sc_model *m)
+{
+    sc__graph_state *g = &m->gs;
+#ifdef SLIDECHECK_CUDA
+    if (g->exec) sc_cuda_graph_destroy(m->cu, g->exec);
+#endif
+    g->exec = NULL;
+    SC_FREE(g->spans);
+    g->spans = NULL;
+    g->nspans = 0;
+    g->nblk = 0;
+}
+
+static int sc__graph_wanted(const sc_model *m)
+{
+    return m->cu && !m->sl && !m->nccl && sc_dist_comm_world(m->mc.comm) == 1 && !m->mc.keep_logits &&
+           m->mc.cuda_graph >= 0 && !m->gs.off;
+}
+
+static sc_optim_consts sc__step_consts(const sc_model *m)
+{
+    return sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+}
+
+#ifdef SLIDECHECK_CUDA
+/* Capture the step and run it once. A capture that fails leaves nothing behind: the step runs
+   eagerly and so do the later ones (the reason on stderr; with cuda_graph = 1 it is an error). */
+static sc_result sc__graph_capture(sc_model *m, const sc_plan *plan, int update)
+{
+    sc__graph_state *g = &m->gs;
+    int t0 = m->t;
+    int64_t mark = m->tr && m->tr->in_step ? m->tr->nspans : -1;
+    sc_result r = sc_cuda_graph_begin(m->cu), e;
+    if (r == SC_SUCCESS) {
+        g->nblk = 0;
+        g->rec = 1;
+        r = sc__resident_step(m, plan, update);
+        if (r == SC_SUCCESS && g->rec < 0) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (graph blocks)");
+        g->rec = 0;
+        void *exec = NULL;
+        e = sc_cuda_graph_end(m->cu, &exec);
+        if (r == SC_SUCCESS) r = e;
+        if (r == SC_SUCCESS) g->exec = exec;
+        else if (exec) sc_cuda_graph_destroy(m->cu, exec);
+    }
+    if (!g->exec) { /* nothing of it ran: undo its bookkeeping, then the eager step */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", sc_last_error());
+        sc__model_drop_acts(m);
+        sc__free_dres(m);
+        m->t = t0;
+        if (mark >= 0) sc__tracer_spans_rewind(m->tr, mark);
+        g->off = 1;
+        if (m->mc.cuda_graph > 0) return sc__fail(SC_ERROR_UNSUPPORTED, "cuda_graph on: %s", why);
+        fprintf(stderr, "slidecheck: whole-step CUDA graph off, steps run eagerly: %s\n", why);
+        return sc__resident_step(m, plan, update);
+    }
+    g->spans = sc__tracer_spans_copy(m->tr, mark, &g->nspans);
+    g->saved = m->last_saved;
+    g->peak[0] = m->alloc.stats.allocated_bytes[SC_STAT_ALL].peak;
+    g->peak[1] = m->alloc.stats.active_bytes[SC_STAT_ALL].peak;
+    g->peak[2] = m->alloc.stats.requested_bytes[SC_STAT_ALL].peak;
+    sc_optim_consts k = sc__step_consts(m);
+    g->steps++;
+    return sc_cuda_graph_launch(m->cu, g->exec, &k);
+}
+#endif
+
+/* The resident step, through the graph where it works. */
+static sc_result sc__graph_step(sc_model *m, const sc_plan *plan, int update)
+{
+    sc__graph_state *g = &m->gs;
+    if (!sc__graph_wanted(m)) return sc__resident_step(m, plan, update);
+#ifdef SLIDECHECK_CUDA
+    int traced = m->tr != NULL;
+    int same = g->B == m->B && g->T == m->T && g->accum == m->accum && g->update == update && g->traced == traced &&
+               !memcmp(&g->plan, plan, sizeof *plan);
+    int idle = 1;
+    for (size_t i = 0; g->exec && same && idle && i < g->nblk; i++)
+        idle = sc_allocator_range_idle(&m->alloc, g->blk[i], g->blkn[i]);
+    if (g->exec && (!same || !idle)) {
+        sc__graph_drop(m);
+        /* memory the capture held keeps being taken between steps: stop capturing */
+        if (same && ++g->drops >= 3) {
+            g->off = 1;
+            fprintf(stderr, "slidecheck: whole-step CUDA graph off: its memory is taken between steps\n");
+            return sc__resident_step(m, plan, update);
+        }
+    }
+    if (!same) {
+        g->B = m->B, g->T = m->T, g->accum = m->accum, g->update = update, g->traced = traced;
+        g->plan = *plan;
+        g->seen = 0;
+    }
+    if (!g->exec && g->seen++ < 1) return sc__resident_step(m, plan, update); /* sizes every cache */
+    if (!g->exec) return sc__graph_capture(m, plan, update);
+    /* replay: what the captured step did on the host, then one launch */
+    if (update) m->t++;
+    sc_optim_consts k = sc__step_consts(m);
+    sc__tracer_spans_replay(m->tr, g->spans, g->nspans);
+    m->last_saved = g->saved;
+    int64_t *pk[3] = {&m->alloc.stats.allocated_bytes[SC_STAT_ALL].peak, &m->alloc.stats.active_bytes[SC_STAT_ALL].peak,
+                      &m->alloc.stats.requested_bytes[SC_STAT_ALL].peak};
+    for (int i = 0; i < 3; i++) /* the replay holds the blocks the capture was given */
+        if (*pk[i] < g->peak[i]) *pk[i] = g->peak[i];
+    g->steps++;
+    sc_result r = sc_cuda_graph_launch(m->cu, g->exec, &k);
+    if (m->tr) sc__flush_launches(m); /* the one launch */
+    return r;
+#else
+    return sc__resident_step(m, plan, update);
+#endif
+}
+
+SCDEF int64_t sc_model_graph_steps(const sc_model *m) { return m ? m->gs.steps : 0; }
+
+SCDEF int64_t sc_model_graph_kernels(const sc_model *m)
+{
+#ifdef SLIDECHECK_CUDA
+    return m && m->gs.exec ? (int64_t)sc_cuda_graph_kernels(m->gs.exec) : 0;
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
                               int update, float *loss)
 {
@@ -9227,7 +9496,7 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #endif
     SC_FREE(tg);
     /* the device's optimizer is queued behind the step; the CPU backend's follows the loss */
-    r = m->sl ? sc__slide_step(m, plan, update) : sc__resident_step(m, plan, update && m->cu);
+    r = m->sl ? sc__slide_step(m, plan, update) : sc__graph_step(m, plan, update && m->cu);
 #ifdef SLIDECHECK_CUDA
     if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* never a hang */
     m->coll_l1 = m->coll_emb = 0; /* settled: an optimizer step after this one waits for nothing */

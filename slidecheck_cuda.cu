@@ -40,6 +40,7 @@
 #include <cuda_bf16.h>
 #include <cublasLt.h>
 #include <nvtx3/nvToolsExt.h>
+#include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -74,6 +75,8 @@ struct sc__gemm_entry {
     cublasLtMatmulAlgo_t algo;
     int ok; /* 0: no cuBLASLt algorithm, use the fallback kernel */
 };
+
+#define SC__KC 4
 
 enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_COUNT = 3 };
 
@@ -112,8 +115,26 @@ struct sc_cuda {
     void *scr[SC__SCR_COUNT];
     size_t scr_size[SC__SCR_COUNT];
     std::vector<sc__gemm_entry> *gemms;
-    std::vector<int> *hbuf;
     sc__prof *prof; /* NULL unless profiling */
+    /* whole-step CUDA graphs (sc_cuda_graph_*) */
+    struct sc__graph *cap;               /* the graph being captured, NULL when not capturing */
+    std::vector<cudaEvent_t> *owned;     /* events recorded inside graphs: they live with the graph */
+    /* the optimizer's constants in device memory, so that a graph replays with this step's: a
+       ring of pinned slots, each reused once the copy that read it has run */
+    sc_optim_consts *kc_host, *kc_dev, kc_last;
+    cudaEvent_t kc_ev[SC__KC];
+    int kc_next, kc_valid;
+};
+
+/* A captured step: its executable graph, the events recorded inside it (tracer spans), the
+   pinned slot its optimizer-constants copy reads, and an event after its last launch. */
+struct sc__graph {
+    cudaGraphExec_t exec;
+    std::vector<cudaEvent_t> events;
+    sc_optim_consts *kc;
+    int has_kc;
+    cudaEvent_t done;
+    long long kernels; /* launches captured */
 };
 
 static void sc__cu_fail(sc_cuda *cu, sc_result r, const char *fmt, ...)
@@ -183,6 +204,10 @@ static void *sc__scratch(sc_cuda *cu, int slot, size_t bytes)
 {
     if (bytes == 0) bytes = 256;
     if (cu->scr_size[slot] >= bytes) return cu->scr[slot];
+    if (cu->cap) { /* its address is in the graph already: a warm-up step sizes it */
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "graph capture: scratch buffer %d would grow to %zu bytes", slot, bytes);
+        return NULL;
+    }
     if (cu->scr[slot]) {
         SC__CK(cu, cudaStreamSynchronize(cu->stream));
         SC__CK(cu, cudaFree(cu->scr[slot]));
@@ -201,6 +226,36 @@ static void *sc__scratch(sc_cuda *cu, int slot, size_t bytes)
     cu->scr[slot] = p;
     cu->scr_size[slot] = sz;
     return p;
+}
+
+/* The device copy of the optimizer's constants, refreshed when they change (once a step). In a
+   capture the copy reads the graph's own pinned slot, which sc_cuda_graph_launch refills. */
+static const sc_optim_consts *sc__consts(sc_cuda *cu, const sc_optim_consts *k)
+{
+    sc__graph *g = cu->cap;
+    if (g) {
+        if (g->has_kc && memcmp(g->kc, k, sizeof *k)) {
+            sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "graph capture: two sets of optimizer constants in one step");
+            return NULL;
+        }
+        if (!g->has_kc) {
+            *g->kc = *k;
+            g->has_kc = 1;
+            SC__CK(cu, cudaMemcpyAsync(cu->kc_dev, g->kc, sizeof *k, cudaMemcpyHostToDevice, cu->stream));
+        }
+        cu->kc_valid = 0; /* once the graph has run, the device holds its constants */
+        return sc__ok(cu) ? cu->kc_dev : NULL;
+    }
+    if (cu->kc_valid && !memcmp(&cu->kc_last, k, sizeof *k)) return cu->kc_dev;
+    int i = cu->kc_next;
+    cu->kc_next = (i + 1) % SC__KC;
+    SC__CK(cu, cudaEventSynchronize(cu->kc_ev[i])); /* the copy that last read slot i has run */
+    cu->kc_host[i] = *k;
+    SC__CK(cu, cudaMemcpyAsync(cu->kc_dev, cu->kc_host + i, sizeof *k, cudaMemcpyHostToDevice, cu->stream));
+    SC__CK(cu, cudaEventRecord(cu->kc_ev[i], cu->stream));
+    cu->kc_last = *k;
+    cu->kc_valid = sc__ok(cu);
+    return sc__ok(cu) ? cu->kc_dev : NULL;
 }
 
 static unsigned sc__grid(size_t n, int threads)
@@ -357,14 +412,20 @@ template <typename T> __global__ void k_embed_fwd(T *out, const int32_t *ids, co
 
 /* buckets: tok[U], start[U+1], pos[N]; grid (U, ceil(C/256)) */
 template <typename T, typename G>
-__global__ void k_embed_bwd(G *dwte, const T *dout, const int *tok, const int *start, const int *pos, int C)
+__global__ void k_embed_bwd(G *dwte, const T *dout, const int *tok, const int *pos, int N, int C)
 {
+    /* block u starts a run of equal tokens in the sorted pairs, or has nothing to do */
     int u = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= C) return;
+    if (c >= C || (u > 0 && tok[u] == tok[u - 1])) return;
     G *d = dwte + (size_t)tok[u] * C + c;
     float acc = ldf(d);
-    for (int p = start[u]; p < start[u + 1]; p++) acc += ldf(dout + (size_t)pos[p] * C + c);
+    for (int p = u; p < N && tok[p] == tok[u]; p++) acc += ldf(dout + (size_t)pos[p] * C + c);
     stf(d, acc);
+}
+
+__global__ void k_iota(int *p, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = i;
 }
 
 /* SwiGLU over gate_up = [g | u] per row; W consecutive columns per thread (W = 8 where I % 8 == 0
@@ -437,8 +498,9 @@ __device__ __forceinline__ void adamw_elem(float &p, float &m, float &v, float g
    2-byte ones: the update is a pure stream over the flat buffers), then the last n % 8 one by
    one; W = 1 otherwise. The same arithmetic per element either way. */
 template <typename P, typename S, typename Gt, int W>
-__global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, sc_optim_consts k)
+__global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, const sc_optim_consts *kp)
 {
+    const sc_optim_consts k = *kp; /* device memory: a replayed graph reads the step's constants */
     size_t nv = n / W, t0 = blockIdx.x * (size_t)blockDim.x + threadIdx.x, st = (size_t)gridDim.x * blockDim.x;
     for (size_t i = t0; i < nv; i += st) {
         size_t e = i * W;
@@ -2035,7 +2097,6 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     cu->bf16 = cfg ? cfg->bf16 != 0 : 0;
     cu->grads_f32 = cfg ? (cfg->bf16 && cfg->grads_f32) : 0;
     cu->gemms = new std::vector<sc__gemm_entry>();
-    cu->hbuf = new std::vector<int>();
     SC__CK(cu, cudaSetDevice(cu->dev));
     cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
@@ -2048,6 +2109,10 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->d2h_stream, cudaStreamNonBlocking));
     SC__CKB(cu, cublasLtCreate(&cu->lt));
+    cu->owned = new std::vector<cudaEvent_t>();
+    SC__CK(cu, cudaHostAlloc((void **)&cu->kc_host, SC__KC * sizeof(sc_optim_consts), cudaHostAllocPortable));
+    SC__CK(cu, cudaMalloc((void **)&cu->kc_dev, sizeof(sc_optim_consts)));
+    for (int i = 0; i < SC__KC; i++) SC__CK(cu, cudaEventCreateWithFlags(&cu->kc_ev[i], cudaEventDisableTiming));
     cu->ws_size = (size_t)32 << 20;
     if (sc__ok(cu)) {
         cudaError_t e = cudaMalloc(&cu->ws, cu->ws_size);
@@ -2079,7 +2144,6 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
         }
         delete cu->gemms;
     }
-    delete cu->hbuf;
     if (cu->prof) {
         for (auto e : cu->prof->ev) (void)cudaEventDestroy(e);
         for (auto e : cu->prof->spare) (void)cudaEventDestroy(e);
@@ -2087,6 +2151,11 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
     }
     for (int i = 0; i < SC__SCR_COUNT; i++)
         if (cu->scr[i]) (void)cudaFree(cu->scr[i]);
+    delete cu->owned; /* graphs are the model's: it destroys them first */
+    for (int i = 0; i < SC__KC; i++)
+        if (cu->kc_ev[i]) (void)cudaEventDestroy(cu->kc_ev[i]);
+    if (cu->kc_host) (void)cudaFreeHost(cu->kc_host);
+    if (cu->kc_dev) (void)cudaFree(cu->kc_dev);
     if (cu->ws) (void)cudaFree(cu->ws);
     if (cu->lt) cublasLtDestroy(cu->lt);
     if (cu->stream) (void)cudaStreamDestroy(cu->stream);
@@ -2099,7 +2168,7 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
 SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu)
 {
     if (!cu) return SC_ERROR_INVALID_ARGS;
-    if (cu->status == SC_SUCCESS) {
+    if (cu->status == SC_SUCCESS && !cu->cap) { /* (a capturing stream cannot be queried) */
         cudaError_t e = cudaStreamQuery(cu->stream); /* surfaces asynchronous faults */
         if (e != cudaSuccess && e != cudaErrorNotReady)
             sc__cu_fail(cu, SC_ERROR_CUDA, "asynchronous CUDA error: %s", cudaGetErrorString(e));
@@ -2119,6 +2188,97 @@ SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu)
 }
 
 SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu) { return cu ? cu->name : ""; }
+
+/* ---- whole-step CUDA graphs ---- */
+static void sc__graph_free(sc_cuda *cu, sc__graph *g)
+{
+    if (!g) return;
+    if (g->exec) (void)cudaGraphExecDestroy(g->exec);
+    for (cudaEvent_t e : g->events) {
+        auto it = std::find(cu->owned->begin(), cu->owned->end(), e);
+        if (it != cu->owned->end()) cu->owned->erase(it);
+        (void)cudaEventDestroy(e);
+    }
+    if (g->done) (void)cudaEventDestroy(g->done);
+    if (g->kc) (void)cudaFreeHost(g->kc);
+    delete g;
+}
+
+SC_CUDA_DEF sc_result sc_cuda_graph_begin(sc_cuda *cu)
+{
+    if (!sc__ok(cu)) return sc_cuda_status(cu);
+    if (cu->cap) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_graph_begin: a capture is already open");
+    if (cu->prof) return sc_set_error(SC_ERROR_UNSUPPORTED, "a CUDA graph cannot be captured with the per-kernel profile on");
+    sc__graph *g = new sc__graph();
+    SC__CK(cu, cudaHostAlloc((void **)&g->kc, sizeof(sc_optim_consts), cudaHostAllocPortable));
+    SC__CK(cu, cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming));
+    /* relaxed: the caching allocator may still call cudaMalloc (not captured; the address is) */
+    SC__CK(cu, cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeRelaxed));
+    if (!sc__ok(cu)) {
+        sc__graph_free(cu, g);
+        return sc_cuda_status(cu);
+    }
+    g->kernels = cu->launches;
+    cu->cap = g;
+    return SC_SUCCESS;
+}
+
+/* Ends the capture. On success *out is the graph, ready to launch (the captured work has not
+   run). On failure nothing is kept, the context is usable again (the captured work never ran,
+   so an eager run of the same step reports any real fault) and the reason is returned. */
+SC_CUDA_DEF sc_result sc_cuda_graph_end(sc_cuda *cu, void **out)
+{
+    *out = NULL;
+    sc__graph *g = cu ? cu->cap : NULL;
+    if (!g) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_graph_end: no capture open");
+    cu->cap = NULL;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(cu->stream, &graph);
+    if (e == cudaSuccess && cu->status == SC_SUCCESS) e = cudaGraphInstantiate(&g->exec, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (e != cudaSuccess || cu->status != SC_SUCCESS) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", cu->status != SC_SUCCESS ? cu->msg : cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        cu->status = SC_SUCCESS;
+        cu->msg[0] = 0;
+        cu->kc_valid = 0;
+        g->exec = NULL;
+        sc__graph_free(cu, g);
+        return sc_set_error(SC_ERROR_UNSUPPORTED, "CUDA graph capture failed: %s", why);
+    }
+    g->kernels = cu->launches - g->kernels;
+    *out = g;
+    return SC_SUCCESS;
+}
+
+/* Replays graph `gr` on the compute stream; k: the step's optimizer constants (NULL when the
+   graph has none), written into the graph's pinned slot once its previous replay is done. */
+SC_CUDA_DEF sc_result sc_cuda_graph_launch(sc_cuda *cu, void *gr, const sc_optim_consts *k)
+{
+    sc__graph *g = (sc__graph *)gr;
+    if (!sc__ok(cu)) return sc_cuda_status(cu);
+    if (!g) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_graph_launch: no graph");
+    if (g->has_kc) {
+        if (!k) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_graph_launch: the graph needs optimizer constants");
+        SC__CK(cu, cudaEventSynchronize(g->done));
+        *g->kc = *k;
+        cu->kc_valid = 0;
+    }
+    SC__CK(cu, cudaGraphLaunch(g->exec, cu->stream));
+    SC__CK(cu, cudaEventRecord(g->done, cu->stream));
+    cu->launches++;
+    return sc_cuda_status(cu);
+}
+
+SC_CUDA_DEF long long sc_cuda_graph_kernels(void *gr) { return gr ? ((sc__graph *)gr)->kernels : 0; }
+
+SC_CUDA_DEF void sc_cuda_graph_destroy(sc_cuda *cu, void *gr)
+{
+    if (!cu || !gr) return;
+    SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    sc__graph_free(cu, (sc__graph *)gr);
+}
 
 SC_CUDA_DEF sc_result sc_cuda_versions(int *driver, int *runtime, int *cublas)
 {
@@ -2227,8 +2387,18 @@ SC_CUDA_DEF void *sc_cuda_event_record(int stream, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     cudaEvent_t ev = NULL;
+    if (cu->cap && stream != 0) {
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "graph capture: an event on stream %d (only the compute stream is captured)", stream);
+        return NULL;
+    }
     SC__CK(cu, cudaEventCreate(&ev));
     if (!sc__ok(cu)) return NULL;
+    if (cu->cap) { /* a node of the graph: it records on every replay, and lives with the graph */
+        SC__CK(cu, cudaEventRecordWithFlags(ev, cu->stream, cudaEventRecordExternal));
+        cu->cap->events.push_back(ev);
+        cu->owned->push_back(ev);
+        return (void *)ev;
+    }
     SC__CK(cu, cudaEventRecord(ev, sc__stream_of(cu, stream)));
     if (!sc__ok(cu)) {
         (void)cudaEventDestroy(ev);
@@ -2254,10 +2424,15 @@ SC_CUDA_DEF void sc_cuda_event_synchronize(void *event, void *user)
     if (event) SC__CK(cu, cudaEventSynchronize((cudaEvent_t)event));
 }
 
+static bool sc__owned(sc_cuda *cu, void *event)
+{
+    return std::find(cu->owned->begin(), cu->owned->end(), (cudaEvent_t)event) != cu->owned->end();
+}
+
 SC_CUDA_DEF void sc_cuda_event_destroy(void *event, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
-    if (event) SC__CK(cu, cudaEventDestroy((cudaEvent_t)event));
+    if (event && !sc__owned(cu, event)) SC__CK(cu, cudaEventDestroy((cudaEvent_t)event));
 }
 
 SC_CUDA_DEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user)
@@ -2265,6 +2440,14 @@ SC_CUDA_DEF float sc_cuda_event_elapsed_ms(void *start, void *end, void *user)
     sc_cuda *cu = (sc_cuda *)user;
     float ms = 0.0f;
     if (!start || !end) return 0.0f;
+    if (sc__owned(cu, start) || sc__owned(cu, end)) { /* recorded by a graph: a failure is no fault of the run */
+        if (cudaEventSynchronize((cudaEvent_t)end) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1.0f;
+        }
+        return ms;
+    }
     SC__CK(cu, cudaEventSynchronize((cudaEvent_t)end));
     SC__CK(cu, cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end));
     return ms;
@@ -2424,41 +2607,31 @@ SC_CUDA_DEF void sc_cuda_embedding_forward(sc_cuda *cu, void *out, const int32_t
 }
 
 template <typename T, typename G>
-static void op_embed_bwd(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids_host, int N, int C)
+static void op_embed_bwd(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids, int N, int C)
 {
-    /* buckets: (token, position) sorted by token then position; tok[U], start[U+1], pos[N] */
-    std::vector<std::pair<int, int>> pr((size_t)N);
-    for (int i = 0; i < N; i++) pr[(size_t)i] = std::make_pair((int)ids_host[i], i);
-    std::sort(pr.begin(), pr.end());
-    std::vector<int> &hb = *cu->hbuf;
-    std::vector<int> tok, start;
-    for (int i = 0; i < N; i++)
-        if (i == 0 || pr[(size_t)i].first != pr[(size_t)i - 1].first) {
-            tok.push_back(pr[(size_t)i].first);
-            start.push_back(i);
-        }
-    int U = (int)tok.size();
-    start.push_back(N);
-    hb.assign((size_t)(2 * U + 1 + N), 0);
-    std::copy(tok.begin(), tok.end(), hb.begin());
-    std::copy(start.begin(), start.end(), hb.begin() + U);
-    for (int i = 0; i < N; i++) hb[(size_t)(2 * U + 1 + i)] = pr[(size_t)i].second;
-    int *d = (int *)sc__scratch(cu, SC__SCR_BUCKET, hb.size() * sizeof(int));
-    if (!d) return;
-    /* pageable source: returns once staged, so hbuf may be reused by the next call */
-    SC__CK(cu, cudaMemcpyAsync(d, hb.data(), hb.size() * sizeof(int), cudaMemcpyHostToDevice, cu->stream));
-    dim3 grd((unsigned)U, (unsigned)((C + 255) / 256));
-    k_embed_bwd<T, G><<<grd, 256, 0, cu->stream>>>((G *)dwte, (const T *)dout, d, d + U, d + 2 * U + 1, C);
+    /* (token, position) pairs sorted by token, positions ascending within a token (the radix
+       sort is stable), all on the device: no host round trip, so a CUDA graph can hold it.
+       Each token's rows are summed in position order: the bits do not depend on the batch. */
+    size_t tb = 0;
+    SC__CK(cu, cub::DeviceRadixSort::SortPairs(NULL, tb, (const int *)NULL, (int *)NULL, (const int *)NULL,
+                                               (int *)NULL, N, 0, 32, cu->stream));
+    size_t pairs = ((size_t)3 * N * sizeof(int) + 255) & ~(size_t)255;
+    char *d = (char *)sc__scratch(cu, SC__SCR_BUCKET, pairs + tb);
+    if (!d || !sc__ok(cu)) return;
+    int *tok = (int *)d, *pos_in = tok + N, *pos = pos_in + N;
+    k_iota<<<sc__grid((size_t)N, 256), 256, 0, cu->stream>>>(pos_in, N);
+    sc__launched(cu, "embedding_backward positions");
+    SC__CK(cu, cub::DeviceRadixSort::SortPairs(d + pairs, tb, (const int *)ids, tok, pos_in, pos, N, 0, 32, cu->stream));
+    sc__launched(cu, "embedding_backward sort");
+    dim3 grd((unsigned)N, (unsigned)((C + 255) / 256));
+    k_embed_bwd<T, G><<<grd, 256, 0, cu->stream>>>((G *)dwte, (const T *)dout, tok, pos, N, C);
     sc__launched(cu, "embedding_backward");
 }
 
-SC_CUDA_DEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids,
-                                      const int32_t *ids_host, int N, int C)
+SC_CUDA_DEF void sc_cuda_embedding_backward(sc_cuda *cu, void *dwte, const void *dout, const int32_t *ids, int N, int C)
 {
-    (void)ids;
     if (!sc__ok(cu) || N <= 0 || C <= 0) return;
-    if (!ids_host) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_embedding_backward needs ids_host"); return; }
-    SC__DISPATCH_AG(cu, op_embed_bwd, dwte, dout, ids_host, N, C);
+    SC__DISPATCH_AG(cu, op_embed_bwd, dwte, dout, ids, N, C);
 }
 
 template <typename T>
@@ -2932,11 +3105,13 @@ SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc
     unsigned gr = sc__grid(n, 256);
     int ok = (pt == SC_F32 || pt == SC_BF16) && (st == SC_F32 || st == SC_BF16) && (gt == SC_F32 || gt == SC_BF16);
     if (!ok) { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "adamw_update: dtypes %d/%d/%d", (int)pt, (int)st, (int)gt); return; }
+    const sc_optim_consts *kd = sc__consts(cu, k);
+    if (!kd) return;
     bool v8 = sc__v8(8, {p, m, v, g});
 #define SC__ADAM(P, S, GT)                                                                                        \
     do {                                                                                                          \
-        if (v8) k_adamw<P, S, GT, 8><<<sc__grid(n / 8 + 1, 256), 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, *k); \
-        else k_adamw<P, S, GT, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, *k);   \
+        if (v8) k_adamw<P, S, GT, 8><<<sc__grid(n / 8 + 1, 256), 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, kd); \
+        else k_adamw<P, S, GT, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, kd);   \
     } while (0)
 #define SC__ADAM_G(P, S) do { if (gt == SC_F32) SC__ADAM(P, S, float); else SC__ADAM(P, S, bf16); } while (0)
     if (pt == SC_F32 && st == SC_F32) SC__ADAM_G(float, float);

@@ -26,7 +26,7 @@ extern int setenv(const char *name, const char *value, int overwrite);
 typedef struct cli_opts {
     const char *hf, *model, *tokens, *out, *save, *ckpt, *device, *dtype, *optim;
     int seq, batch, steps, warmup, master;
-    const char *mode;
+    const char *mode, *cuda_graph;
     int prefetch, cpu_threads, pure_bf16, accum, save_every, head_slice;
     double lr, beta1, beta2, eps, wd, rdv_timeout;
     unsigned long long seed;
@@ -101,7 +101,10 @@ static const char *usage_train =
     "                          gradients (no longer equal to resident mode). Two host working copies\n"
     "                          of the weights\n"
     "  --op-times              cuda: print the time per kernel and GEMM shape of the steps after the\n"
-    "                          warm-up (an event after every kernel: slightly slower steps)\n"
+    "                          warm-up (an event after every kernel: slightly slower steps; no graph)\n"
+    "  --cuda-graph auto|on|off  whole-step CUDA graph (default auto: on where it works, i.e. cuda,\n"
+    "                          resident mode, one process). The second step of a shape is captured,\n"
+    "                          the later ones replay it with one launch: the same bits as off\n"
     "  --gpus N                data parallel over N processes on this machine, started by this command\n"
     "                          (as torchrun --nproc_per_node=N --no-python would); --batch is per rank.\n"
     "                          Under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"
@@ -183,6 +186,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     o->seed = 1234;
     o->warmup = 1;
     o->mode = "resident";
+    o->cuda_graph = "auto";
     o->accum = 1;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
@@ -213,6 +217,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--device")) o->device = v;
         else if (!strcmp(f, "--dtype")) o->dtype = v;
         else if (!strcmp(f, "--optim")) o->optim = v;
+        else if (!strcmp(f, "--cuda-graph")) o->cuda_graph = v;
         else if (!strcmp(f, "--seq")) o->seq = parse_int(f, v, 2, 1 << 20);
         else if (!strcmp(f, "--batch")) o->batch = parse_int(f, v, 1, 1 << 16);
         else if (!strcmp(f, "--steps")) o->steps = parse_int(f, v, 1, 1 << 24);
@@ -255,6 +260,10 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
         die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
     if (o->save_every && !o->save) die_usage("%s", "--save-every needs --save DIR");
+    if (strcmp(o->cuda_graph, "auto") && strcmp(o->cuda_graph, "on") && strcmp(o->cuda_graph, "off"))
+        die_usage("--cuda-graph must be auto, on or off, not '%s'", o->cuda_graph);
+    if (!strcmp(o->cuda_graph, "on") && o->op_times)
+        die_usage("%s", "--op-times times each kernel by itself: it needs --cuda-graph off (auto turns it off)");
 }
 
 static sc_device pick_device(const cli_opts *o)
@@ -287,6 +296,8 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
     mc->weight_decay = (float)o->wd;
     mc->head_slice = o->head_slice;
     mc->state_bf16 = o->state_bf16;
+    /* the per-kernel profile records an event after each launch: eager launches only */
+    mc->cuda_graph = !strcmp(o->cuda_graph, "on") ? 1 : !strcmp(o->cuda_graph, "off") || o->op_times ? -1 : 0;
     if (o->master && !mc->bf16) die_usage("%s", "--master-weights needs --dtype bf16");
     if (o->state_bf16 && mc->optim != SC_OPTIM_ADAMW) die_usage("%s", "--state-bf16 needs --optim adamw");
     if (!strcmp(o->mode, "slide")) {
@@ -572,7 +583,7 @@ static int cmd_train(int argc, char **argv)
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head gpus zero rendezvous-timeout",
+                "dpu keep-head gpus zero rendezvous-timeout cuda-graph",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */
@@ -758,6 +769,9 @@ static int cmd_train(int argc, char **argv)
         printf("  params %zu", sc_config_num_params(&cfg));
         /* kernel launches + cuBLASLt calls of the last step (0 on the CPU) */
         printf("  launches %lld", (long long)launches);
+        if (sc_model_graph_steps(m))
+            printf(" (cuda graph: %lld of %d steps, %lld kernels in it)", (long long)sc_model_graph_steps(m), o.steps,
+                   (long long)sc_model_graph_kernels(m));
         if (st.median > 0)
             printf("  model %.1f TFLOP/s", (double)o.accum * W * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)

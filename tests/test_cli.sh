@@ -40,6 +40,9 @@ expect 2 "bad policy" $S train --model tiny --seq 8 --batch 1 --steps 1 --ckpt e
 expect 2 "layer list out of range" $S train --model tiny --seq 8 --batch 1 --steps 1 --ckpt layers:0-9 --device cpu
 expect 2 "bad size" $S train --model tiny --seq 8 --batch 1 --steps 1 --mem-cap 12XB
 expect 2 "missing value" $S train --model tiny --steps
+expect 2 "bad --cuda-graph value" $S train --model tiny --seq 8 --batch 1 --steps 1 --cuda-graph maybe --device cpu
+expect 2 "--cuda-graph on with --op-times" $S train --model tiny --seq 8 --batch 1 --steps 1 --cuda-graph on --op-times --device cpu
+expect 1 "--cuda-graph on where it cannot be (cpu)" $S train --model tiny --seq 8 --batch 1 --steps 1 --cuda-graph on --device cpu
 expect 1 "unknown model name" $S train --model qwen9 --seq 8 --batch 1 --steps 1 --device cpu
 expect 1 "sequence over max_position" $S train --model tiny --seq 300 --batch 1 --steps 1 --device cpu
 expect 1 "memory cap too small (OOM)" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --mem-cap 30MiB

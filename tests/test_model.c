@@ -258,6 +258,20 @@ static void test_bad_input(void)
         r = sc_plan_parse(&plan, bad[i], c.num_layers);
         CHECK(r == SC_ERROR_INVALID_ARGS, "policy '%s' rejected: %s", bad[i], sc_last_error());
     }
+    /* the whole-step CUDA graph: a bad value, and "on" where it cannot be (the CPU backend) */
+    mc.cuda_graph = 2;
+    m = NULL;
+    r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_ERROR_INVALID_ARGS && !m && strstr(sc_last_error(), "cuda_graph"), "cuda_graph 2 rejected: %s",
+          sc_last_error());
+    mc.cuda_graph = 1;
+    r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_ERROR_UNSUPPORTED && !m && strstr(sc_last_error(), "CUDA graph"),
+          "cuda_graph 1 on the CPU backend rejected: %s", sc_last_error());
+    mc.cuda_graph = 0;
+    r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_SUCCESS && sc_model_graph_steps(m) == 0, "cuda_graph 0 on the CPU backend: eager, no graph");
+    sc_model_destroy(m);
     r = sc_config_named(&c, "qwen9-huge");
     CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "qwen9-huge"), "unknown model name rejected: %s",
           sc_last_error());
