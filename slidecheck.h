@@ -3137,6 +3137,7 @@ SCDEF void sc_tracer_count_launches(sc_tracer *tr, int64_t n)
     }
 }
 
+#ifdef SLIDECHECK_CUDA
 /* A CUDA graph's spans (sc_model): spans [from, nspans) of the open step, all closed, copied
    out at capture (parents made relative), appended again at each replay (their events are
    nodes of the graph, recorded on every replay; step_end reads them as usual), or dropped when
@@ -3182,6 +3183,7 @@ static void sc__tracer_spans_rewind(sc_tracer *tr, int64_t to)
         if (tr->open[i] < to) tr->open[k++] = tr->open[i];
     tr->nopen = k;
 }
+#endif
 
 /* ---- memory events ---- */
 static uint64_t sc__trace_hash(const char *s)
@@ -9348,12 +9350,12 @@ static int sc__graph_wanted(const sc_model *m)
            m->mc.cuda_graph >= 0 && !m->gs.off;
 }
 
+#ifdef SLIDECHECK_CUDA
 static sc_optim_consts sc__step_consts(const sc_model *m)
 {
     return sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
 }
 
-#ifdef SLIDECHECK_CUDA
 /* Capture the step and run it once. A capture that fails leaves nothing behind: the step runs
    eagerly and so do the later ones (the reason on stderr; with cuda_graph = 1 it is an error). */
 static sc_result sc__graph_capture(sc_model *m, const sc_plan *plan, int update)
@@ -9439,6 +9441,7 @@ static sc_result sc__graph_step(sc_model *m, const sc_plan *plan, int update)
     if (m->tr) sc__flush_launches(m); /* the one launch */
     return r;
 #else
+    (void)g;
     return sc__resident_step(m, plan, update);
 #endif
 }

@@ -90,8 +90,9 @@ ours() { # seq batch optim ckpt graph(-|on|off)
             if ($i == "reserved") pr = $(i + 1)
             if ($i == "params") np = $(i + 1)
             if ($i == "launches") la = $(i + 1)
+            if ($i == "kernels" && $(i + 1) == "in") kn = $(i - 1) # "(cuda graph: ... K kernels in it)"
         }
-        printf "%s,%s,%s,%s,%s,%s,resident,%s,,%.2f,%s,%s,ok\n", pre, ms, n, pa, pr, l0, la, first, np, g }' >> "$O/speed.csv"
+        printf "%s,%s,%s,%s,%s,%s,resident,%s,%s,%.2f,%s,%s,ok\n", pre, ms, n, pa, pr, l0, la, kn, first, np, g }' >> "$O/speed.csv"
     echo "== ours $s x $b $opt $ck graph $g"; echo "$line"
 }
 
