@@ -8,7 +8,8 @@
 #     1 GPU against 2 (scaling = 2 x step(1) / step(2)), and 2 with ZeRO-1 (peak memory), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
-#   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build)
+#   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
+#                                         EQUAL_ONLY=1: part 1 only)
 set -u
 O=${1:-build/gpu_dp}; BIN=${BIN:-build}; mkdir -p "$O"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
@@ -20,7 +21,8 @@ fail=0
 # the same bytes; files named by P = MODE_DTYPE
 equal() {
     P=$1_$2; m=$1; tol=1e-5; [ $2 = bf16 ] && tol=1e-2
-    "$BIN/slidecheck" $tiny --mode $m --dtype $2 --batch 4 > "$O/one_$P.log" 2>&1 || { echo "1 GPU $P: exit $?"; fail=1; }
+    "$BIN/slidecheck" $tiny --mode $m --dtype $2 --batch 4 --save "$O/save_one_$P" > "$O/one_$P.log" 2>&1 ||
+        { echo "1 GPU $P: exit $?"; fail=1; }
     for run in a b; do
         "$BIN/slidecheck" $tiny --mode $m --dtype $2 --batch 2 --gpus 2 --save "$O/save_${P}_$run" > "$O/two_${P}_$run.log" 2>&1 ||
             { echo "2 ranks $P $run: exit $?"; tail -n 5 "$O/two_${P}_$run.log"; fail=1; }
@@ -29,6 +31,9 @@ equal() {
     paste "$O/l1" "$O/l2" | awk -v t=$tol -v d="$m $2" '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
         END { printf "%s: 2 ranks x 2 vs 1 GPU x 4, %d steps, worst loss rel diff %.3g (tol %s): %s\n", d, n, w, t,
               (n == 5 && w <= t) ? "PASS" : "FAIL"; exit !(n == 5 && w <= t) }' || fail=1
+    # the 2-rank weights as saved (slide: each rank's chunks gathered) against the 1-GPU run's
+    printf "%s %s: 2-rank saved weights vs 1 GPU: " $m $2
+    python3 bench/cmp_weights.py "$O/save_${P}_a/model.safetensors" "$O/save_one_$P/model.safetensors" $tol || fail=1
     if cmp -s "$O/save_${P}_a/model.safetensors" "$O/save_${P}_b/model.safetensors"; then
         echo "$m $2: two 2-rank runs saved identical weights: PASS"
     else echo "$m $2: two 2-rank runs differ: FAIL"; fail=1; fi
@@ -52,6 +57,7 @@ wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
 if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
     echo "a killed rank 1: the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill.log" | cut -c1-200))"
 else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
+if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"; exit $fail; fi
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
 "$BIN/slidecheck" $big --gpus 2 --out "$O/speed2" > "$O/speed2.log" 2>&1
