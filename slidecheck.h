@@ -80,6 +80,9 @@ USAGE
      sc_model_optimizer_step(m)             SGD or AdamW
      sc_model_get_params / sc_model_get_grads / sc_model_logits / sc_model_last_saved_bytes
      sc_model_allocator / sc_model_set_tracer / sc_model_cuda / sc_model_destroy
+     sc_model_graph_steps / sc_model_graph_kernels
+                                            the whole-step CUDA graph (mc.cuda_graph, default on
+                                            where it works): steps it ran, kernels it holds
      sc_parse_size("6GiB", &bytes)          0 or -1
 
    Caching allocator (PyTorch's CUDACachingAllocator rules; see its section below)
@@ -109,7 +112,8 @@ USAGE
      raw_alloc / raw_free / event_* /
      mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert,
      nccl_unique_id / nccl_open / comm_wait / allreduce_sum / comm_join / comm_settle (data
-     parallel), and the ops above.
+     parallel), graph_begin / graph_end / graph_launch / graph_kernels / graph_destroy (CUDA
+     graphs), and the ops above.
 
    Example: one training step with full recompute (expected output: a loss near ln(vocab)).
 #if 0
