@@ -937,10 +937,13 @@ typedef enum sc_keep {
     SC_KEEP_ALL = 0,        /* every activation the backward needs */
     SC_KEEP_SELECTIVE = 1,  /* outputs of GEMMs and attention; norms, RoPE, SwiGLU recomputed */
     SC_KEEP_SELECTIVE_MLP = 2, /* attention block kept; the whole MLP block recomputed */
-    SC_KEEP_SELECTIVE_ATTN = 3 /* input, residual and gate_up kept (over half of the bytes saved):
+    SC_KEEP_SELECTIVE_ATTN = 3, /* input, residual and gate_up kept (over half of the bytes saved):
                                   ln1, qkv, q/k-norm + RoPE, attention, ln2 and SwiGLU recomputed */
+    SC_KEEP_SELECTIVE_PROJ = 4  /* input, attention output and gate_up kept (as many bytes saved as
+                                  selective:attn): ln1, the qkv and o projections, q/k-norm + RoPE,
+                                  residual + ln2 and SwiGLU recomputed, attention itself not */
 } sc_keep;
-#define SC_KEEP_COUNT 4
+#define SC_KEEP_COUNT 5
 
 #define SC_MAX_LAYERS 256
 typedef struct sc_plan {
@@ -951,10 +954,10 @@ typedef struct sc_plan {
 } sc_plan;
 
 /* Parse a policy: none | full | every:K | layers:a-b,c,... | selective | selective:mlp |
-   selective:attn | sqrt.
+   selective:attn | selective:proj | sqrt.
    ("budget:SIZE" needs costs: use sc_planner_plan.) */
 SCDEF sc_result sc_plan_parse(sc_plan *plan, const char *policy, int num_layers);
-/* "keep all", "selective", "selective:mlp", "selective:attn" */
+/* "keep all", "selective", "selective:mlp", "selective:attn", "selective:proj" */
 SCDEF const char *sc_keep_name(int keep);
 /* Bytes that layer l keeps after forward under `plan` (closed form), in the model's storage. */
 SCDEF size_t sc_plan_saved_bytes_layer(const sc_config *cfg, const sc_plan *plan, int l, int B, int T,
@@ -1112,9 +1115,10 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
 SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu);
 SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
 SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
-/* 1: attention runs on the plain f32-accumulating reference kernels even in bf16 (tests, A/B
-   timing); 0 (default): bf16 with head_dim 64/128 uses the tensor-core kernels. */
-SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on);
+/* Which attention kernels bf16 mode runs (tests, A/B timing): 0 (default) the tensor-core kernels
+   for head_dim 64/128; 1 the plain f32-accumulating reference kernels; 2 the tensor-core kernels
+   with one 16-row m-tile per warp (the default's bits, slower: a cross-check of its tiling). */
+SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode);
 SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu);
 SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu);
 /* Versions as the CUDA APIs report them (e.g. 12080 for 12.8): the CUDA version the driver
@@ -1230,7 +1234,7 @@ SC_CUDA_DEF void sc_cuda_copy_async(sc_cuda *cu, int stream, void *dst, const vo
 SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
 /* ------------------------------------------------------------------------------------------
    Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp /
-   selective:attn or
+   selective:attn / selective:proj or
    a recomputed segment so that the predicted peak fits the budget and the recompute time is
    least. The chain is cut into units: a single kept layer, or a recomputed segment [s, e) that
    saves only x_s. Bytes are exact and closed form, in the model's storage (act_bytes per
@@ -1241,13 +1245,15 @@ SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
      saved(l) = S_k(l) (kept), X (first layer of a segment), 0 (other layers of a segment);
      Peak = F + max( sum_l saved(l) + X + Hd,  max_units u [ P(u) + sum_{j in u} A(j) + W + X ] )
    with P(u) the saved bytes of all layers before u. Recompute time of a unit: 0 (keep all),
-   rsel (selective), rmlp (selective:mlp), rattn (selective:attn), sum of fwd over a segment.
+   rsel (selective), rmlp (selective:mlp), rattn (selective:attn), rproj (selective:proj), sum of
+   fwd over a segment.
    ------------------------------------------------------------------------------------------ */
 typedef struct sc_layer_cost {
     double fwd_s;   /* forward of the whole layer (= replay cost inside a segment) */
     double rsel_s;  /* recompute of a SC_KEEP_SELECTIVE layer */
     double rmlp_s;  /* recompute of a SC_KEEP_SELECTIVE_MLP layer */
     double rattn_s; /* recompute of a SC_KEEP_SELECTIVE_ATTN layer */
+    double rproj_s; /* recompute of a SC_KEEP_SELECTIVE_PROJ layer */
 } sc_layer_cost;
 
 typedef struct sc_plan_row {
@@ -6453,7 +6459,8 @@ static void sc__plan_segments(sc_plan *p, int K)
 
 SCDEF const char *sc_keep_name(int keep)
 {
-    static const char *names[SC_KEEP_COUNT] = {"keep all", "selective", "selective:mlp", "selective:attn"};
+    static const char *names[SC_KEEP_COUNT] = {"keep all", "selective", "selective:mlp", "selective:attn",
+                                                "selective:proj"};
     return keep >= 0 && keep < SC_KEEP_COUNT ? names[keep] : "?";
 }
 
@@ -6473,6 +6480,7 @@ SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
     if (!strcmp(policy, "selective")) { memset(p->keep, SC_KEEP_SELECTIVE, (size_t)L); return SC_SUCCESS; }
     if (!strcmp(policy, "selective:mlp")) { memset(p->keep, SC_KEEP_SELECTIVE_MLP, (size_t)L); return SC_SUCCESS; }
     if (!strcmp(policy, "selective:attn")) { memset(p->keep, SC_KEEP_SELECTIVE_ATTN, (size_t)L); return SC_SUCCESS; }
+    if (!strcmp(policy, "selective:proj")) { memset(p->keep, SC_KEEP_SELECTIVE_PROJ, (size_t)L); return SC_SUCCESS; }
     if (!strcmp(policy, "sqrt")) {
         k = (int)ceil(sqrt((double)L));
         sc__plan_segments(p, k);
@@ -6507,7 +6515,7 @@ SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
                         "and sc_planner_plan()", policy);
     return sc__fail(SC_ERROR_INVALID_ARGS,
                     "unknown checkpoint policy '%s' (known: none, full, every:K, layers:LIST, selective, "
-                    "selective:mlp, selective:attn, sqrt, budget:SIZE)", policy);
+                    "selective:mlp, selective:attn, selective:proj, sqrt, budget:SIZE)", policy);
 }
 
 /* Activation slots of one layer: their sizes, and which ones each keep mode saves. */
@@ -6529,6 +6537,8 @@ static unsigned sc__keep_mask(int keep)
         return all & ~((1u << SC__A_RSTD2) | (1u << SC__A_B) | (1u << SC__A_GU) | (1u << SC__A_M));
     if (keep == SC_KEEP_SELECTIVE_ATTN) /* recompute costs the qkv GEMM and the attention forward */
         return (1u << SC__A_X) | (1u << SC__A_X2) | (1u << SC__A_GU);
+    if (keep == SC_KEEP_SELECTIVE_PROJ) /* recompute costs the qkv and o GEMMs, not attention */
+        return (1u << SC__A_X) | (1u << SC__A_O) | (1u << SC__A_LSE) | (1u << SC__A_GU);
     return all;
 }
 
@@ -6739,7 +6749,7 @@ SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, i
 SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
                                      int T, size_t budget)
 {
-    static const char *prof[4] = {"full", "selective", "selective:mlp", "selective:attn"};
+    static const char *prof[SC_KEEP_COUNT] = {"full", "selective", "selective:mlp", "selective:attn", "selective:proj"};
     const sc_config *cfg = &m->cfg;
     sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
     if (!costs) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_model_plan_budget: host memory");
@@ -6756,7 +6766,7 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
         return r;
     }
     m->tr = &tr;
-    for (int k = 0; k < 4 && r == SC_SUCCESS; k++) {
+    for (int k = 0; k < SC_KEEP_COUNT && r == SC_SUCCESS; k++) {
         sc_plan p;
         float loss;
         sc_plan_parse(&p, prof[k], cfg->num_layers);
@@ -6770,7 +6780,8 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
             if (k == 0) costs[l].fwd_s = sc_tracer_layer_ms(&tr, k, l, SC_PHASE_FWD) / 1000.0;
             else if (k == 1) costs[l].rsel_s = sec;
             else if (k == 2) costs[l].rmlp_s = sec;
-            else costs[l].rattn_s = sec;
+            else if (k == 3) costs[l].rattn_s = sec;
+            else costs[l].rproj_s = sec;
         }
     }
     m->tr = user_tr;
@@ -9656,6 +9667,7 @@ static double sc__pl_unit_time(const sc_layer_cost *costs, int kind, int s, int 
     else if (kind == SC_KEEP_SELECTIVE) t = costs[s].rsel_s;
     else if (kind == SC_KEEP_SELECTIVE_MLP) t = costs[s].rmlp_s;
     else if (kind == SC_KEEP_SELECTIVE_ATTN) t = costs[s].rattn_s;
+    else if (kind == SC_KEEP_SELECTIVE_PROJ) t = costs[s].rproj_s;
     return t;
 }
 
@@ -9692,6 +9704,8 @@ SCDEF void sc_plan_estimate_costs(const sc_config *c, int B, int T, int act_byte
         costs[l].rsel_s = elem / bw;
         costs[l].rmlp_s = SC__GEMM_F(C, 2 * I) / peak + (norm + SC__GEMM_B(C, 2 * I) + swiglu) / bw;
         costs[l].rattn_s = (SC__GEMM_F(C, Q) + attn_f) / peak + (SC__GEMM_B(C, Q) + attn_b + elem) / bw;
+        costs[l].rproj_s = (SC__GEMM_F(C, Q) + SC__GEMM_F(H * D, C)) / peak +
+                           (SC__GEMM_B(C, Q) + SC__GEMM_B(H * D, C) + elem + adds / 2) / bw;
     }
 #undef SC__GEMM_F
 #undef SC__GEMM_B
@@ -9905,8 +9919,9 @@ SCDEF sc_result sc_planner_plan(sc_plan *out, sc_plan_report *rep, const sc_conf
     sc_layer_cost est[SC_MAX_LAYERS];
     if (!costs) sc_plan_estimate_costs(cfg, B, T, act_bytes, est), costs = est;
     for (int l = 0; l < L; l++)
-        if (!(costs[l].fwd_s >= 0 && costs[l].rsel_s >= 0 && costs[l].rmlp_s >= 0 && costs[l].rattn_s >= 0) ||
-            costs[l].fwd_s + costs[l].rsel_s + costs[l].rmlp_s + costs[l].rattn_s > 1e30)
+        if (!(costs[l].fwd_s >= 0 && costs[l].rsel_s >= 0 && costs[l].rmlp_s >= 0 && costs[l].rattn_s >= 0 &&
+              costs[l].rproj_s >= 0) ||
+            costs[l].fwd_s + costs[l].rsel_s + costs[l].rmlp_s + costs[l].rattn_s + costs[l].rproj_s > 1e30)
             return sc__fail(SC_ERROR_INVALID_ARGS, "planner: layer %d has a negative or non-finite cost", l);
     sc__pl_sizes z = sc__pl_sizes_of(cfg, B, T, act_bytes);
     sc__pl_vec st = {NULL, 0, 0};

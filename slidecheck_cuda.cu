@@ -111,7 +111,7 @@ struct sc_cuda {
     long long launches;
     char name[256];
     int smem_optin;
-    int attn_ref; /* 1: the tiled f32 attention kernels even in bf16 mode (benchmarks, cross-checks) */
+    int attn_mode; /* SC__ATTN_*: which attention kernels bf16 mode takes (benchmarks, cross-checks) */
     void *scr[SC__SCR_COUNT];
     size_t scr_size[SC__SCR_COUNT];
     std::vector<sc__gemm_entry> *gemms;
@@ -1117,10 +1117,14 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
    reference are ~3e-3 relative.
    ========================================================================================== */
 #define SC__FA_BN 64 /* keys per tile in fwd / dQ; queries per tile in dK/dV */
-#define SC__FA_NW_FWD 8
-/* warps per block of the backward kernels, measured on the H100 at B=4, T=2048, 16 heads of 128
-   (2026-11-23): dQ 556 us with 8 warps against 594 with 4; dK/dV 814 us with 4 against 887 with 8 */
-#define SC__FA_NW_DQ 8
+#define SC__ATTN_F32 1       /* sc_cuda_set_attention_reference modes */
+#define SC__ATTN_ONE_MTILE 2
+/* m-tiles of 16 rows per warp and warps per block of the forward and dQ kernels */
+#define SC__FA_MT 2
+#define SC__FA_NW_FWD 4
+#define SC__FA_NW_DQ 4
+/* warps per block of dK/dV, measured on the H100 at B=4, T=2048, 16 heads of 128 (2026-11-23):
+   814 us with 4 against 887 with 8 */
 #define SC__FA_NW_DKV 4
 
 __device__ __forceinline__ uint32_t fa_saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -1189,12 +1193,16 @@ template <int SD> __device__ __forceinline__ void fa_ldBt(uint32_t (&b)[4], cons
     fa_ldsm_t(b, fa_saddr(s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * SD + d0 + (lane >> 4) * 8));
 }
 
-/* forward: grid (ceil(T / (16*NW)), H, B) */
-template <int D, int NW>
+/* forward: grid (ceil(T / (16*MT*NW)), H, B). Each warp owns MT m-tiles of 16 rows, so that every
+   K / V fragment read from shared memory feeds MT mma instead of one (ldmatrix bandwidth, not
+   the tensor cores, bounded the one-m-tile version). Each row's arithmetic does not depend on MT:
+   an m-tile skips a key tile exactly when a warp of one m-tile would, so MT = 1 and MT = 2 give
+   the same bits (test_gpu checks it). */
+template <int D, int NW, int MT>
 __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
                                                    int KV, float sl2)
 {
-    constexpr int BM = 16 * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
+    constexpr int WR = 16 * MT, BM = WR * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
     extern __shared__ __align__(16) unsigned char fa_smem[];
     bf16 *sQ = (bf16 *)fa_smem, *sK = sQ + BM * SD, *sV = sK + 2 * BN * SD;
     const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
@@ -1209,10 +1217,15 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
     fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
     fa_commit();
     const int ntile = (q0 + nq - 1) / BN + 1;
-    const int wr0 = q0 + 16 * w, row0 = wr0 + g, row1 = row0 + 8;
-    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    const int wr0 = q0 + WR * w;
+    float o[MT][D / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
-    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    for (int mt = 0; mt < MT; mt++) {
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.0f;
+    }
     for (int n = 0; n < ntile; n++) {
         const int k0 = n * BN;
         if (n + 1 < ntile) {
@@ -1225,95 +1238,123 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
             fa_wait<0>();
         }
         __syncthreads();
-        if (k0 <= wr0 + 15) {
+        if (k0 <= wr0 + WR - 1) {
             const bf16 *cK = sK + (n & 1) * BN * SD, *cV = sV + (n & 1) * BN * SD;
-            float s[BN / 8][4];
+            bool act[MT]; /* m-tile mt has a key in this tile that is not masked */
+            float s[MT][BN / 8][4];
 #pragma unroll
-            for (int i = 0; i < BN / 8; i++) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+            for (int mt = 0; mt < MT; mt++) {
+                act[mt] = k0 <= wr0 + 16 * mt + 15;
+#pragma unroll
+                for (int i = 0; i < BN / 8; i++) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.0f;
+            }
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++) {
-                uint32_t a[4];
-                fa_ldA<SD>(a, sQ, 16 * w, kk * 16, lane);
+                uint32_t a[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) fa_ldA<SD>(a[mt], sQ, WR * w + 16 * mt, kk * 16, lane);
 #pragma unroll
                 for (int nn = 0; nn < BN / 16; nn++) {
                     uint32_t bb[4];
                     fa_ldB<SD>(bb, cK, nn * 16, kk * 16, lane);
-                    fa_mma(s[2 * nn], a, bb[0], bb[1]);
-                    fa_mma(s[2 * nn + 1], a, bb[2], bb[3]);
-                }
-            }
-            const bool diag = k0 + BN - 1 > wr0;
-            float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-            for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float v = s[nt][e] * sl2;
-                    if (diag) {
-                        int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row1;
-                        if (j > i) v = -INFINITY;
+                    for (int mt = 0; mt < MT; mt++) {
+                        fa_mma(s[mt][2 * nn], a[mt], bb[0], bb[1]);
+                        fa_mma(s[mt][2 * nn + 1], a[mt], bb[2], bb[3]);
                     }
-                    s[nt][e] = v;
-                    mx[e >> 1] = fmaxf(mx[e >> 1], v);
                 }
-            float alpha[2], mb[2];
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                float mn = fmaxf(m[r], mx[r]);
-                mb[r] = mn == -INFINITY ? 0.0f : mn;
-                alpha[r] = exp2f(m[r] - mb[r]);
-                m[r] = mn;
             }
-            float ps[2] = {0.0f, 0.0f};
 #pragma unroll
-            for (int nt = 0; nt < BN / 8; nt++)
+            for (int mt = 0; mt < MT; mt++) {
+                if (!act[mt]) continue;
+                const int wm = wr0 + 16 * mt, row0 = wm + g, row1 = row0 + 8;
+                const bool diag = k0 + BN - 1 > wm;
+                float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float p = exp2f(s[nt][e] - mb[e >> 1]);
-                    s[nt][e] = p;
-                    ps[e >> 1] += p;
+                for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        float v = s[mt][nt][e] * sl2;
+                        if (diag) {
+                            int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row1;
+                            if (j > i) v = -INFINITY;
+                        }
+                        s[mt][nt][e] = v;
+                        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+                    }
+                float alpha[2], mb[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    float mn = fmaxf(m[mt][r], mx[r]);
+                    mb[r] = mn == -INFINITY ? 0.0f : mn;
+                    alpha[r] = exp2f(m[mt][r] - mb[r]);
+                    m[mt][r] = mn;
                 }
-            l[0] = l[0] * alpha[0] + ps[0];
-            l[1] = l[1] * alpha[1] + ps[1];
+                float ps[2] = {0.0f, 0.0f};
 #pragma unroll
-            for (int i = 0; i < D / 8; i++) {
-                o[i][0] *= alpha[0];
-                o[i][1] *= alpha[0];
-                o[i][2] *= alpha[1];
-                o[i][3] *= alpha[1];
+                for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        float p = exp2f(s[mt][nt][e] - mb[e >> 1]);
+                        s[mt][nt][e] = p;
+                        ps[e >> 1] += p;
+                    }
+                l[mt][0] = l[mt][0] * alpha[0] + ps[0];
+                l[mt][1] = l[mt][1] * alpha[1] + ps[1];
+#pragma unroll
+                for (int i = 0; i < D / 8; i++) {
+                    o[mt][i][0] *= alpha[0];
+                    o[mt][i][1] *= alpha[0];
+                    o[mt][i][2] *= alpha[1];
+                    o[mt][i][3] *= alpha[1];
+                }
             }
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++) {
-                uint32_t a[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
-                                 fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                uint32_t a[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    a[mt][0] = fa_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                    a[mt][1] = fa_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                    a[mt][2] = fa_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                    a[mt][3] = fa_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                }
 #pragma unroll
                 for (int dn = 0; dn < D / 16; dn++) {
                     uint32_t bb[4];
                     fa_ldBt<SD>(bb, cV, kk * 16, dn * 16, lane);
-                    fa_mma(o[2 * dn], a, bb[0], bb[1]);
-                    fa_mma(o[2 * dn + 1], a, bb[2], bb[3]);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+                        if (act[mt]) {
+                            fa_mma(o[mt][2 * dn], a[mt], bb[0], bb[1]);
+                            fa_mma(o[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
+                        }
                 }
             }
         }
         __syncthreads();
     }
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
+    for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int i = r ? row1 : row0;
-        if (i >= T_) continue;
-        float inv = 1.0f / l[r];
-        bf16 *op = out + (rowbase + i) * (size_t)H * D + (size_t)h * D + 2 * t;
+        for (int r = 0; r < 2; r++) {
+            l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 1);
+            l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 2);
+        }
 #pragma unroll
-        for (int nt = 0; nt < D / 8; nt++)
-            *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) = __floats2bfloat162_rn(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-        if (t == 0) lse[((size_t)b * H + h) * T_ + i] = (m[r] + log2f(l[r])) * 0.69314718055994531f;
+        for (int r = 0; r < 2; r++) {
+            int i = wr0 + 16 * mt + g + 8 * r;
+            if (i >= T_) continue;
+            float inv = 1.0f / l[mt][r];
+            bf16 *op = out + (rowbase + i) * (size_t)H * D + (size_t)h * D + 2 * t;
+#pragma unroll
+            for (int nt = 0; nt < D / 8; nt++)
+                *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
+                    __floats2bfloat162_rn(o[mt][nt][2 * r] * inv, o[mt][nt][2 * r + 1] * inv);
+            if (t == 0) lse[((size_t)b * H + h) * T_ + i] = (m[mt][r] + log2f(l[mt][r])) * 0.69314718055994531f;
+        }
     }
 }
 
@@ -1323,12 +1364,15 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
    f32; that pass cost 40% of this kernel, and the k_proj.bias gradient it protects (a
    near-cancelling sum) stays within the bounds of test_bf16_hf_init without it (1.55-1.81e-2
    on the H100; PyTorch's own bf16 SDPA step: 1.7-3.3e-2, bench/bf16_grad_err.py). */
-template <int D, int NW>
+template <int D, int NW, int MT>
 __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, const bf16 *qk, const bf16 *qkv,
                                                   const float *lse, const float *Di, int T_, int H, int KV,
                                                   float sl2, float scale)
 {
-    constexpr int BM = 16 * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
+    /* MT m-tiles of 16 rows a warp (as in the forward); with two, a 64-key tile is taken in two
+       chunks of 32 keys so that S and dP fit in registers beside the accumulators. The products
+       into acc still run over the 16-key slices in order, so the bits do not depend on MT. */
+    constexpr int WR = 16 * MT, BM = WR * NW, BN = SC__FA_BN, KC = MT == 1 ? BN : 32, SD = D + 8, NT = NW * 32;
     extern __shared__ __align__(16) unsigned char fa_smem[];
     bf16 *sQ = (bf16 *)fa_smem, *sO = sQ + BM * SD, *sK = sO + BM * SD, *sV = sK + 2 * BN * SD;
     const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
@@ -1341,18 +1385,23 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
     fa_load<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
     fa_load<BM, D, NT>(sO, dout + (rowbase + q0) * (size_t)H * D + (size_t)h * D, (size_t)H * D, nq);
     const int ntile = (q0 + nq - 1) / BN + 1;
-    const int wr0 = q0 + 16 * w, row0 = wr0 + g, row1 = row0 + 8;
-    float L[2], Dd[2];
+    const int wr0 = q0 + WR * w;
+    float L[MT][2], Dd[MT][2], acc[MT][D / 8][4];
     {
         const float *lr = lse + ((size_t)b * H + h) * T_, *dr = Di + ((size_t)b * H + h) * T_;
-        L[0] = row0 < T_ ? lr[row0] * 1.4426950408889634f : 0.0f;
-        L[1] = row1 < T_ ? lr[row1] * 1.4426950408889634f : 0.0f;
-        Dd[0] = row0 < T_ ? dr[row0] : 0.0f;
-        Dd[1] = row1 < T_ ? dr[row1] : 0.0f;
-    }
-    float acc[D / 8][4];
 #pragma unroll
-    for (int i = 0; i < D / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                int i = wr0 + 16 * mt + g + 8 * r;
+                L[mt][r] = i < T_ ? lr[i] * 1.4426950408889634f : 0.0f;
+                Dd[mt][r] = i < T_ ? dr[i] : 0.0f;
+            }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.0f;
     fa_load<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
     fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
     fa_commit();
@@ -1368,67 +1417,100 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
             fa_wait<0>();
         }
         __syncthreads();
-        if (k0 <= wr0 + 15) {
+        if (k0 <= wr0 + WR - 1) {
             const bf16 *cK = sK + (n & 1) * BN * SD, *cV = sV + (n & 1) * BN * SD;
-            float s[BN / 8][4], dp[BN / 8][4];
+            bool act[MT]; /* as a warp of one m-tile: the whole tile, or none of it */
 #pragma unroll
-            for (int i = 0; i < BN / 8; i++)
+            for (int mt = 0; mt < MT; mt++) act[mt] = k0 <= wr0 + 16 * mt + 15;
 #pragma unroll
-                for (int e = 0; e < 4; e++) s[i][e] = dp[i][e] = 0.0f;
+            for (int c = 0; c < BN; c += KC) {
+                float s[MT][KC / 8][4], dp[MT][KC / 8][4];
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                uint32_t a[4], ao[4];
-                fa_ldA<SD>(a, sQ, 16 * w, kk * 16, lane);
-                fa_ldA<SD>(ao, sO, 16 * w, kk * 16, lane);
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int nn = 0; nn < BN / 16; nn++) {
-                    uint32_t bb[4];
-                    fa_ldB<SD>(bb, cK, nn * 16, kk * 16, lane);
-                    fa_mma(s[2 * nn], a, bb[0], bb[1]);
-                    fa_mma(s[2 * nn + 1], a, bb[2], bb[3]);
-                    fa_ldB<SD>(bb, cV, nn * 16, kk * 16, lane);
-                    fa_mma(dp[2 * nn], ao, bb[0], bb[1]);
-                    fa_mma(dp[2 * nn + 1], ao, bb[2], bb[3]);
-                }
-            }
-            const bool diag = k0 + BN - 1 > wr0;
+                    for (int i = 0; i < KC / 8; i++)
 #pragma unroll
-            for (int nt = 0; nt < BN / 8; nt++)
+                        for (int e = 0; e < 4; e++) s[mt][i][e] = dp[mt][i][e] = 0.0f;
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int r = e >> 1;
-                    float p = exp2f(s[nt][e] * sl2 - L[r]);
-                    if (diag) {
-                        int j = k0 + nt * 8 + 2 * t + (e & 1), i = r ? row1 : row0;
-                        if (j > i) p = 0.0f;
+                for (int kk = 0; kk < D / 16; kk++) {
+                    uint32_t a[MT][4], ao[MT][4];
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        fa_ldA<SD>(a[mt], sQ, WR * w + 16 * mt, kk * 16, lane);
+                        fa_ldA<SD>(ao[mt], sO, WR * w + 16 * mt, kk * 16, lane);
                     }
-                    s[nt][e] = p * (dp[nt][e] - Dd[r]);
+#pragma unroll
+                    for (int nn = 0; nn < KC / 16; nn++) {
+                        uint32_t bb[4];
+                        fa_ldB<SD>(bb, cK, c + nn * 16, kk * 16, lane);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) {
+                            fa_mma(s[mt][2 * nn], a[mt], bb[0], bb[1]);
+                            fa_mma(s[mt][2 * nn + 1], a[mt], bb[2], bb[3]);
+                        }
+                        fa_ldB<SD>(bb, cV, c + nn * 16, kk * 16, lane);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) {
+                            fa_mma(dp[mt][2 * nn], ao[mt], bb[0], bb[1]);
+                            fa_mma(dp[mt][2 * nn + 1], ao[mt], bb[2], bb[3]);
+                        }
+                    }
                 }
 #pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) {
-                uint32_t a[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
-                                 fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                for (int mt = 0; mt < MT; mt++) {
+                    const int wm = wr0 + 16 * mt, row0 = wm + g, row1 = row0 + 8;
+                    const bool diag = k0 + BN - 1 > wm;
 #pragma unroll
-                for (int dn = 0; dn < D / 16; dn++) {
-                    uint32_t bb[4];
-                    fa_ldBt<SD>(bb, cK, kk * 16, dn * 16, lane);
-                    fa_mma(acc[2 * dn], a, bb[0], bb[1]);
-                    fa_mma(acc[2 * dn + 1], a, bb[2], bb[3]);
+                    for (int nt = 0; nt < KC / 8; nt++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            int r = e >> 1;
+                            float p = exp2f(s[mt][nt][e] * sl2 - L[mt][r]);
+                            if (diag) {
+                                int j = k0 + c + nt * 8 + 2 * t + (e & 1), i = r ? row1 : row0;
+                                if (j > i) p = 0.0f;
+                            }
+                            s[mt][nt][e] = p * (dp[mt][nt][e] - Dd[mt][r]);
+                        }
+                }
+#pragma unroll
+                for (int kk = 0; kk < KC / 16; kk++) {
+                    uint32_t a[MT][4];
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        a[mt][0] = fa_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                        a[mt][1] = fa_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                        a[mt][2] = fa_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                        a[mt][3] = fa_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                    }
+#pragma unroll
+                    for (int dn = 0; dn < D / 16; dn++) {
+                        uint32_t bb[4];
+                        fa_ldBt<SD>(bb, cK, c + kk * 16, dn * 16, lane);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++)
+                            if (act[mt]) {
+                                fa_mma(acc[mt][2 * dn], a[mt], bb[0], bb[1]);
+                                fa_mma(acc[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
+                            }
+                    }
                 }
             }
         }
         __syncthreads();
     }
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int i = r ? row1 : row0;
-        if (i >= T_) continue;
-        bf16 *op = dqk + (rowbase + i) * (size_t)K + (size_t)h * D + 2 * t;
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < D / 8; nt++)
-            *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
-                __floats2bfloat162_rn(acc[nt][2 * r] * scale, acc[nt][2 * r + 1] * scale);
-    }
+        for (int r = 0; r < 2; r++) {
+            int i = wr0 + 16 * mt + g + 8 * r;
+            if (i >= T_) continue;
+            bf16 *op = dqk + (rowbase + i) * (size_t)K + (size_t)h * D + 2 * t;
+#pragma unroll
+            for (int nt = 0; nt < D / 8; nt++)
+                *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
+                    __floats2bfloat162_rn(acc[mt][nt][2 * r] * scale, acc[mt][nt][2 * r + 1] * scale);
+        }
 }
 
 /* dK, dV: grid (ceil(T / (16*NW)), KV, B). The block owns 16*NW keys (16 per warp) and loops over
@@ -2885,39 +2967,48 @@ static void attn_bwd_dc(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, co
 /* the tensor-core path: bf16 storage, D in {64, 128}, 16-byte aligned operands */
 static bool sc__fa_ok(sc_cuda *cu, int D, std::initializer_list<const void *> ptrs)
 {
-    if (!cu->bf16 || cu->attn_ref || (D != 64 && D != 128)) return false;
+    if (!cu->bf16 || cu->attn_mode == SC__ATTN_F32 || (D != 64 && D != 128)) return false;
     for (const void *p : ptrs)
         if ((uintptr_t)p & 15) return false;
     return true;
 }
-template <int D> static size_t sc__fa_smem_fwd() { return (size_t)(16 * SC__FA_NW_FWD + 4 * SC__FA_BN) * (D + 8) * 2; }
-template <int D, int NW> static size_t sc__fa_smem_dq() { return (size_t)(32 * NW + 4 * SC__FA_BN) * (D + 8) * 2; }
+template <int D, int BM> static size_t sc__fa_smem_fwd() { return (size_t)(BM + 4 * SC__FA_BN) * (D + 8) * 2; }
+template <int D, int BM> static size_t sc__fa_smem_dq() { return (size_t)(2 * BM + 4 * SC__FA_BN) * (D + 8) * 2; }
 template <int D, int NW> static size_t sc__fa_smem_dkv()
 {
     return (size_t)(32 * NW + 4 * SC__FA_BN) * (D + 8) * 2 + 4 * SC__FA_BN * sizeof(float);
 }
 
-template <int D>
-static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
+template <int D, int NW, int MT>
+static void fa_fwd_launch(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
-    size_t sm = sc__fa_smem_fwd<D>();
-    if (!sc__set_smem(cu, k_fa_fwd<D, SC__FA_NW_FWD>, sm)) return;
-    const int BM = 16 * SC__FA_NW_FWD;
+    constexpr int BM = 16 * MT * NW;
+    size_t sm = sc__fa_smem_fwd<D, BM>();
+    if (!sc__set_smem(cu, k_fa_fwd<D, NW, MT>, sm)) return;
     dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
-    k_fa_fwd<D, SC__FA_NW_FWD><<<grd, SC__FA_NW_FWD * 32, sm, cu->stream>>>(
-        (bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV, 1.4426950408889634f / sqrtf((float)D));
+    k_fa_fwd<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV,
+                                                          1.4426950408889634f / sqrtf((float)D));
     sc__launched(cu, "attention_forward (tensor cores)");
 }
 
-template <int D, int NW>
+template <int D>
+static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
+{
+    if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_fwd_launch<D, 8, 1>(cu, out, lse, qk, qkv, B, T_, H, KV);
+    else if (cu->attn_mode == 3) fa_fwd_launch<D, 8, 2>(cu, out, lse, qk, qkv, B, T_, H, KV);
+    else fa_fwd_launch<D, SC__FA_NW_FWD, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
+}
+
+template <int D, int NW, int MT>
 static void fa_dq_launch(sc_cuda *cu, void *dqk, const void *dout, const void *qk, const void *qkv, const float *lse,
                          const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
 {
-    size_t sm = sc__fa_smem_dq<D, NW>();
-    if (!sc__set_smem(cu, k_fa_dq<D, NW>, sm)) return;
-    dim3 grd((unsigned)((T_ + 16 * NW - 1) / (16 * NW)), (unsigned)H, (unsigned)B);
-    k_fa_dq<D, NW><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)dout, (const bf16 *)qk, (const bf16 *)qkv,
-                                                     lse, Di, T_, H, KV, sl2, scale);
+    constexpr int BM = 16 * MT * NW;
+    size_t sm = sc__fa_smem_dq<D, BM>();
+    if (!sc__set_smem(cu, k_fa_dq<D, NW, MT>, sm)) return;
+    dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
+    k_fa_dq<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)dout, (const bf16 *)qk,
+                                                         (const bf16 *)qkv, lse, Di, T_, H, KV, sl2, scale);
     sc__launched(cu, "attention_backward dq (tensor cores)");
 }
 
@@ -2944,7 +3035,9 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
     size_t warps = (size_t)N * H;
     k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N, T_, H, D);
     sc__launched(cu, "attention row dots");
-    fa_dq_launch<D, SC__FA_NW_DQ>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+    if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_dq_launch<D, 8, 1>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+    else if (cu->attn_mode == 3) fa_dq_launch<D, 8, 2>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+    else fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
     fa_dkv_launch<D, SC__FA_NW_DKV>(cu, dqk, dqkv, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
 }
 
@@ -2983,11 +3076,12 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
     SC__DISPATCH_A(cu, op_attn_fwd, out, lse, qk, qkv, B, T, H, KV, D);
 }
 
-/* 1: use the tiled f32-arithmetic attention kernels even in bf16 mode; 0 (default): the
-   tensor-core kernels where they apply (bf16, D 64 or 128, aligned). Not yet in the header. */
-SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int on)
+/* 0 (default): the tensor-core kernels where they apply (bf16, D 64 or 128, aligned); 1: the
+   tiled f32-arithmetic kernels even in bf16 mode; 2: the tensor-core kernels with one m-tile per
+   warp (the same bits as the default, slower: test_gpu's cross-check). */
+SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
 {
-    if (cu) cu->attn_ref = on != 0;
+    if (cu) cu->attn_mode = mode;
 }
 
 SC_CUDA_DEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,

@@ -168,7 +168,7 @@ def main():
         for ck in ("none", "full"):
             lines.append((f"slidecheck / PyTorch eager, ckpt {ck}", lambda g, ck=ck: ratio(ours(g, ck), eager(ck))))
             lines.append((f"slidecheck / torch.compile, ckpt {ck}", lambda g, ck=ck: ratio(ours(g, ck), comp(ck))))
-        for ck in ("full", "selective", "selective:attn"):
+        for ck in ("full", "selective", "selective:attn", "selective:proj"):
             lines.append((f"slidecheck {ck} / none", lambda g, ck=ck: ratio(ours(g, ck), ours(g, "none"))))
         lines.append(("PyTorch eager full / none", lambda g: ratio(eager("full"), eager("none"))))
         lines.append(("torch.compile full / none", lambda g: ratio(comp("full"), comp("none"))))

@@ -7,8 +7,9 @@
 # OUT/logs/ (one log per cell) and OUT/RESULTS.md (bench/results_md.py OUT).
 # Knobs, for a reduced or a piecewise run: STEPS (timed steps, 12), WARMUP (3), CONFIGS ("256x1:sgd
 # 256x1:adamw 2048x4:adamw"), GEMM_TOKENS ("256 8192"; empty: none), IMPLS ("ours eager compile"),
-# CELL_TIMEOUT (s per PyTorch cell, 1200), OURS_CKPTS (our policies; default none full selective and
-# selective:attn where accepted), TORCH_CKPTS ("none full"). Rows are appended to an existing OUT/speed.csv, so a run
+# CELL_TIMEOUT (s per PyTorch cell, 1200), OURS_CKPTS (our policies; default none full selective,
+# selective:attn and selective:proj where accepted), OURS_GRAPHS ("off on" where accepted), TORCH_CKPTS
+# ("none full"). Rows are appended to an existing OUT/speed.csv, so a run
 # too long for one sitting can be split over calls with the same OUT, e.g.
 #   CONFIGS=256x1:sgd IMPLS="ours eager" sh bench/speed.sh OUT; GEMM_TOKENS= CONFIGS=256x1:sgd IMPLS=compile sh bench/speed.sh OUT
 set -u
@@ -56,9 +57,14 @@ POLICIES=""; GRAPHS="-"
 case " $IMPLS " in *" ours "*)
     POLICIES=${OURS_CKPTS:-"none full selective"}
     if [ -n "${OURS_CKPTS:-}" ]; then :
-    elif probe --ckpt selective:attn; then POLICIES="$POLICIES selective:attn"
-    else echo "note: this slidecheck refuses --ckpt selective:attn; those cells are skipped"; fi
-    if probe --cuda-graph on && probe --cuda-graph off; then GRAPHS="off on"
+    else
+        for sp in selective:attn selective:proj; do
+            if probe --ckpt $sp; then POLICIES="$POLICIES $sp"
+            else echo "note: this slidecheck refuses --ckpt $sp; those cells are skipped"; fi
+        done
+    fi
+    if [ -n "${OURS_GRAPHS:-}" ]; then GRAPHS=$OURS_GRAPHS
+    elif probe --cuda-graph on && probe --cuda-graph off; then GRAPHS="off on"
     else echo "note: this slidecheck has no --cuda-graph; ours runs once per policy"; fi;;
 esac
 

@@ -393,6 +393,19 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         name_of(nm, sizeof nm, t, what);
         check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the replay differs");
         free(got2); free(gl2);
+        if (t->bf16 && (D == 64 || D == 128)) { /* one m-tile per warp: the same bits (the tiling is not arithmetic) */
+            dnan(t, dout, (size_t)N * HD, t->adt);
+            dnan(t, dlse, (size_t)N * H, SC_F32);
+            sc_cuda_set_attention_reference(t->cu, 2);
+            sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
+            sc_cuda_set_attention_reference(t->cu, 0);
+            got2 = dget(t, dout, (size_t)N * HD, t->adt), gl2 = dget(t, dlse, (size_t)N * H, SC_F32);
+            snprintf(what, sizeof what, "attention_forward one m-tile a warp == default bitwise B=%d T=%d H=%d KV=%d D=%d",
+                     B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the tilings differ");
+            free(got2); free(gl2);
+        }
     }
     snprintf(what, sizeof what, "attention_forward out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
     name_of(nm, sizeof nm, t, what);
@@ -424,7 +437,21 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         snprintf(what, sizeof what, "attention_backward replay bitwise B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
         name_of(nm, sizeof nm, t, what);
         check(!memcmp(got, g2, (size_t)N * K * 4) && !memcmp(gv, gv2, (size_t)N * Q * 4), nm, "the replay differs");
-        free(gv); free(g2); free(gv2);
+        free(g2); free(gv2);
+        if (t->bf16 && (D == 64 || D == 128)) {
+            dfree(t, ddqk2); dfree(t, ddqkv2);
+            ddqk2 = dupd(t, dqk, (size_t)N * K, t->adt), ddqkv2 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
+            sc_cuda_set_attention_reference(t->cu, 2);
+            sc_cuda_attention_backward(t->cu, ddqk2, ddqkv2, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
+            sc_cuda_set_attention_reference(t->cu, 0);
+            g2 = dget(t, ddqk2, (size_t)N * K, t->adt), gv2 = dget(t, ddqkv2, (size_t)N * Q, t->adt);
+            snprintf(what, sizeof what, "attention_backward one m-tile a warp == default bitwise B=%d T=%d H=%d KV=%d D=%d",
+                     B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check(!memcmp(got, g2, (size_t)N * K * 4) && !memcmp(gv, gv2, (size_t)N * Q * 4), nm, "the tilings differ");
+            free(g2); free(gv2);
+        }
+        free(gv);
         dfree(t, ddqk2); dfree(t, ddqkv2);
     }
     snprintf(what, sizeof what, "attention_backward dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
@@ -652,7 +679,7 @@ static void test_slide_cfg(const sc_config *c, int B, int T)
     for (int i = 0; i < 2 * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
     float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
           *gb = (float *)malloc(4 * np);
-    static const char *pols[] = {"none", "full", "every:2", "selective", "selective:mlp", "selective:attn"};
+    static const char *pols[] = {"none", "full", "every:2", "selective", "selective:mlp", "selective:attn", "selective:proj"};
     static const int modes[3][2] = {{0, 0}, {1, 0}, {1, 1}}; /* fp32, pure bf16, bf16 + master */
     for (int md = 0; md < 3; md++)
         for (int p = 0; p < (g_quick ? 2 : 5); p++)
@@ -1146,7 +1173,7 @@ static void test_model_cfg(const sc_config *c, int B, int T)
         free(pi);
     }
 
-    static const char *policies[] = {"none", "full", "every:2", "every:3", "layers:0-1", "selective", "selective:mlp", "selective:attn", "sqrt"};
+    static const char *policies[] = {"none", "full", "every:2", "every:3", "layers:0-1", "selective", "selective:mlp", "selective:attn", "selective:proj", "sqrt"};
     for (int mode = 0; mode < 3; mode++) {
         int bf16 = mode > 0, master = mode == 2;
         const char *mname = mode == 0 ? "f32" : mode == 1 ? "bf16" : "bf16+master";
@@ -1672,7 +1699,12 @@ static void bench_attention(void)
     double ffl = 4.0 * B * H * (double)T * T / 2 * D, bfl = 2.5 * ffl;
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
-    for (int mode = 1; mode >= 0; mode--) {
+    static const int modes[] = {1, 2, 3, 0};
+    static const char *mname[] = {"default (4 warps x 2 m-tiles)", "f32 tiled reference", "one m-tile a warp (8 warps)",
+                                  "8 warps x 2 m-tiles"};
+    float *ref = NULL;
+    for (int mi = 0; mi < 4; mi++) {
+        int mode = modes[mi];
         sc_cuda_set_attention_reference(cu, mode);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);
         for (int op = 0; op < 2; op++) {
@@ -1688,10 +1720,21 @@ static void bench_attention(void)
             }
             qsort(ms + 3, 20, sizeof(float), cmp_float);
             double med = 0.5 * (ms[3 + 9] + ms[3 + 10]);
-            printf("  %-3s %-8s %8.3f ms  %7.1f TFLOP/s  (min %.3f, max %.3f)\n", mode ? "old" : "new",
+            printf("  %-30s %-8s %8.3f ms  %7.1f TFLOP/s  (min %.3f, max %.3f)\n", mname[mode],
                    op ? "backward" : "forward", med, (op ? bfl : ffl) / med * 1e-9, ms[3], ms[22]);
         }
+        /* outputs of the last backward (dqk) and forward (out): the tensor-core tilings agree bitwise */
+        size_t nb = (nK + nO) * 2;
+        unsigned char *hb = (unsigned char *)malloc(nb);
+        sc_cuda_download(cu, hb, dqk, nK * 2);
+        sc_cuda_download(cu, hb + nK * 2, out, nO * 2);
+        if (mode == 2) ref = (float *)hb;
+        else {
+            if (mode != 1 && ref) printf("  %s vs one m-tile a warp: %s\n", mname[mode], memcmp(hb, ref, nb) ? "DIFFERENT bits" : "same bits");
+            free(hb);
+        }
     }
+    free(ref);
     sc_result r = sc_cuda_synchronize(cu);
     if (r != SC_SUCCESS) printf("bench_attention: %s\n", sc_cuda_error_message(cu));
     sc_cuda_raw_free(qk, 0, cu); sc_cuda_raw_free(qkv, 0, cu); sc_cuda_raw_free(out, 0, cu);

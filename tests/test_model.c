@@ -23,7 +23,7 @@ static double rel_err(const float *a, const float *ref, size_t n)
 
 static const char *fixtures[] = {"qwen3_gqa_tied", "qwen2_bias_untied", "qwen3_mha_untied"};
 static const char *policies[] = {"none", "full", "every:2", "every:3", "layers:0", "layers:1-1",
-                                 "selective", "selective:mlp", "selective:attn", "sqrt"};
+                                 "selective", "selective:mlp", "selective:attn", "selective:proj", "sqrt"};
 #define NPOL (int)(sizeof policies / sizeof policies[0])
 
 typedef struct fixture {

@@ -119,7 +119,7 @@ static int load_fixture(const char *name, sc_config *cfg, float **params, int32_
 int main(void)
 {
     static const char *fixtures[] = {"qwen3_gqa_tied", "qwen2_bias_untied", "qwen3_mha_untied"};
-    static const char *policies[] = {"none", "full", "every:2", "layers:1", "selective", "selective:mlp", "selective:attn", "sqrt"};
+    static const char *policies[] = {"none", "full", "every:2", "layers:1", "selective", "selective:mlp", "selective:attn", "selective:proj", "sqrt"};
     for (int f = 0; f < 3; f++) {
         sc_config cfg;
         float *params = NULL;
