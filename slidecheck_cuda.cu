@@ -1269,12 +1269,14 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
                 if (!act[mt]) continue;
                 const int wm = wr0 + 16 * mt, row0 = wm + g, row1 = row0 + 8;
                 const bool diag = k0 + BN - 1 > wm;
+                /* the row max of the raw scores, scaled once (sl2 > 0, so max(s) * sl2 is the max of
+                   the scaled scores bit for bit); then p = exp2(s * sl2 - m) in one FFMA + EX2 */
                 float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
                 for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        float v = s[mt][nt][e] * sl2;
+                        float v = s[mt][nt][e];
                         if (diag) {
                             int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row1;
                             if (j > i) v = -INFINITY;
@@ -1287,7 +1289,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
                 for (int r = 0; r < 2; r++) {
                     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
                     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    float mn = fmaxf(m[mt][r], mx[r]);
+                    float mn = fmaxf(m[mt][r], mx[r] * sl2);
                     mb[r] = mn == -INFINITY ? 0.0f : mn;
                     alpha[r] = exp2f(m[mt][r] - mb[r]);
                     m[mt][r] = mn;
@@ -1297,7 +1299,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
                 for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        float p = exp2f(s[mt][nt][e] - mb[e >> 1]);
+                        float p = exp2f(fmaf(s[mt][nt][e], sl2, -mb[e >> 1]));
                         s[mt][nt][e] = p;
                         ps[e >> 1] += p;
                     }
@@ -1364,15 +1366,19 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
    f32; that pass cost 40% of this kernel, and the k_proj.bias gradient it protects (a
    near-cancelling sum) stays within the bounds of test_bf16_hf_init without it (1.55-1.81e-2
    on the H100; PyTorch's own bf16 SDPA step: 1.7-3.3e-2, bench/bf16_grad_err.py). */
+__host__ __device__ constexpr int sc__fa_dq_bn(int MT) { return MT == 1 ? SC__FA_BN : 32; }
+
 template <int D, int NW, int MT>
 __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, const bf16 *qk, const bf16 *qkv,
                                                   const float *lse, const float *Di, int T_, int H, int KV,
                                                   float sl2, float scale)
 {
-    /* MT m-tiles of 16 rows a warp (as in the forward); with two, a 64-key tile is taken in two
-       chunks of 32 keys so that S and dP fit in registers beside the accumulators. The products
-       into acc still run over the 16-key slices in order, so the bits do not depend on MT. */
-    constexpr int WR = 16 * MT, BM = WR * NW, BN = SC__FA_BN, KC = MT == 1 ? BN : 32, SD = D + 8, NT = NW * 32;
+    /* MT m-tiles of 16 rows a warp (as in the forward); with two, key tiles of 32 so that S and dP
+       fit in registers beside the accumulators and two blocks fit in shared memory (with 64-key
+       tiles one block of 4 warps held an SM: ncu, H100). The products into acc still run over the
+       16-key slices in order, and a tile an m-tile skips adds only zeros: the bits do not depend
+       on MT (test_gpu checks it). */
+    constexpr int WR = 16 * MT, BM = WR * NW, BN = sc__fa_dq_bn(MT), KC = BN, SD = D + 8, NT = NW * 32;
     extern __shared__ __align__(16) unsigned char fa_smem[];
     bf16 *sQ = (bf16 *)fa_smem, *sO = sQ + BM * SD, *sK = sO + BM * SD, *sV = sK + 2 * BN * SD;
     const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
@@ -1465,7 +1471,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             int r = e >> 1;
-                            float p = exp2f(s[mt][nt][e] * sl2 - L[mt][r]);
+                            float p = exp2f(fmaf(s[mt][nt][e], sl2, -L[mt][r]));
                             if (diag) {
                                 int j = k0 + c + nt * 8 + 2 * t + (e & 1), i = r ? row1 : row0;
                                 if (j > i) p = 0.0f;
@@ -1595,7 +1601,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, const
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         int ci = c + nt * 8 + 2 * t + (e & 1), i = i0 + ci, j = (e < 2) ? j0 : j1;
-                        float p = exp2f(s[nt][e] * sl2 - cL[ci]);
+                        float p = exp2f(fmaf(s[nt][e], sl2, -cL[ci]));
                         if (need && (j > i || i >= T_)) p = 0.0f;
                         s[nt][e] = p;
                         dp[nt][e] = p * (dp[nt][e] - cD[ci]);
@@ -2973,7 +2979,7 @@ static bool sc__fa_ok(sc_cuda *cu, int D, std::initializer_list<const void *> pt
     return true;
 }
 template <int D, int BM> static size_t sc__fa_smem_fwd() { return (size_t)(BM + 4 * SC__FA_BN) * (D + 8) * 2; }
-template <int D, int BM> static size_t sc__fa_smem_dq() { return (size_t)(2 * BM + 4 * SC__FA_BN) * (D + 8) * 2; }
+template <int D, int BM, int BN> static size_t sc__fa_smem_dq() { return (size_t)(2 * BM + 4 * BN) * (D + 8) * 2; }
 template <int D, int NW> static size_t sc__fa_smem_dkv()
 {
     return (size_t)(32 * NW + 4 * SC__FA_BN) * (D + 8) * 2 + 4 * SC__FA_BN * sizeof(float);
@@ -2995,7 +3001,6 @@ template <int D>
 static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
     if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_fwd_launch<D, 8, 1>(cu, out, lse, qk, qkv, B, T_, H, KV);
-    else if (cu->attn_mode == 3) fa_fwd_launch<D, 8, 2>(cu, out, lse, qk, qkv, B, T_, H, KV);
     else fa_fwd_launch<D, SC__FA_NW_FWD, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
 }
 
@@ -3004,7 +3009,7 @@ static void fa_dq_launch(sc_cuda *cu, void *dqk, const void *dout, const void *q
                          const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
 {
     constexpr int BM = 16 * MT * NW;
-    size_t sm = sc__fa_smem_dq<D, BM>();
+    size_t sm = sc__fa_smem_dq<D, BM, sc__fa_dq_bn(MT)>();
     if (!sc__set_smem(cu, k_fa_dq<D, NW, MT>, sm)) return;
     dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
     k_fa_dq<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)dout, (const bf16 *)qk,
@@ -3036,7 +3041,6 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
     k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N, T_, H, D);
     sc__launched(cu, "attention row dots");
     if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_dq_launch<D, 8, 1>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
-    else if (cu->attn_mode == 3) fa_dq_launch<D, 8, 2>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
     else fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
     fa_dkv_launch<D, SC__FA_NW_DKV>(cu, dqk, dqkv, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
 }
