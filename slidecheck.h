@@ -902,7 +902,9 @@ SCDEF void sc_cpu_adamw_update(float *p, float *m, float *v, const float *g, siz
    rounded on its own, no FMA), so host and device updates give the same bits. p, m, v have dtype
    pt (SC_BF16: uint16_t bits, stored round-to-nearest-even), AdamW's m and v dtype st (bf16 state
    halves the host memory of f32 master weights' optimizer), g has dtype gt; wout (may be NULL)
-   receives the updated p as bf16 (the working copy uploaded in master-weights mode). */
+   receives the updated p as bf16 (the working copy uploaded in master-weights mode). On the AVX2 / AVX-512
+   paths wout, which is written without being read, takes non-temporal stores (no read of its lines first), fenced
+   before the range function returns. */
 typedef struct sc_optim_consts {
     float lr, beta1, beta2, eps, weight_decay;
     float decay;      /* 1 - lr * weight_decay */
@@ -925,6 +927,9 @@ SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint1
 SCDEF const char *sc_cpu_optim_isa(void);
 /* Test hook (private): forces "avx512", "avx2" or "scalar"; returns 0 if this CPU cannot run it. NULL: automatic. */
 SCDEF int sc__cpu_optim_force(const char *isa);
+/* Test / bench hook (private): wout's stores, 1 non-temporal (the default), 0 ordinary; returns the previous
+   setting. The bits are the same either way. Not to be called while an update runs. */
+SCDEF int sc__cpu_optim_stream(int on);
 
 /* ------------------------------------------------------------------------------------------
    Checkpoint policies. A policy is a per-layer plan:
@@ -6157,6 +6162,19 @@ static void sc__sgd_scalar(void *p, sc_dtype pt, const void *g, sc_dtype gt, uin
     default: CALL(1, 1, 1, 1); break;                                                                            \
     }
 
+/* wout is written without being read: with ordinary stores each of its lines is first read (a read-for-ownership,
+   2 more bytes per parameter on top of AdamW's 28 or SGD's 12), non-temporal stores skip that. They need aligned
+   addresses, so the elements before wout's first `align`-byte boundary go through the scalar path (the same bits,
+   as for the tail). Returns that count (at most n), or (size_t)-1: no streaming (off, no wout, an odd address). */
+static int sc__optim_nt = 1;
+static size_t sc__optim_head(const uint16_t *wout, size_t n, size_t align)
+{
+    uintptr_t a = (uintptr_t)wout;
+    if (!wout || !sc__optim_nt || (a & 1)) return (size_t)-1;
+    size_t h = (size_t)((0 - a) & (align - 1)) / 2;
+    return h < n ? h : n;
+}
+
 /* AVX-512F, 16 lanes */
 SC__AVX512 SC__INL __m512 sc__mul16(__m512 a, __m512 b)
 {
@@ -6184,13 +6202,21 @@ SC__AVX512 SC__INL void sc__st16(void *x, int bf, size_t i, __m512 f)
     else _mm512_storeu_ps((float *)x + i, f);
 }
 
-SC__AVX512 SC__INL void sc__adamw16(void *p, void *m, void *v, const void *g, uint16_t *wout, size_t n,
-                                     const sc_optim_consts *k, int P, int G, int W, int S)
+/* wout: a streaming store needs wout + i 32-byte aligned (the caller's head makes it so) */
+SC__AVX512 SC__INL void sc__stw16(uint16_t *w, __m256i h, int NT)
+{
+    if (NT) _mm256_stream_si256((__m256i *)w, h);
+    else _mm256_storeu_si256((__m256i *)w, h);
+}
+
+/* [i, n) in steps of 16; returns where the scalar tail starts */
+SC__AVX512 SC__INL size_t sc__adamw16(void *p, void *m, void *v, const void *g, uint16_t *wout, size_t i, size_t n,
+                                       const sc_optim_consts *k, int P, int G, int W, int S, int NT)
 {
     const __m512 decay = _mm512_set1_ps(k->decay), b1 = _mm512_set1_ps(k->beta1), b2 = _mm512_set1_ps(k->beta2);
     const __m512 omb1 = _mm512_set1_ps(k->omb1), omb2 = _mm512_set1_ps(k->omb2), step = _mm512_set1_ps(k->step);
     const __m512 bc2s = _mm512_set1_ps(k->bc2s), eps = _mm512_set1_ps(k->eps);
-    for (size_t i = 0; i + 16 <= n; i += 16) {
+    for (; i + 16 <= n; i += 16) {
         __m512 gi = sc__ld16(g, G, i);
         __m512 pd = sc__mul16(sc__ld16(p, P, i), decay);
         __m512 mi = _mm512_add_ps(sc__mul16(b1, sc__ld16(m, S, i)), sc__mul16(omb1, gi));
@@ -6200,38 +6226,54 @@ SC__AVX512 SC__INL void sc__adamw16(void *p, void *m, void *v, const void *g, ui
         __m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bc2s), eps);
         __m512 pn = _mm512_sub_ps(pd, sc__mul16(step, _mm512_div_ps(mi, den)));
         sc__st16(p, P, i, pn);
-        if (W) _mm256_storeu_si256((__m256i *)(wout + i), sc__bf16x16(pn));
+        if (W) sc__stw16(wout + i, sc__bf16x16(pn), NT);
     }
+    return i;
 }
 
-SC__AVX512 SC__INL void sc__sgd16(void *p, const void *g, uint16_t *wout, size_t n, const sc_optim_consts *k, int P,
-                                   int G, int W)
+SC__AVX512 SC__INL size_t sc__sgd16(void *p, const void *g, uint16_t *wout, size_t i, size_t n,
+                                     const sc_optim_consts *k, int P, int G, int W, int NT)
 {
     const __m512 lr = _mm512_set1_ps(k->lr), wd = _mm512_set1_ps(k->weight_decay);
-    for (size_t i = 0; i + 16 <= n; i += 16) {
+    for (; i + 16 <= n; i += 16) {
         __m512 pi = sc__ld16(p, P, i);
         __m512 pn = _mm512_sub_ps(pi, sc__mul16(lr, _mm512_add_ps(sc__ld16(g, G, i), sc__mul16(wd, pi))));
         sc__st16(p, P, i, pn);
-        if (W) _mm256_storeu_si256((__m256i *)(wout + i), sc__bf16x16(pn));
+        if (W) sc__stw16(wout + i, sc__bf16x16(pn), NT);
     }
+    return i;
 }
 
 SC__AVX512 static void sc__adamw_avx512(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                         sc_dtype gt, uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
-#define SC__CALL(P, G, W, S) sc__adamw16(p, m, v, g, wout, n, k, P, G, W, S)
+    size_t i = sc__optim_head(wout, n, 32);
+    int nt = i != (size_t)-1; /* streaming: the head up to wout's first aligned element in scalar */
+    if (nt) sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, i, k);
+    else i = 0;
+#define SC__CALL(P, G, W, S)                                                                                         \
+    i = W && nt ? sc__adamw16(p, m, v, g, wout, i, n, k, P, G, W, S, 1)                                              \
+                : sc__adamw16(p, m, v, g, wout, i, n, k, P, G, W, S, 0)
     SC__ADAMW_CASES(SC__CALL)
 #undef SC__CALL
-    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, n & ~(size_t)15, n, k);
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, i, n, k);
+    if (nt) _mm_sfence(); /* the streamed lines are visible to whoever learns this range is done */
 }
 
 SC__AVX512 static void sc__sgd_avx512(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
                                       const sc_optim_consts *k)
 {
-#define SC__CALL(P, G, W) sc__sgd16(p, g, wout, n, k, P, G, W)
+    size_t i = sc__optim_head(wout, n, 32);
+    int nt = i != (size_t)-1;
+    if (nt) sc__sgd_scalar(p, pt, g, gt, wout, 0, i, k);
+    else i = 0;
+#define SC__CALL(P, G, W)                                                                                            \
+    i = W && nt ? sc__sgd16(p, g, wout, i, n, k, P, G, W, 1)                                                         \
+                : sc__sgd16(p, g, wout, i, n, k, P, G, W, 0)
     SC__OPTIM_CASES(SC__CALL)
 #undef SC__CALL
-    sc__sgd_scalar(p, pt, g, gt, wout, n & ~(size_t)15, n, k);
+    sc__sgd_scalar(p, pt, g, gt, wout, i, n, k);
+    if (nt) _mm_sfence();
 }
 
 /* AVX2, 8 lanes: the same code with 256-bit registers */
@@ -6262,13 +6304,19 @@ SC__AVX2 SC__INL void sc__st8(void *x, int bf, size_t i, __m256 f)
     else _mm256_storeu_ps((float *)x + i, f);
 }
 
-SC__AVX2 SC__INL void sc__adamw8(void *p, void *m, void *v, const void *g, uint16_t *wout, size_t n,
-                                  const sc_optim_consts *k, int P, int G, int W, int S)
+SC__AVX2 SC__INL void sc__stw8(uint16_t *w, __m128i h, int NT) /* streaming: w 16-byte aligned */
+{
+    if (NT) _mm_stream_si128((__m128i *)w, h);
+    else _mm_storeu_si128((__m128i *)w, h);
+}
+
+SC__AVX2 SC__INL size_t sc__adamw8(void *p, void *m, void *v, const void *g, uint16_t *wout, size_t i, size_t n,
+                                    const sc_optim_consts *k, int P, int G, int W, int S, int NT)
 {
     const __m256 decay = _mm256_set1_ps(k->decay), b1 = _mm256_set1_ps(k->beta1), b2 = _mm256_set1_ps(k->beta2);
     const __m256 omb1 = _mm256_set1_ps(k->omb1), omb2 = _mm256_set1_ps(k->omb2), step = _mm256_set1_ps(k->step);
     const __m256 bc2s = _mm256_set1_ps(k->bc2s), eps = _mm256_set1_ps(k->eps);
-    for (size_t i = 0; i + 8 <= n; i += 8) {
+    for (; i + 8 <= n; i += 8) {
         __m256 gi = sc__ld8(g, G, i);
         __m256 pd = sc__mul8(sc__ld8(p, P, i), decay);
         __m256 mi = _mm256_add_ps(sc__mul8(b1, sc__ld8(m, S, i)), sc__mul8(omb1, gi));
@@ -6278,38 +6326,54 @@ SC__AVX2 SC__INL void sc__adamw8(void *p, void *m, void *v, const void *g, uint1
         __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2s), eps);
         __m256 pn = _mm256_sub_ps(pd, sc__mul8(step, _mm256_div_ps(mi, den)));
         sc__st8(p, P, i, pn);
-        if (W) _mm_storeu_si128((__m128i *)(wout + i), sc__bf16x8(pn));
+        if (W) sc__stw8(wout + i, sc__bf16x8(pn), NT);
     }
+    return i;
 }
 
-SC__AVX2 SC__INL void sc__sgd8(void *p, const void *g, uint16_t *wout, size_t n, const sc_optim_consts *k, int P,
-                                int G, int W)
+SC__AVX2 SC__INL size_t sc__sgd8(void *p, const void *g, uint16_t *wout, size_t i, size_t n,
+                                  const sc_optim_consts *k, int P, int G, int W, int NT)
 {
     const __m256 lr = _mm256_set1_ps(k->lr), wd = _mm256_set1_ps(k->weight_decay);
-    for (size_t i = 0; i + 8 <= n; i += 8) {
+    for (; i + 8 <= n; i += 8) {
         __m256 pi = sc__ld8(p, P, i);
         __m256 pn = _mm256_sub_ps(pi, sc__mul8(lr, _mm256_add_ps(sc__ld8(g, G, i), sc__mul8(wd, pi))));
         sc__st8(p, P, i, pn);
-        if (W) _mm_storeu_si128((__m128i *)(wout + i), sc__bf16x8(pn));
+        if (W) sc__stw8(wout + i, sc__bf16x8(pn), NT);
     }
+    return i;
 }
 
 SC__AVX2 static void sc__adamw_avx2(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                     sc_dtype gt, uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
-#define SC__CALL(P, G, W, S) sc__adamw8(p, m, v, g, wout, n, k, P, G, W, S)
+    size_t i = sc__optim_head(wout, n, 16);
+    int nt = i != (size_t)-1;
+    if (nt) sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, i, k);
+    else i = 0;
+#define SC__CALL(P, G, W, S)                                                                                         \
+    i = W && nt ? sc__adamw8(p, m, v, g, wout, i, n, k, P, G, W, S, 1)                                               \
+                : sc__adamw8(p, m, v, g, wout, i, n, k, P, G, W, S, 0)
     SC__ADAMW_CASES(SC__CALL)
 #undef SC__CALL
-    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, n & ~(size_t)7, n, k);
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, i, n, k);
+    if (nt) _mm_sfence();
 }
 
 SC__AVX2 static void sc__sgd_avx2(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
                                   const sc_optim_consts *k)
 {
-#define SC__CALL(P, G, W) sc__sgd8(p, g, wout, n, k, P, G, W)
+    size_t i = sc__optim_head(wout, n, 16);
+    int nt = i != (size_t)-1;
+    if (nt) sc__sgd_scalar(p, pt, g, gt, wout, 0, i, k);
+    else i = 0;
+#define SC__CALL(P, G, W)                                                                                            \
+    i = W && nt ? sc__sgd8(p, g, wout, i, n, k, P, G, W, 1)                                                          \
+                : sc__sgd8(p, g, wout, i, n, k, P, G, W, 0)
     SC__OPTIM_CASES(SC__CALL)
 #undef SC__CALL
-    sc__sgd_scalar(p, pt, g, gt, wout, n & ~(size_t)7, n, k);
+    sc__sgd_scalar(p, pt, g, gt, wout, i, n, k);
+    if (nt) _mm_sfence();
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -6348,6 +6412,18 @@ SCDEF int sc__cpu_optim_force(const char *isa)
     if (!want || want > sc__optim_best()) return 0;
     sc__optim_path = want;
     return 1;
+}
+
+SCDEF int sc__cpu_optim_stream(int on)
+{
+#if SC__OPTIM_X86
+    int was = sc__optim_nt;
+    sc__optim_nt = on != 0;
+    return was;
+#else
+    (void)on;
+    return 0;
+#endif
 }
 
 SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,

@@ -129,6 +129,32 @@ static void drop(state s) { free(s.p), free(s.m), free(s.v), free(s.g), free(s.w
 
 static const char *dn(sc_dtype t) { return t == SC_BF16 ? "bf16" : "f32"; }
 
+/* One update of a's inputs with p, m, v, g at element `po` and wout at element `wo` past a 64-byte boundary, wout's
+   stores ordinary (stream 0) or non-temporal (1); wout and 2 guards each side are first poisoned with a value that
+   depends on `stream`, so two runs that agree wrote every element. Results go to x; returns 0 if a guard changed. */
+static void *al64(void *raw) { return (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63); }
+static int run_at(int adam, state a, state x, sc_dtype P, sc_dtype G, size_t n, size_t po, size_t wo, int stream,
+                  int threads, const sc_optim_consts *k)
+{
+    size_t ps = sc_dtype_size(P), ss = sc_dtype_size(sdt(P)), gs = sc_dtype_size(G), cap = (n + 64) * 4 + 64;
+    void *rp = malloc(cap), *rm = malloc(cap), *rv = malloc(cap), *rg = malloc(cap), *rw = malloc(cap);
+    char *p = (char *)al64(rp) + po * ps, *m = (char *)al64(rm) + po * ss, *v = (char *)al64(rv) + po * ss;
+    char *g = (char *)al64(rg) + po * gs;
+    uint16_t *w = (uint16_t *)al64(rw) + 32 + wo, poison = stream ? 0x5454 : 0xabab;
+    memcpy(p, a.p, n * ps), memcpy(m, a.m, n * ss), memcpy(v, a.v, n * ss), memcpy(g, a.g, n * gs);
+    for (size_t i = 0; i < n + 4; i++) w[i - 2] = poison;
+    int was = sc__cpu_optim_stream(stream);
+    if (adam && threads) sc_cpu_adamw_mt(p, m, v, P, sdt(P), g, G, w, n, k, threads);
+    else if (adam) sc_cpu_adamw_range(p, m, v, P, sdt(P), g, G, w, n, k);
+    else if (threads) sc_cpu_sgd_mt(p, P, g, G, w, n, k, threads);
+    else sc_cpu_sgd_range(p, P, g, G, w, n, k);
+    sc__cpu_optim_stream(was);
+    memcpy(x.p, p, n * ps), memcpy(x.m, m, n * ss), memcpy(x.v, v, n * ss), memcpy(x.w, w, n * 2);
+    int ok = w[-2] == poison && w[-1] == poison && w[n] == poison && w[n + 1] == poison;
+    free(rp), free(rm), free(rv), free(rg), free(rw);
+    return ok;
+}
+
 int main(void)
 {
     const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.1f;
@@ -137,6 +163,7 @@ int main(void)
     const char *isas[] = {"avx512", "avx2", "scalar"};
 
     printf("detected path: %s\n", sc_cpu_optim_isa());
+    CHECK(sc__cpu_optim_stream(1) == SC__OPTIM_X86, "wout's stores: non-temporal by default on x86");
     sc_optim_consts c = sc_optim_consts_make(lr, b1, b2, eps, wd, 3);
     CHECK(c.decay == 1.0f - lr * wd && c.omb1 == 1.0f - b1 && c.step == lr / (1.0f - powf(b1, 3.0f)) &&
               c.bc2s == sqrtf(1.0f - powf(b2, 3.0f)),
@@ -194,6 +221,43 @@ int main(void)
                         CHECK(ok_s, "%s sgd   p=%s g=%s wout=%d n=%zu: range, mt(1,2,3) == reference", isas[ii],
                               dn(P), dn(G), w, n);
                     }
+
+        /* wout's ordinary and non-temporal stores: the reference's bits (p, m, v, and every wout element) at each
+           offset of wout against a 32-byte boundary, p, m, v, g at the same and at another offset, odd sizes; the
+           threaded split over several chunks too */
+        {
+            const size_t ns[] = {1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 257, 1001, 3 * 65536 + 1001};
+            int ok[2] = {1, 1}, runs = 0; /* runs of each kernel */
+            for (int pst = 0; pst < 3; pst++)
+                for (int gt = 0; gt < 2; gt++)
+                    for (size_t si = 0; si < sizeof ns / sizeof ns[0]; si++) {
+                        size_t n = ns[si];
+                        int big = n > 65536;
+                        sc_dtype P = (sc_dtype)(pst == 2), G = (sc_dtype)gt;
+                        s_bf16 = pst == 1;
+                        sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, 2);
+                        state a = make(P, G, n, 1), r = make(P, G, n, 1), x0 = make(P, G, n, 1), x1 = make(P, G, n, 1);
+                        for (size_t wo = 0; wo < 16; wo += big ? 5 : 1)
+                            for (int same_po = 0; same_po < 2; same_po++)
+                                for (int adam = 0; adam < 2; adam++) {
+                                    size_t po = same_po ? wo : (wo * 5 + 3) % 16;
+                                    int th = big ? 3 : 0;
+                                    set(r, a, P, G, n);
+                                    if (adam) ref_adamw(r.p, r.m, r.v, P, r.g, G, r.w, n, lr, b1, b2, eps, wd, 2);
+                                    else ref_sgd(r.p, P, r.g, G, r.w, n, lr, wd);
+                                    int g0 = run_at(adam, a, x0, P, G, n, po, wo, 0, th, &k);
+                                    int g1 = run_at(adam, a, x1, P, G, n, po, wo, 1, th, &k);
+                                    ok[adam] &= g0 && g1 && same(x0, r, P, n) && same(x1, r, P, n);
+                                    runs += adam;
+                                }
+                        drop(a), drop(r), drop(x0), drop(x1);
+                    }
+            s_bf16 = 0;
+            CHECK(ok[1], "%s adamw wout ordinary == non-temporal stores == reference (%d runs: sizes, offsets)",
+                  isas[ii], runs);
+            CHECK(ok[0], "%s sgd   wout ordinary == non-temporal stores == reference (%d runs: sizes, offsets)",
+                  isas[ii], runs);
+        }
 
         s_bf16 = 0;
         /* specials: NaN / inf / huge gradients in vector lanes and in the tail */
