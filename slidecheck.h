@@ -1028,7 +1028,9 @@ typedef struct sc_model_config {
     int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
                                   state of its 1/W of the parameters, then the ranks exchange the
                                   updated parameters; the same bits as plain data parallel (CPU
-                                  backend) */
+                                  backend). Slide mode: the host state of this rank's chunk of each
+                                  layer (the split its host updates), the embedding, final norm and
+                                  head's whole on every rank */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     int cuda_graph;            /* whole-step CUDA graph: 0 (default) where it works (CUDA, resident
                                   mode, one process, no keep_logits): each shape's second step is
@@ -7095,6 +7097,7 @@ typedef struct sc__slide {
     int cur;                       /* this step's sb (DPU alternates) */
     size_t pinned_bytes, host_bytes;
     int hp_pinned;
+    int zero;                      /* ZeRO-1: hm and hv hold this rank's part only (sc__slide_state_at) */
     /* device: weight slots of the layers, the head slot, per-unit pointers while resident */
     sc__slot *slots, head;
     int nslots;
@@ -7515,12 +7518,12 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
-    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE && (mc.slide_dpu || mc.slide_keep_head || mc.zero)) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without --dpu, --keep-head and ZeRO-1, "
-                     "for now");
+    if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE && (mc.slide_dpu || mc.slide_keep_head)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without --dpu and --keep-head, for now");
         goto fail;
     }
-    if (mc.comm && mc.device == SC_DEVICE_CUDA && mc.zero && mc.master_weights) {
+    /* slide mode's AdamW state is on the host, sharded alike with or without master weights */
+    if (mc.comm && mc.device == SC_DEVICE_CUDA && mc.zero && mc.master_weights && mc.mode == SC_MODE_RESIDENT) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "ZeRO-1 on the GPU shards the AdamW state of the weights the step uses "
                      "(bf16 or f32); with f32 master weights (--master-weights) it is not built yet");
         goto fail;
@@ -7529,7 +7532,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     /* rank 0's NCCL id over the control channel. A comm of one process takes this path too: the
        sums are copies, so the GPU's data-parallel step can be checked on one GPU */
     if (mc.comm && m->cu &&
-        (mc.mode == SC_MODE_RESIDENT || (!mc.slide_dpu && !mc.slide_keep_head && !mc.zero))) {
+        (mc.mode == SC_MODE_RESIDENT || (!mc.slide_dpu && !mc.slide_keep_head))) {
         unsigned char id[SC_NCCL_ID_BYTES];
         memset(id, 0, sizeof id);
         if (sc_dist_comm_rank(mc.comm) == 0 && (r = sc_cuda_nccl_unique_id(id)) != SC_SUCCESS) goto fail;
@@ -7933,13 +7936,44 @@ static int sc__slide_threads(const sc_model *m)
     return m->mc.cpu_threads > 0 ? m->mc.cpu_threads : all > 1 ? all - 1 : 1;
 }
 
+/* Slide's data parallel splits each layer's host update (split = 1): this rank's chunk of it and
+   the remainder that every rank updates alike (sc__chunk, ZeRO-Offload's split; the upload's
+   all-gather or the CPU backend's exchange brings the other chunks). split = 0: the whole layer. */
+static void sc__slide_layer_chunk(const sc_model *m, int split, size_t at[2], size_t cnt[2])
+{
+    sc__chunk(sc__layer_numel(&m->cfg), split ? sc_dist_comm_world(m->mc.comm) : 1,
+              split ? sc_dist_comm_rank(m->mc.comm) : 0, at, cnt);
+}
+
+/* Where parameter `off`'s AdamW state sits in hm / hv. ZeRO-1 (sl->zero): a rank keeps state
+   only for what it updates, in parameter order: the embedding, its chunks of each layer (the
+   split above) and the final norm with an untied head. The embedding, norm and head keep whole
+   state on every rank: every rank updates them alike (over NCCL each host adds every rank's
+   embedding rows and uploads the whole head); sharding them would need an exchange of their
+   weights before every upload, not built. Without ZeRO-1: off itself. off = nparams gives the
+   state's size. Only offsets this rank updates have a place. */
+static size_t sc__slide_state_at(const sc_model *m, size_t off)
+{
+    const sc_config *c = &m->cfg;
+    size_t at[2], cnt[2], e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c), ln = sc__layer_numel(c);
+    if (!m->sl->zero || off < e) return off;
+    sc__slide_layer_chunk(m, 1, at, cnt);
+    size_t per = cnt[0] + cnt[1], L = (size_t)c->num_layers;
+    if (off >= no) return e + L * per + (off - no);
+    size_t l = (off - e) / ln, j = off - e - l * ln;
+    SC_ASSERT((j >= at[0] && j < at[0] + cnt[0]) || j >= at[1]);
+    return e + l * per + (j < at[1] ? j - at[0] : cnt[0] + (j - at[1]));
+}
+
 /* Update [off, off + n) of the host parameters with the step's constants; the working copy
-   hw[wb] (if any) gets the new weights. */
+   hw[wb] (if any) gets the new weights. With ZeRO-1 the range lies in one piece of this rank's
+   part (its state is contiguous there). */
 static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, size_t n, int threads, int wb)
 {
     sc__slide *sl = m->sl;
-    size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = sc_dtype_size(m->gdt);
-    void *p = (char *)sl->hp + off * pe, *hm = (char *)sl->hm + off * se, *hv = (char *)sl->hv + off * se;
+    if (n == 0) return; /* an empty remainder: its offset is the next layer's, maybe not this rank's */
+    size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = sc_dtype_size(m->gdt), so = sc__slide_state_at(m, off);
+    void *p = (char *)sl->hp + off * pe, *hm = (char *)sl->hm + so * se, *hv = (char *)sl->hv + so * se;
     const void *g = (const char *)sl->hg + off * ge;
     /* bf16 working weights (master mode; pure bf16 with DPU, where the optimizer's bf16 out equals
        hp's new bits) are written by the optimizer's own threads in the same pass */
@@ -8035,8 +8069,7 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     if (t->kind == SC__TASK_LAYER) {
         size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
         /* over NCCL, a rank updates its chunks of the layer only (the upload gathers the rest) */
-        sc__chunk(sc__layer_numel(c), m->nccl ? sc_dist_comm_world(m->mc.comm) : 1,
-                  m->nccl ? sc_dist_comm_rank(m->mc.comm) : 0, at, cnt);
+        sc__slide_layer_chunk(m, m->nccl, at, cnt);
         for (int i = 0; i < 2 && t->update; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
@@ -8290,9 +8323,16 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     sl->hst = m->mc.state_bf16 ? SC_BF16 : sl->hpt;
     size_t pe = sc_dtype_size(sl->hpt), se = sc_dtype_size(sl->hst), ge = (size_t)m->gb;
     int adam = m->mc.optim == SC_OPTIM_ADAMW;
+    /* ZeRO-1 shards m and v only. The weights hp (the f32 master copy on a bf16 GPU) stay whole:
+       on the CPU backend every rank's next forward reads all of them; over NCCL the uploads read
+       only this rank's chunks of the layers, so the others' chunks of hp, of the working copies
+       and of hg are idle there, but the uploads, the embedding rows, get_params and the updates
+       index them by parameter offset: not sharded yet. */
+    sl->zero = adam && m->mc.zero && sc_dist_comm_world(m->mc.comm) > 1;
+    size_t ns = sc__slide_state_at(m, n); /* AdamW state elements */
     sl->hp_pinned = gpu && !nw; /* uploads read hp unless there are working copies */
     size_t pinned = n * ge + (sl->hp_pinned ? n * pe : 0) + (size_t)nw * n * (size_t)m->pb;
-    size_t pageable = (sl->hp_pinned ? 0 : n * pe) + (adam ? 2 * n * se : 0);
+    size_t pageable = (sl->hp_pinned ? 0 : n * pe) + (adam ? 2 * ns * se : 0);
     size_t phys = sc__host_phys_bytes();
     char a[32], b[32], d[32];
     sc__gib_str(a, sizeof a, pinned);
@@ -8309,7 +8349,7 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     for (int i = 0; i < 1 + dpu; i++)
         ok = ok && (sl->sb[i].touched = (unsigned char *)SC_MALLOC((size_t)c->vocab_size)) != NULL;
     if (!ok || !(sl->hp = sc__host_alloc(m, n * pe, sl->hp_pinned)) || !(sl->hg = sc__host_alloc(m, n * ge, gpu)) ||
-        (adam && (!(sl->hm = sc__host_alloc(m, n * se, 0)) || !(sl->hv = sc__host_alloc(m, n * se, 0))))) {
+        (adam && (!(sl->hm = sc__host_alloc(m, ns * se, 0)) || !(sl->hv = sc__host_alloc(m, ns * se, 0))))) {
         char e[1100];
         snprintf(e, sizeof e, "%s", sc_last_error());
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode: host allocation failed (needs %s pinned + %s pageable; "
@@ -8323,7 +8363,11 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
         sc__st(sl->hp, sl->hpt, (size_t)i, v);
         for (int b = 0; b < nw; b++) sc__st(sl->hw[b], m->pdt, (size_t)i, v);
         sc__st(sl->hg, m->gdt, (size_t)i, 0.0f);
-        if (adam) { sc__st(sl->hm, sl->hst, (size_t)i, 0.0f); sc__st(sl->hv, sl->hst, (size_t)i, 0.0f); }
+    }
+    SC__OMP(omp parallel for schedule(static))
+    for (long long i = 0; i < (long long)(adam ? ns : 0); i++) {
+        sc__st(sl->hm, sl->hst, (size_t)i, 0.0f);
+        sc__st(sl->hv, sl->hst, (size_t)i, 0.0f);
     }
     if (!gpu)
         for (int i = 0; i < 2; i++) {
@@ -8430,8 +8474,8 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
         /* data parallel: this rank's host holds the current weights of its chunks of the layer
            only (it updates only those): they go up, and NCCL gathers the others' */
         int W = sc_dist_comm_world(m->mc.comm);
-        size_t at[2], cnt[2], ln = sc__layer_numel(c), base = sc_config_layer_base(c, unit);
-        sc__chunk(ln, W, sc_dist_comm_rank(m->mc.comm), at, cnt);
+        size_t at[2], cnt[2], base = sc_config_layer_base(c, unit);
+        sc__slide_layer_chunk(m, 1, at, cnt);
         for (int i = 0; i < 2; i++)
             sc__copy_async(m, 1, (char *)s->w + at[i] * pb, src + (base + at[i]) * pb, cnt[i] * pb, SC_PHASE_H2D, unit);
         sc__ev up;
@@ -9129,6 +9173,41 @@ static sc_result sc__slide_gather_dres(sc_model *m, sc__stepbuf *b)
 }
 #endif
 
+/* Slide's data parallel: every rank's chunk of each layer into dst (f32, parameter order), over
+   the control channel; the remainders every rank holds alike. A chunk is the part sc_dist_part
+   gives the rank of the layer's first W x chunk elements. */
+static sc_result sc__slide_gather_layers(sc_model *m, float *dst)
+{
+    int W = sc_dist_comm_world(m->mc.comm);
+    size_t ch = sc__layer_numel(&m->cfg) / (size_t)W;
+    for (int l = 0; l < m->cfg.num_layers; l++)
+        SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_layer_base(&m->cfg, l), ch * (size_t)W));
+    return SC_SUCCESS;
+}
+
+/* One host update of every parameter, over the optimizer's threads (wb: the working copy). With
+   ZeRO-1 this rank's part only (its state holds no other), then on the CPU backend the layers'
+   chunks are exchanged so that every rank holds every weight for the next step (over NCCL the
+   uploads gather them). The update is per element: the bits are those of one whole update. */
+static sc_result sc__slide_update_all(sc_model *m, const sc_optim_consts *k, int wb)
+{
+    sc__slide *sl = m->sl;
+    int nt = sc__slide_threads(m);
+    if (!sl->zero) {
+        sc__slide_update(m, k, 0, m->nparams, nt, wb);
+        return SC_SUCCESS;
+    }
+    const sc_config *c = &m->cfg;
+    size_t at[2], cnt[2], e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c);
+    sc__slide_layer_chunk(m, 1, at, cnt);
+    sc__slide_update(m, k, 0, e, nt, wb);
+    for (int l = 0; l < c->num_layers; l++)
+        for (int i = 0; i < 2; i++) sc__slide_update(m, k, sc_config_layer_base(c, l) + at[i], cnt[i], nt, wb);
+    sc__slide_update(m, k, no, m->nparams - no, nt, wb);
+    SC_ASSERT(m->nccl || sl->hpt == SC_F32); /* the CPU backend's host weights are f32 */
+    return m->nccl ? SC_SUCCESS : sc__slide_gather_layers(m, (float *)sl->hp);
+}
+
 /* Slide mode's data parallel (CPU backend): once every gradient is on the host, the embedding
    backward there, the sum over the ranks (rank order, as resident mode's), then one host update
    of every parameter: per element the same arithmetic as the per-layer tasks. No overlap: the
@@ -9148,12 +9227,13 @@ static sc_result sc__slide_dp_update(sc_model *m, const sc__stepbuf *b, int upda
                                             m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * b->N, b->N, c->hidden_size,
                                             sc__slide_threads(m)));
     SC__TRY(sc_dist_allreduce_f32(m->mc.comm, (float *)sl->hg, m->nparams));
+    sc_result r = SC_SUCCESS;
     if (update) {
         int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
-        sc__slide_update(m, &sl->k, 0, m->nparams, sc__slide_threads(m), 0);
+        r = sc__slide_update_all(m, &sl->k, 0);
         sc__span_end(m, sp);
     }
-    return SC_SUCCESS;
+    return r;
 }
 
 static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
@@ -9653,9 +9733,11 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     size_t end = m->params ? sc_config_norm_offset(&m->cfg) : m->nparams;
     sc__slide_drain(m);
     sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
-    sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), m->mc.slide_dpu ? m->t & 1 : 0);
+    int wb = m->mc.slide_dpu ? m->t & 1 : 0;
+    if (m->params) sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), wb); /* kept head: the layers */
+    else r = sc__slide_update_all(m, &k, wb);
     m->sl->pending = 0; /* applied now: the next step sees it */
-    if (m->params) r = sc__device_update(m, sc__kept_numel(&m->cfg));
+    if (m->params && r == SC_SUCCESS) r = sc__device_update(m, sc__kept_numel(&m->cfg));
     sc__span_end(m, sp);
     return r;
 }
@@ -9665,11 +9747,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
-        int W = sc_dist_comm_world(m->mc.comm);
-        for (int l = 0; m->nccl && W > 1 && l < m->cfg.num_layers; l++) { /* each rank's chunks of each layer */
-            size_t ch = sc__layer_numel(&m->cfg) / (size_t)W;
-            SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_layer_base(&m->cfg, l), ch * (size_t)W));
-        }
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_layers(m, dst));
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
     return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)

@@ -2,7 +2,8 @@
 # Data parallel on the GPU, on a machine with >= 2 GPUs (the nvidia-h200-x2 kind), in one go:
 #  1. equality: 2 ranks x batch B against 1 GPU x batch 2B (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
-#     ZeRO-1 saves the same bytes as plain data parallel; slide mode the same checks as resident;
+#     ZeRO-1 saves the same bytes as plain data parallel; slide mode the same checks as resident
+#     (slide's ZeRO-1: the same bytes as slide without it);
 #     a rank killed mid-run stops the other within the timeout, with a message;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
 #     1 GPU against 2 (scaling = 2 x step(1) / step(2)), and 2 with ZeRO-1 (peak memory), with traces: the fraction of the
@@ -42,6 +43,12 @@ for dt in fp32 bf16; do
     equal resident $dt
     # slide over NCCL: each layer's gradients summed on the device before they go down
     equal slide $dt
+    # slide's ZeRO-1: each host keeps the AdamW state of its chunk of each layer (bf16: with f32 master weights)
+    "$BIN/slidecheck" $tiny --mode slide --dtype $dt --batch 2 --gpus 2 --zero 1 --save "$O/save_slide_${dt}_z" \
+        > "$O/two_slide_${dt}_z.log" 2>&1 || { echo "2 ranks slide ZeRO-1 $dt: exit $?"; tail -n 5 "$O/two_slide_${dt}_z.log"; fail=1; }
+    if cmp -s "$O/save_slide_${dt}_a/model.safetensors" "$O/save_slide_${dt}_z/model.safetensors"; then
+        echo "slide $dt: ZeRO-1 saved the same weights as slide's plain data parallel (bitwise): PASS"
+    else echo "slide $dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
     "$BIN/slidecheck" $tiny --dtype $dt --batch 2 --gpus 2 --zero 1 --save "$O/save_${dt}_z" > "$O/two_${dt}_z.log" 2>&1 ||
         { echo "2 ranks ZeRO-1 $dt: exit $?"; tail -n 5 "$O/two_${dt}_z.log"; fail=1; }
     if cmp -s "$O/save_resident_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
@@ -69,7 +76,9 @@ echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/s
 sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / 2 - 1 ))"
 "$BIN/slidecheck" $sl --out "$O/slide1" > "$O/slide1.log" 2>&1
 "$BIN/slidecheck" $sl --gpus 2 --out "$O/slide2" > "$O/slide2.log" 2>&1
-grep -h '^summary' "$O/slide1.log" "$O/slide2.log"
+# ZeRO-1: rank 0's pageable host memory (the summary's 'pageable') drops by its share of the layers' AdamW state
+"$BIN/slidecheck" $sl --gpus 2 --zero 1 --out "$O/slidez" > "$O/slidez.log" 2>&1
+grep -h '^summary' "$O/slide1.log" "$O/slide2.log" "$O/slidez.log"
 echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/slide2/trace.json"
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
 torchrun --nproc_per_node=2 bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1

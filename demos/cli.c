@@ -109,15 +109,18 @@ static const char *usage_train =
     "                          (as torchrun --nproc_per_node=N --no-python would); --batch is per rank.\n"
     "                          Under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"
     "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. On the\n"
-    "                          GPU (resident mode) each rank uses GPU LOCAL_RANK and sums gradients over\n"
-    "                          NCCL (libnccl.so.2, or the path in SLIDECHECK_NCCL) layer by layer;\n"
-    "                          slide mode's data parallel runs on the CPU backend\n"
+    "                          GPU each rank uses GPU LOCAL_RANK and sums gradients over NCCL\n"
+    "                          (libnccl.so.2, or the path in SLIDECHECK_NCCL) layer by layer; slide\n"
+    "                          mode's data parallel runs without --dpu and --keep-head\n"
     "  --rendezvous-timeout S  data parallel: seconds a rank waits for the others, at the start and in\n"
     "                          every exchange (default: SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)\n"
     "  --zero 1                data parallel with AdamW: ZeRO-1, each rank keeps the AdamW state of\n"
     "                          its 1/N of the parameters and updates only those (on the GPU: a\n"
     "                          reduce-scatter per layer, then an all-gather of the updated weights;\n"
-    "                          resident mode, not with --master-weights); the same bits as without\n"
+    "                          resident mode, not with --master-weights); the same bits as without.\n"
+    "                          Slide mode: each host keeps the state of its 1/N of each layer (the\n"
+    "                          embedding, final norm and head whole), then the updated chunks are\n"
+    "                          gathered (GPU: by the upload's all-gather)\n"
     "\n";
 
 static const char *usage_plan =
@@ -776,8 +779,9 @@ static int cmd_train(int argc, char **argv)
         if (st.median > 0)
             printf("  model %.1f TFLOP/s", (double)o.accum * W * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)
-            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB", (double)si.h2d_bytes / 1e9,
-                   (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0);
+            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB  pageable %.3f GiB", (double)si.h2d_bytes / 1e9,
+                   (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0,
+                   (double)si.host_bytes / 1073741824.0); /* rank 0's: ZeRO-1 shards its AdamW state */
         printf("  device %s\n",
 #ifdef SLIDECHECK_CUDA
                sc_model_cuda(m) ? sc_cuda_device_name(sc_model_cuda(m)) : "cpu"

@@ -122,8 +122,17 @@ expect 0 "--gpus 2 again" $DP --batch 1 --gpus 2 --save "$T/dp2"
 if cmp -s "$T/dp1/model.safetensors" "$T/dp2/model.safetensors"; then ok "two data-parallel runs save the same bytes"
 else bad "two data-parallel runs differ"; fi
 expect 0 "--gpus 2 --mode slide" $DP --batch 1 --gpus 2 --mode slide --save "$T/dps"
+pageable() { awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "pageable") print $(i + 1)}' "$T/out"; }
+hs1=$(pageable)
 if cmp -s "$T/dp1/model.safetensors" "$T/dps/model.safetensors"; then ok "slide mode's data parallel saves resident mode's bytes"
 else bad "slide and resident data parallel differ"; fi
+expect 0 "--gpus 2 --mode slide --zero 1" $DP --batch 1 --gpus 2 --mode slide --zero 1 --save "$T/dpsz"
+if cmp -s "$T/dps/model.safetensors" "$T/dpsz/model.safetensors"; then ok "slide mode's ZeRO-1 saves the same bytes as slide without it"
+else bad "slide mode with and without ZeRO-1 differ"; fi
+hs2=$(pageable)
+if awk -v a="$hs1" -v b="$hs2" 'BEGIN { exit !(a != "" && b != "" && a - b >= 0.002) }'; then
+    ok "slide ZeRO-1: rank 0's pageable host memory $hs1 -> $hs2 GiB (its share of the AdamW state)"
+else bad "slide ZeRO-1 pageable host memory '$hs1' -> '$hs2' GiB"; fi
 expect 1 "--gpus 2 --mode slide --dpu is refused" $DP --batch 1 --gpus 2 --mode slide --dpu
 expect 0 "--gpus 2 --zero 1" $DP --batch 1 --gpus 2 --zero 1 --save "$T/dpz" --out "$T/dpo"
 if [ "$(wc -l < "$T/dpo/dp_steps.csv")" -eq 4 ] && head -1 "$T/dpo/dp_steps.csv" | grep -q "^step,wall_ms_rank0,wall_ms_rank1,wall_ms_slowest$" &&

@@ -363,7 +363,10 @@ static void test_comm(void)
 static int g_zero;         /* dp_train with ZeRO-1 */
 static int g_slide;        /* dp_train in slide mode */
 static int g_untied;       /* dp_train with an untied LM head */
+static int g_bf16;         /* dp_train with bf16 storage (the CPU backend rounds) */
+static int g_world = 2;    /* dp_run's ranks (at most 3) */
 static int64_t g_peak;     /* dp_train: the allocator's peak allocated bytes */
+static int64_t g_host;     /* dp_train: slide mode's host bytes (weights, gradients, AdamW state) */
 static int64_t g_fixed;    /* dp_train: fixed bytes without ZeRO less with it (the planner's view) */
 
 static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, float **w, size_t *np)
@@ -375,6 +378,7 @@ static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, floa
     mc.comm = comm;
     mc.zero = g_zero;
     if (g_slide) mc.mode = SC_MODE_SLIDE;
+    mc.bf16 = g_bf16;
     mc.optim = SC_OPTIM_ADAMW;
     mc.lr = 1e-3f;
     sc_model_config plain = mc;
@@ -384,64 +388,72 @@ static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, floa
     if (sc_model_create(&m, &c, &mc, NULL) != SC_SUCCESS) return 0;
     sc_plan plan;
     sc_plan_parse(&plan, comm ? "full" : "none", c.num_layers);
-    int G = 2 * DP_B, B = comm ? DP_B : G;
+    int G = (comm ? world : 2) * DP_B, B = comm ? DP_B : G;
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)G * DP_T);
     int ok = 1;
     for (int s = 0; s < DP_STEPS && ok; s++) {
         for (int i = 0; i < G * DP_T; i++) ids[i] = (int32_t)((i * 7919u + (unsigned)s * 104729u) % (unsigned)c.vocab_size);
         ok = sc_model_step(m, &plan, ids + (comm ? rank * B * DP_T : 0), 1, B, DP_T, 1, &losses[s]) == SC_SUCCESS;
     }
-    (void)world;
     *np = sc_config_num_params(&c);
     *w = (float *)malloc(sizeof(float) * *np);
     ok = ok && sc_model_get_params(m, *w) == SC_SUCCESS;
     g_peak = sc_allocator_stats(sc_model_allocator(m)).allocated_bytes[SC_STAT_ALL].peak;
+    g_host = (int64_t)sc_model_slide_info(m).host_bytes;
     sc_model_destroy(m);
     free(ids);
     return ok;
 }
 
-/* Child: rank `rank` of 2 trains; rank 1 sends the hash of its losses and weights to rank 0,
-   which writes its own losses and weights and rank 1's hashes to `out` (the test's parent never
-   runs the model before it forks: an OpenMP runtime does not survive a fork) */
+/* Child: rank `rank` of g_world trains; the others send the hashes of their losses and weights
+   to rank 0, which writes its own losses and weights and rank 1's hashes (zero when the others'
+   differ from rank 1's) to `out` (the test's parent never runs the model before it forks: an
+   OpenMP runtime does not survive a fork) */
 static pid_t spawn_dp(int rank, int port, const char *out)
 {
     fflush(stdout);
     pid_t p = fork();
     if (p) return p;
-    sc_dist_env e = env_of(rank, 2, port, 20.0);
+    sc_dist_env e = env_of(rank, g_world, port, 20.0);
     unsigned char b[BLOB];
     blob_of(b, 1);
     sc_dist_comm *c = NULL;
     if (sc_dist_comm_open(&c, &e, 7, b, BLOB) != SC_SUCCESS) _exit(2);
     float l[DP_STEPS], *w = NULL;
     size_t np = 0;
-    int ok = dp_train(c, rank, 2, l, &w, &np);
-    uint64_t h[2] = {sc_hash_bytes(0, w, np * sizeof(float)), sc_hash_bytes(0, l, sizeof l)}, all[2][2];
+    int ok = dp_train(c, rank, g_world, l, &w, &np);
+    uint64_t h[2] = {sc_hash_bytes(0, w, np * sizeof(float)), sc_hash_bytes(0, l, sizeof l)}, all[3][2];
     ok = ok && sc_dist_gather(c, h, rank ? NULL : all, sizeof h) == SC_SUCCESS;
+    for (int r = 2; ok && rank == 0 && r < g_world; r++)
+        if (memcmp(all[r], all[1], sizeof all[1])) all[1][0] = all[1][1] = 0;
     sc_dist_comm_close(c);
     if (ok && rank == 0) {
         FILE *f = fopen(out, "wb");
         ok = f && fwrite(l, sizeof l, 1, f) == 1 && fwrite(&np, sizeof np, 1, f) == 1 &&
              fwrite(w, sizeof(float), np, f) == np && fwrite(all[1], sizeof all[1], 1, f) == 1 &&
-             fwrite(&g_peak, sizeof g_peak, 1, f) == 1 && fwrite(&g_fixed, sizeof g_fixed, 1, f) == 1;
+             fwrite(&g_peak, sizeof g_peak, 1, f) == 1 && fwrite(&g_fixed, sizeof g_fixed, 1, f) == 1 &&
+             fwrite(&g_host, sizeof g_host, 1, f) == 1;
         if (f) fclose(f);
     }
     _exit(ok ? 0 : 3);
 }
 
+/* host: rank 0's slide host bytes (NULL: not wanted) */
 static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *child_hash, int64_t *peak,
-                  int64_t *fixed)
+                  int64_t *fixed, int64_t *host)
 {
-    int port = free_port();
-    pid_t c0 = spawn_dp(0, port, out), c1 = spawn_dp(1, port, out);
-    int x0 = reap(c0), x1 = reap(c1);
-    if (x0 || x1) return 0;
+    int64_t h;
+    int port = free_port(), bad = 0;
+    pid_t c[3];
+    for (int r = 0; r < g_world; r++) c[r] = spawn_dp(r, port, out);
+    for (int r = 0; r < g_world; r++) bad |= reap(c[r]);
+    if (bad) return 0;
     FILE *f = fopen(out, "rb");
     int ok = f && fread(l, sizeof(float) * DP_STEPS, 1, f) == 1 && fread(np, sizeof *np, 1, f) == 1;
     if (ok) *w = (float *)malloc(sizeof(float) * *np);
     ok = ok && fread(*w, sizeof(float), *np, f) == *np && fread(child_hash, sizeof(uint64_t) * 2, 1, f) == 1 &&
-         fread(peak, sizeof *peak, 1, f) == 1 && fread(fixed, sizeof *fixed, 1, f) == 1;
+         fread(peak, sizeof *peak, 1, f) == 1 && fread(fixed, sizeof *fixed, 1, f) == 1 &&
+         fread(host ? host : &h, sizeof h, 1, f) == 1;
     if (f) fclose(f);
     remove(out);
     return ok;
@@ -454,22 +466,41 @@ static void test_data_parallel(void)
     uint64_t ha[2], hb[2], hz[2];
     int64_t pa = 0, pb = 0, pz = 0, fa = 0, fz = 0;
     /* the forks first, the parent's own run (OpenMP in this process) last */
-    int ok = dp_run("build/tmp_dp_a.bin", la, &wa, &np, ha, &pa, &fa) &&
-             dp_run("build/tmp_dp_b.bin", lb, &wb, &np, hb, &pb, &fa);
+    int ok = dp_run("build/tmp_dp_a.bin", la, &wa, &np, ha, &pa, &fa, NULL) &&
+             dp_run("build/tmp_dp_b.bin", lb, &wb, &np, hb, &pb, &fa, NULL);
     g_zero = 1;
-    int okz = dp_run("build/tmp_dp_z.bin", lz, &wz, &np, hz, &pz, &fz);
+    int okz = dp_run("build/tmp_dp_z.bin", lz, &wz, &np, hz, &pz, &fz, NULL);
     g_zero = 0;
     /* slide mode's data parallel: the same bits as resident mode's, tied and untied head */
     float ls[DP_STEPS], lr[DP_STEPS], lu[DP_STEPS], *ws = NULL, *wr = NULL, *wu = NULL;
     size_t npu = 0;
     uint64_t hs[2], hr[2], hu[2];
     int64_t ps = 0, pr = 0, pu = 0, fs = 0;
+    /* slide mode's ZeRO-1 (z: tied, v: untied, b: bf16 storage, c: bf16 with ZeRO-1), rank 0's host bytes */
+    float lsz[DP_STEPS], lv[DP_STEPS], lb16[DP_STEPS], lc[DP_STEPS], *wsz = NULL, *wv = NULL, *wb16 = NULL, *wc = NULL;
+    uint64_t hsz[2], hv[2], hb16[2], hc[2];
+    int64_t xs = 0, xu = 0, xsz = 0, xv = 0, xb = 0, xc = 0;
     g_slide = 1;
-    int oks = dp_run("build/tmp_dp_s.bin", ls, &ws, &np, hs, &ps, &fs);
+    int oks = dp_run("build/tmp_dp_s.bin", ls, &ws, &np, hs, &ps, &fs, &xs);
+    g_zero = 1;
+    int oksz = dp_run("build/tmp_dp_sz.bin", lsz, &wsz, &np, hsz, &ps, &fs, &xsz);
     g_untied = 1;
-    int oku = dp_run("build/tmp_dp_u.bin", lu, &wu, &npu, hu, &pu, &fs);
-    g_slide = 0;
-    int okr = dp_run("build/tmp_dp_r.bin", lr, &wr, &npu, hr, &pr, &fs);
+    int okv = dp_run("build/tmp_dp_v.bin", lv, &wv, &npu, hv, &pu, &fs, &xv);
+    g_zero = 0;
+    int oku = dp_run("build/tmp_dp_u.bin", lu, &wu, &npu, hu, &pu, &fs, &xu);
+    g_untied = 0, g_bf16 = 1;
+    int okb = dp_run("build/tmp_dp_b16.bin", lb16, &wb16, &np, hb16, &ps, &fs, &xb);
+    g_zero = 1;
+    int okc = dp_run("build/tmp_dp_c.bin", lc, &wc, &np, hc, &ps, &fs, &xc);
+    /* 3 ranks: each layer's 209248 elements leave a remainder of 1 that every rank updates alike */
+    float l3[DP_STEPS], l3z[DP_STEPS], *w3 = NULL, *w3z = NULL;
+    uint64_t h3[2], h3z[2];
+    g_bf16 = 0, g_world = 3;
+    int ok3 = dp_run("build/tmp_dp_3z.bin", l3z, &w3z, &np, h3z, &ps, &fs, NULL);
+    g_zero = 0;
+    ok3 = ok3 && dp_run("build/tmp_dp_3.bin", l3, &w3, &np, h3, &ps, &fs, NULL);
+    g_world = 2, g_untied = 1, g_slide = 0;
+    int okr = dp_run("build/tmp_dp_r.bin", lr, &wr, &npu, hr, &pr, &fs, NULL);
     g_untied = 0;
     ok = ok && dp_train(NULL, 0, 1, l1, &w1, &np);
     /* ZeRO-1: the same bits as plain data parallel, with half the AdamW state on each of 2 ranks */
@@ -489,7 +520,35 @@ static void test_data_parallel(void)
     CHECK(oku && okr && !memcmp(lu, lr, sizeof lr) && !memcmp(wu, wr, npu * sizeof(float)) &&
               hu[0] == sc_hash_bytes(0, wu, npu * sizeof(float)),
           "the same with an untied LM head (the embedding rows other ranks touched: summed, then cleared)");
-    free(ws), free(wr), free(wu);
+    /* slide's ZeRO-1: the same bits as slide's plain data parallel on both replicas, and a
+       rank's host AdamW state is its chunk of each layer (the embedding and norm whole) */
+    CHECK(oks && oksz && !memcmp(lsz, ls, sizeof ls) && !memcmp(wsz, ws, np * sizeof(float)) &&
+              hsz[0] == sc_hash_bytes(0, wsz, np * sizeof(float)) && hsz[1] == sc_hash_bytes(0, lsz, sizeof lsz),
+          "slide mode, 2 ranks, ZeRO-1: losses and weights equal slide's plain data parallel bit for bit, on both "
+          "replicas (tied head)");
+    CHECK(oku && okv && !memcmp(lv, lu, sizeof lu) && !memcmp(wv, wu, npu * sizeof(float)) &&
+              hv[0] == sc_hash_bytes(0, wv, npu * sizeof(float)) && hv[1] == sc_hash_bytes(0, lv, sizeof lv),
+          "the same with an untied LM head");
+    CHECK(okb && okc && !memcmp(lc, lb16, sizeof lb16) && !memcmp(wc, wb16, np * sizeof(float)) &&
+              hc[0] == sc_hash_bytes(0, wc, np * sizeof(float)) && memcmp(wb16, ws, np * sizeof(float)),
+          "the same with bf16 storage (weights other than f32's)");
+    {
+        sc_config c;
+        sc_config_named(&c, "tiny");
+        size_t ln = sc_config_layer_offsets(&c).size, mine = ln / 2 + ln % 2; /* rank 0's chunk and the remainder */
+        int64_t state = (int64_t)np * 2 * (int64_t)sizeof(float);
+        int64_t want = (int64_t)c.num_layers * (int64_t)(ln - mine) * 2 * (int64_t)sizeof(float);
+        CHECK(oksz && okv && xs - xsz == want && xu - xv == want && xb - xc == want && want * 10 >= state * 4,
+              "slide ZeRO-1 (2 ranks): rank 0's host bytes %.3f MiB against %.3f MiB: %.3f MiB less, %.1f%% of the %.3f "
+              "MiB of AdamW state (half of the layers' %.1f%%; the embedding and norm keep whole state); the same "
+              "cut untied and in bf16", xsz / 1048576.0, xs / 1048576.0, (xs - xsz) / 1048576.0,
+              100.0 * (double)(xs - xsz) / (double)state, state / 1048576.0,
+              100.0 * (double)(c.num_layers * ln) / (double)np);
+    }
+    CHECK(ok3 && !memcmp(l3z, l3, sizeof l3) && !memcmp(w3z, w3, np * sizeof(float)) &&
+              h3z[0] == sc_hash_bytes(0, w3z, np * sizeof(float)) && h3[0] == sc_hash_bytes(0, w3, np * sizeof(float)),
+          "the same on 3 ranks (a remainder in each layer), on every replica");
+    free(ws), free(wr), free(wu), free(wsz), free(wv), free(wb16), free(wc), free(w3), free(w3z);
     CHECK(ok, "2 ranks x B=%d and 1 process x B=%d train %d AdamW steps (tiny, T=%d)", DP_B, 2 * DP_B, DP_STEPS, DP_T);
     if (!ok) return;
     CHECK(ha[0] == sc_hash_bytes(0, wa, np * sizeof(float)) && ha[1] == sc_hash_bytes(0, la, sizeof la),
