@@ -1194,6 +1194,15 @@ __device__ __forceinline__ uint32_t fa_pack(float lo, float hi)
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
 }
+/* an A fragment (16 rows x 16 k) from two accumulator tiles of 8 columns (k..k+7, k+8..k+15),
+   rounded to bf16: P or dS fed back into the next product */
+__device__ __forceinline__ void fa_packA(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4])
+{
+    a[0] = fa_pack(lo[0], lo[1]);
+    a[1] = fa_pack(lo[2], lo[3]);
+    a[2] = fa_pack(hi[0], hi[1]);
+    a[3] = fa_pack(hi[2], hi[3]);
+}
 
 /* rows [0, R) of a tile (D columns) into shared memory (row stride D + 8); rows >= nvalid zero */
 template <int R, int D, int NT>
@@ -1349,12 +1358,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
             for (int kk = 0; kk < BN / 16; kk++) {
                 uint32_t a[MT][4];
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    a[mt][0] = fa_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                    a[mt][1] = fa_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                    a[mt][2] = fa_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                    a[mt][3] = fa_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-                }
+                for (int mt = 0; mt < MT; mt++) fa_packA(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
                 for (int dn = 0; dn < D / 16; dn++) {
                     uint32_t bb[4];
@@ -1515,12 +1519,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
                 for (int kk = 0; kk < KC / 16; kk++) {
                     uint32_t a[MT][4];
 #pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        a[mt][0] = fa_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                        a[mt][1] = fa_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                        a[mt][2] = fa_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                        a[mt][3] = fa_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-                    }
+                    for (int mt = 0; mt < MT; mt++) fa_packA(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
                     for (int dn = 0; dn < D / 16; dn++) {
                         uint32_t bb[4];
@@ -1640,11 +1639,9 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, const
                     }
 #pragma unroll
                 for (int kk = 0; kk < QC / 16; kk++) {
-                    uint32_t ap[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1]), fa_pack(s[2 * kk][2], s[2 * kk][3]),
-                                      fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-                    uint32_t as[4] = {fa_pack(dp[2 * kk][0], dp[2 * kk][1]), fa_pack(dp[2 * kk][2], dp[2 * kk][3]),
-                                      fa_pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
-                                      fa_pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+                    uint32_t ap[4], as[4];
+                    fa_packA(ap, s[2 * kk], s[2 * kk + 1]);
+                    fa_packA(as, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
                     for (int dn = 0; dn < D / 16; dn++) {
                         uint32_t bb[4];
