@@ -1137,11 +1137,11 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
    Tensor-core attention (bf16 storage only; D in {64, 128}; 16-byte aligned operands).
    FlashAttention-2 style, mma.sync m16n8k16 bf16 -> f32, operands staged in shared memory by
    cp.async (rows padded by 16 bytes: conflict-free ldmatrix), softmax statistics in f32 (log2
-   domain, exp2f). Each warp owns 16 rows (queries in fwd / dQ, keys in dK/dV).
-   - forward: grid (q tiles of 16*NW rows, H, B); loops over 64-key tiles up to the diagonal,
+   domain, exp2f). Each warp owns 16 rows, or MT m-tiles of 16 (queries in fwd / dQ, keys in dK/dV).
+   - forward: grid (q tiles of 16*MT*NW rows, H, B); loops over 64-key tiles up to the diagonal,
      double-buffered; online softmax; writes out (bf16) and lse (natural log).
-   - backward: Di = rowsum(dout * out) (k_attn_di), then two kernels with no atomics:
-     dQ (grid over query tiles; loops over key tiles) and dK/dV (grid over key tiles of 16*NW
+   - backward: two kernels with no atomics: dQ (grid over query tiles; loops over key tiles;
+     computes Di = rowsum(dout * out) of its rows first and writes it) and dK/dV (grid over key tiles of 16*NW
      keys; loops over the G query heads of the kv head and the query tiles from the diagonal on,
      in a fixed order). P is recomputed from lse in both. Every output element is produced by one
      thread in a fixed order: results are bitwise reproducible.
@@ -1397,17 +1397,50 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
 }
 
 /* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j, with
-   Di = rowsum(dO * O) from k_attn_di (as FlashAttention does). An earlier version recomputed
+   Di = rowsum(dO * O) (as FlashAttention does; fa_rowdots). An earlier version recomputed
    Di = sum_j p_ij dp_ij in a first pass over the keys, so that each row of dS summed to zero in
    f32; that pass cost 40% of this kernel, and the k_proj.bias gradient it protects (a
    near-cancelling sum) stays within the bounds of test_bf16_hf_init without it (1.55-1.81e-2
    on the H100; PyTorch's own bf16 SDPA step: 1.7-3.3e-2, bench/bf16_grad_err.py). */
 __host__ __device__ constexpr int sc__fa_dq_bn(int MT) { return MT == 1 ? SC__FA_BN : 32; }
 
+/* Di = rowsum(dO * O) of the warp's rows (FlashAttention's D), from dO already in shared memory
+   (row stride D + 8) and O in global memory (row stride ostride): the quad that shares a row
+   splits it in four, each quarter summed in order, then the quad's butterfly (every lane gets
+   the same bits). Written out for the dK/dV kernel. */
+template <int D, int MT>
+__device__ __forceinline__ void fa_rowdots(float (&Dd)[MT][2], float *di, const bf16 *o, const bf16 *sdo, int wr0, int T_,
+                                           int ostride, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            int wrow = 16 * mt + g + 8 * r, i = wr0 + wrow;
+            float s = 0.0f;
+            if (i < T_) {
+                const bf16 *op = o + (size_t)i * ostride + t * (D / 4), *dp = sdo + wrow * (D + 8) + t * (D / 4);
+#pragma unroll
+                for (int c = 0; c < D / 4; c += 8) {
+                    float a[8], d[8];
+                    ld8(a, op + c);
+                    ld8(d, dp + c);
+#pragma unroll
+                    for (int e = 0; e < 8; e++) s += d[e] * a[e];
+                }
+            }
+            s += __shfl_xor_sync(0xffffffffu, s, 1);
+            s += __shfl_xor_sync(0xffffffffu, s, 2);
+            Dd[mt][r] = s;
+            if (t == 0 && i < T_) di[i] = s;
+        }
+}
+
 template <int D, int NW, int MT>
-__global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, const bf16 *qk, const bf16 *qkv,
-                                                  const float *lse, const float *Di, int T_, int H, int KV,
-                                                  float sl2, float scale)
+__global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, float *Di, const bf16 *dout, const bf16 *qk,
+                                                  const bf16 *qkv, const bf16 *out, const float *lse, int T_, int H,
+                                                  int KV, float sl2, float scale)
 {
     /* MT m-tiles of 16 rows a warp (as in the forward); with two, key tiles of 32 so that S and dP
        fit in registers beside the accumulators and two blocks fit in shared memory (with 64-key
@@ -1430,14 +1463,13 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
     const int wr0 = q0 + WR * w;
     float L[MT][2], Dd[MT][2], acc[MT][D / 8][4];
     {
-        const float *lr = lse + ((size_t)b * H + h) * T_, *dr = Di + ((size_t)b * H + h) * T_;
+        const float *lr = lse + ((size_t)b * H + h) * T_;
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 int i = wr0 + 16 * mt + g + 8 * r;
                 L[mt][r] = i < T_ ? lr[i] * 1.4426950408889634f : 0.0f;
-                Dd[mt][r] = i < T_ ? dr[i] : 0.0f;
             }
     }
 #pragma unroll
@@ -1459,6 +1491,8 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, const bf16 *dout, 
             fa_wait<0>();
         }
         __syncthreads();
+        if (n == 0) fa_rowdots<D, MT>(Dd, Di + ((size_t)b * H + h) * T_, out + rowbase * H * D + (size_t)h * D,
+                                      sO + WR * w * SD, wr0, T_, H * D, lane);
         if (k0 <= wr0 + WR - 1) {
             const bf16 *cK = sK + (n & 1) * BN * SD, *cV = sV + (n & 1) * BN * SD;
             bool act[MT]; /* as a warp of one m-tile: the whole tile, or none of it */
@@ -3046,15 +3080,16 @@ static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const voi
 }
 
 template <int D, int NW, int MT>
-static void fa_dq_launch(sc_cuda *cu, void *dqk, const void *dout, const void *qk, const void *qkv, const float *lse,
-                         const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
+static void fa_dq_launch(sc_cuda *cu, void *dqk, float *Di, const void *dout, const void *qk, const void *qkv,
+                         const void *out, const float *lse, int B, int T_, int H, int KV, float sl2, float scale)
 {
     constexpr int BM = 16 * MT * NW;
     size_t sm = sc__fa_smem_dq<D, BM, sc__fa_dq_bn(MT)>();
     if (!sc__set_smem(cu, k_fa_dq<D, NW, MT>, sm)) return;
     dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
-    k_fa_dq<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)dout, (const bf16 *)qk,
-                                                         (const bf16 *)qkv, lse, Di, T_, H, KV, sl2, scale);
+    k_fa_dq<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, Di, (const bf16 *)dout, (const bf16 *)qk,
+                                                         (const bf16 *)qkv, (const bf16 *)out, lse, T_, H, KV, sl2,
+                                                         scale);
     sc__launched(cu, "attention_backward dq (tensor cores)");
 }
 
@@ -3078,11 +3113,10 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
     float *Di = (float *)sc__scratch(cu, SC__SCR_ROWS, (size_t)N * H * sizeof(float));
     if (!Di) return;
     float scale = 1.0f / sqrtf((float)D), sl2 = scale * 1.4426950408889634f;
-    size_t warps = (size_t)N * H;
-    k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N, T_, H, D);
-    sc__launched(cu, "attention row dots");
-    if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_dq_launch<D, 8, 1>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
-    else fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+    /* the dQ kernel computes Di = rowsum(dO * O) from its dO tile and writes it for dK/dV */
+    if (cu->attn_mode == SC__ATTN_ONE_MTILE)
+        fa_dq_launch<D, 8, 1>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
+    else fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
     fa_dkv_launch<D, SC__FA_NW_DKV>(cu, dqk, dqkv, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
 }
 
