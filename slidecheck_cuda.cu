@@ -1234,6 +1234,32 @@ template <int SD> __device__ __forceinline__ void fa_ldBt(uint32_t (&b)[4], cons
     fa_ldsm_t(b, fa_saddr(s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * SD + d0 + (lane >> 4) * 8));
 }
 
+/* acc[mt] += P[mt] x tile for the active m-tiles: P (16 rows x KN, f32 accumulator tiles) rounded
+   to bf16, the tile's KN rows (keys) the k index and its D columns the n index. The forward's
+   O += P V and dQ's dS K. */
+template <int D, int MT, int KN, int SD>
+__device__ __forceinline__ void fa_mma_rows(float (&acc)[MT][D / 8][4], const float (&p)[MT][KN / 8][4], const bf16 *tile,
+                                            const bool (&act)[MT], int lane)
+{
+#pragma unroll
+    for (int kk = 0; kk < KN / 16; kk++) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) fa_packA(a[mt], p[mt][2 * kk], p[mt][2 * kk + 1]);
+#pragma unroll
+        for (int dn = 0; dn < D / 16; dn++) {
+            uint32_t bb[4];
+            fa_ldBt<SD>(bb, tile, kk * 16, dn * 16, lane);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                if (act[mt]) {
+                    fa_mma(acc[mt][2 * dn], a[mt], bb[0], bb[1]);
+                    fa_mma(acc[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
+                }
+        }
+    }
+}
+
 /* forward: grid (ceil(T / (16*MT*NW)), H, B). Each warp owns MT m-tiles of 16 rows, so that every
    K / V fragment read from shared memory feeds MT mma instead of one (ldmatrix bandwidth, not
    the tensor cores, bounded the one-m-tile version). Each row's arithmetic does not depend on MT:
@@ -1354,23 +1380,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
                     o[mt][i][3] *= alpha[1];
                 }
             }
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) {
-                uint32_t a[MT][4];
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) fa_packA(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
-#pragma unroll
-                for (int dn = 0; dn < D / 16; dn++) {
-                    uint32_t bb[4];
-                    fa_ldBt<SD>(bb, cV, kk * 16, dn * 16, lane);
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++)
-                        if (act[mt]) {
-                            fa_mma(o[mt][2 * dn], a[mt], bb[0], bb[1]);
-                            fa_mma(o[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
-                        }
-                }
-            }
+            fa_mma_rows<D, MT, BN, SD>(o, s, cV, act, lane);
         }
         __syncthreads();
     }
@@ -1549,23 +1559,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, float *Di, const b
                             s[mt][nt][e] = p * (dp[mt][nt][e] - Dd[mt][r]);
                         }
                 }
-#pragma unroll
-                for (int kk = 0; kk < KC / 16; kk++) {
-                    uint32_t a[MT][4];
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) fa_packA(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
-#pragma unroll
-                    for (int dn = 0; dn < D / 16; dn++) {
-                        uint32_t bb[4];
-                        fa_ldBt<SD>(bb, cK, c + kk * 16, dn * 16, lane);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++)
-                            if (act[mt]) {
-                                fa_mma(acc[mt][2 * dn], a[mt], bb[0], bb[1]);
-                                fa_mma(acc[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
-                            }
-                    }
-                }
+                fa_mma_rows<D, MT, KC, SD>(acc, s, cK + c * SD, act, lane);
             }
         }
         __syncthreads();
