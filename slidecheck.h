@@ -6167,13 +6167,13 @@ static void sc__sgd_scalar(void *p, sc_dtype pt, const void *g, sc_dtype gt, uin
 /* wout is written without being read: with ordinary stores each of its lines is first read (a read-for-ownership,
    2 more bytes per parameter on top of AdamW's 28 or SGD's 12), non-temporal stores skip that. They need aligned
    addresses, so the elements before wout's first `align`-byte boundary go through the scalar path (the same bits,
-   as for the tail). Returns that count (at most n), or (size_t)-1: no streaming (off, no wout, an odd address). */
+   as for the tail). Returns that count (at most n); *nt = 0 and 0 without streaming (off, no wout, an odd address). */
 static int sc__optim_nt = 1;
-static size_t sc__optim_head(const uint16_t *wout, size_t n, size_t align)
+static size_t sc__optim_head(const uint16_t *wout, size_t n, size_t align, int *nt)
 {
     uintptr_t a = (uintptr_t)wout;
-    if (!wout || !sc__optim_nt || (a & 1)) return (size_t)-1;
-    size_t h = (size_t)((0 - a) & (align - 1)) / 2;
+    *nt = wout && sc__optim_nt && !(a & 1);
+    size_t h = *nt ? (size_t)((0 - a) & (align - 1)) / 2 : 0;
     return h < n ? h : n;
 }
 
@@ -6249,10 +6249,9 @@ SC__AVX512 SC__INL size_t sc__sgd16(void *p, const void *g, uint16_t *wout, size
 SC__AVX512 static void sc__adamw_avx512(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                         sc_dtype gt, uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
-    size_t i = sc__optim_head(wout, n, 32);
-    int nt = i != (size_t)-1; /* streaming: the head up to wout's first aligned element in scalar */
-    if (nt) sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, i, k);
-    else i = 0;
+    int nt;
+    size_t i = sc__optim_head(wout, n, 32, &nt); /* streaming: the head up to wout's first aligned element in scalar */
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, i, k);
 #define SC__CALL(P, G, W, S)                                                                                         \
     i = W && nt ? sc__adamw16(p, m, v, g, wout, i, n, k, P, G, W, S, 1)                                              \
                 : sc__adamw16(p, m, v, g, wout, i, n, k, P, G, W, S, 0)
@@ -6265,10 +6264,9 @@ SC__AVX512 static void sc__adamw_avx512(void *p, void *m, void *v, sc_dtype pt, 
 SC__AVX512 static void sc__sgd_avx512(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
                                       const sc_optim_consts *k)
 {
-    size_t i = sc__optim_head(wout, n, 32);
-    int nt = i != (size_t)-1;
-    if (nt) sc__sgd_scalar(p, pt, g, gt, wout, 0, i, k);
-    else i = 0;
+    int nt;
+    size_t i = sc__optim_head(wout, n, 32, &nt);
+    sc__sgd_scalar(p, pt, g, gt, wout, 0, i, k);
 #define SC__CALL(P, G, W)                                                                                            \
     i = W && nt ? sc__sgd16(p, g, wout, i, n, k, P, G, W, 1)                                                         \
                 : sc__sgd16(p, g, wout, i, n, k, P, G, W, 0)
@@ -6349,10 +6347,9 @@ SC__AVX2 SC__INL size_t sc__sgd8(void *p, const void *g, uint16_t *wout, size_t 
 SC__AVX2 static void sc__adamw_avx2(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                     sc_dtype gt, uint16_t *wout, size_t n, const sc_optim_consts *k)
 {
-    size_t i = sc__optim_head(wout, n, 16);
-    int nt = i != (size_t)-1;
-    if (nt) sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, i, k);
-    else i = 0;
+    int nt;
+    size_t i = sc__optim_head(wout, n, 16, &nt); /* streaming: the head up to wout's first aligned element in scalar */
+    sc__adamw_scalar(p, m, v, pt, st, g, gt, wout, 0, i, k);
 #define SC__CALL(P, G, W, S)                                                                                         \
     i = W && nt ? sc__adamw8(p, m, v, g, wout, i, n, k, P, G, W, S, 1)                                               \
                 : sc__adamw8(p, m, v, g, wout, i, n, k, P, G, W, S, 0)
@@ -6365,10 +6362,9 @@ SC__AVX2 static void sc__adamw_avx2(void *p, void *m, void *v, sc_dtype pt, sc_d
 SC__AVX2 static void sc__sgd_avx2(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint16_t *wout, size_t n,
                                   const sc_optim_consts *k)
 {
-    size_t i = sc__optim_head(wout, n, 16);
-    int nt = i != (size_t)-1;
-    if (nt) sc__sgd_scalar(p, pt, g, gt, wout, 0, i, k);
-    else i = 0;
+    int nt;
+    size_t i = sc__optim_head(wout, n, 16, &nt);
+    sc__sgd_scalar(p, pt, g, gt, wout, 0, i, k);
 #define SC__CALL(P, G, W)                                                                                            \
     i = W && nt ? sc__sgd8(p, g, wout, i, n, k, P, G, W, 1)                                                          \
                 : sc__sgd8(p, g, wout, i, n, k, P, G, W, 0)
