@@ -1015,6 +1015,17 @@ typedef struct sc_model_config {
                                   resident mode) while the layers stream; the same bits. More device
                                   memory (sc_slide_window_bytes counts it), no head traffic. Not with
                                   slide_dpu. */
+    int slide_device_update;   /* slide with SGD: each layer's SGD step runs on the device, in its slot,
+                                  as soon as backward has its gradients (resident mode's kernel: the
+                                  same bits), and the updated weights go down instead of the
+                                  gradients. The host then only copies (no 6 bytes a parameter of
+                                  host optimizer traffic beside the transfers) and the layers still
+                                  in slots at the end of backward are the next forward's first,
+                                  uploaded no more. The embedding and head keep the host update (or
+                                  the device's, with slide_keep_head). SGD without master weights
+                                  (no optimizer state), one process, not with slide_dpu; after an
+                                  update step the layers' gradients are not on the host
+                                  (sc_model_get_grads fails: a gradient-only step keeps them). */
     int verbose;               /* 1: progress lines on stderr (host allocation in slide mode) */
     struct sc_dist_comm *comm; /* data parallel over these processes (sc_dist_comm_open): each step's
                                   gradients and loss are summed over the ranks (rank order: the same
@@ -1077,6 +1088,10 @@ SCDEF int64_t sc_model_graph_kernels(const sc_model *m);
    slide_keep_head the kept head's weights, gradients and optimizer state instead of its slot). */
 typedef struct sc_slide_info {
     uint64_t h2d_bytes, d2h_bytes;   /* last step */
+    uint64_t h2d_first_bytes;        /* last step's uploads queued before its first download (the
+                                        forward's: they cannot overlap that step's downloads) */
+    size_t host_update_params;       /* parameters the host optimizer updates each step (the rest:
+                                        the device, with slide_keep_head / slide_device_update) */
     size_t pinned_bytes, host_bytes; /* held now */
     size_t window_bytes;             /* device bytes of the slots and gradient buffers */
     double opt_ms;                   /* host optimizer time in the last step (summed over updates) */
@@ -7061,12 +7076,14 @@ typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a
 typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
 enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2 };
-/* A host task: the update of one unit once its gradients have landed (ev). rank orders the
+/* A host task: the update of one unit once its gradients have landed (ev); dev: the device
+   updated the layer and ev is the download of its new weights (nothing to run: the unit's next
+   upload waits for it through pend[]). rank orders the
    tasks that have landed by when the next step needs them: an older step's first (DPU has two in
    flight), then the embedding and head (the next step starts with the embedding rows), then
    layer 0, 1, ... par: the parity of its update number (the pend[] it counts in, the working
    copy it writes); sb: the step buffers it reads. */
-typedef struct sc__task { int kind, unit, landed, update, par, sb; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
+typedef struct sc__task { int kind, unit, landed, update, par, sb, dev; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
@@ -7107,6 +7124,10 @@ typedef struct sc__slide {
     int ngroups, gfirst[2 * SC_MAX_LAYERS + 2], glast[2 * SC_MAX_LAYERS + 2];
     sc_optim_consts k;
     int update;
+    /* slide_device_update: this step updates the layers on the device (devup); the slots hold
+       the current weights of their layers, for the next step (keep_slots); the layers' gradients
+       of the last step did not come down (no_host_grads) */
+    int devup, keep_slots, no_host_grads;
     /* parities of update numbers this step: rb = the hw it uploads from, wp = the updates its
        uploads wait for, pp = the last update's (its gradient downloads wait for that one: it
        reads hg), par = its own tasks'. pending: DPU, the last step's update is not in this
@@ -7114,7 +7135,7 @@ typedef struct sc__slide {
     int rb, wp, pp, par, pending;
     uint64_t nstep;
     sc_result task_err;            /* a host task that failed (reported at the step's end) */
-    uint64_t h2d, d2h;
+    uint64_t h2d, d2h, h2d_first;
     double opt_ms, wait_ms;
 #ifdef SC__HAVE_THREADS
     pthread_mutex_t mu;
@@ -7290,6 +7311,7 @@ static void sc__copy_async(sc_model *m, int stream, void *dst, const void *src, 
 {
     if (!bytes) return;
     if (phase == SC_PHASE_H2D) m->sl->h2d += bytes;
+    if (phase == SC_PHASE_H2D && !m->sl->d2h) m->sl->h2d_first += bytes;
     if (phase == SC_PHASE_D2H) m->sl->d2h += bytes;
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
@@ -7512,6 +7534,14 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     if (mc.slide_dpu && mc.slide_keep_head) { /* the device holds one copy of the head: a read-back
                                                  would need the update the next step must not see */
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
+        goto fail;
+    }
+    if (mc.slide_device_update &&
+        (mc.mode != SC_MODE_SLIDE || mc.optim != SC_OPTIM_SGD || mc.master_weights || mc.slide_dpu ||
+         sc_dist_comm_world(mc.comm) > 1)) {
+        r = sc__fail(mc.mode != SC_MODE_SLIDE ? SC_ERROR_INVALID_ARGS : SC_ERROR_UNSUPPORTED,
+                     "slide_device_update needs slide mode with SGD, no master weights, no slide_dpu and one process "
+                     "(AdamW's state and an f32 master stay on the host, so their update does too)");
         goto fail;
     }
     if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE && (mc.slide_dpu || mc.slide_keep_head)) {
@@ -8122,8 +8152,10 @@ static void *sc__opt_main(void *arg)
         sc__slide_run_task(m, &t);
         int64_t t1 = sc__trace_now_ns();
         SC__LOCK(sl);
-        sc__hspan_push(sl, SC_PHASE_OPT, t.kind == SC__TASK_LAYER ? t.unit : -1, 3, t0, t1, 0);
-        sl->opt_ms += (double)(t1 - t0) / 1e6;
+        if (!t.dev) {
+            sc__hspan_push(sl, SC_PHASE_OPT, t.kind == SC__TASK_LAYER ? t.unit : -1, 3, t0, t1, 0);
+            sl->opt_ms += (double)(t1 - t0) / 1e6;
+        }
         sl->pend[t.par][t.unit]--;
         sl->tdone++;
         SC__WAKE(sl);
@@ -8139,6 +8171,8 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     sc__task t;
     memset(&t, 0, sizeof t);
     t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = sl->par; t.sb = sl->cur;
+    t.dev = kind == SC__TASK_LAYER && sl->devup;
+    if (t.dev) t.update = 0;
     t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (kind == SC__TASK_LAYER ? unit + 1 : 0);
     SC__LOCK(sl);
     if (sl->tn == sl->tcap) {
@@ -8550,6 +8584,39 @@ static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t byte
     sc_allocator_record_stream(&m->alloc, dev, 2);
     sc__free(m, dev);
 }
+/* slide_device_update: layer l's SGD step in its slot, from the gradients backward has just
+   completed (resident mode's update, so the same bits), then the new weights go down into the
+   host copy the next upload reads. The slot is free again once they are down, and it keeps the
+   new weights: the next forward starts with the layers this backward ends with. */
+static void sc__slide_weights_down(sc_model *m, int l)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    size_t ln = sc__layer_numel(c), pb = (size_t)m->pb;
+    sc__slot *s = sc__slot_of(sl, l, c->num_layers);
+    int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, l);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_sgd_update(m->cu, s->w, m->pdt, sl->lg[l], m->gdt, ln, m->mc.lr, m->mc.weight_decay);
+    else
+#endif
+    {
+        sc_cpu_sgd_update((float *)s->w, sl->lg[l], ln, m->mc.lr, m->mc.weight_decay);
+        sc__round(m, (float *)s->w, ln);
+    }
+    sc__span_end(m, sp);
+    sc__free(m, sl->lg[l]);
+    sl->lg[l] = NULL;
+    sc__slide_wait_unit(m, sl->pp, l); /* the last download of l into the host copy has landed */
+    sc__ev done = sc__ev_record(m, 0);
+    sc__stream_wait(m, 2, &done);
+    sc__ev_release(m, &done);
+    SC_ASSERT(sc_dtype_size(sl->hpt) == pb && !sl->hw[0]); /* uploads read hp, in the slots' dtype */
+    sc__copy_async(m, 2, (char *)sl->hp + sc_config_layer_base(c, l) * pb, s->w, ln * pb, SC_PHASE_D2H, l);
+    sc__ev_release(m, &s->free);
+    s->free = sc__ev_record(m, 2);
+    sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
+}
+
 /* ==========================================================================================
    The step: shared per-layer pieces, the resident order and the slide order
    ========================================================================================== */
@@ -8879,10 +8946,15 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
             sc_allocator_record_stream(&m->alloc, sl->hsg[i].w, 2);
         }
     }
-    /* last step's copies are stale: the weights changed */
-    for (int i = 0; i < sl->nslots; i++) sl->slots[i].unit = -1;
-    sl->head.unit = keep ? c->num_layers : -1; /* a kept head is always resident */
+    /* last step's copies are stale: the weights changed (on the host). With the device update they
+       are the current weights: the layers of the slots need no upload. */
     for (int l = 0; l <= c->num_layers; l++) sl->lw[l] = NULL;
+    for (int i = 0; i < sl->nslots; i++) {
+        if (!sl->keep_slots) sl->slots[i].unit = -1;
+        if (sl->slots[i].unit >= 0) sl->lw[sl->slots[i].unit] = (float *)sl->slots[i].w;
+    }
+    sl->keep_slots = 0;
+    sl->head.unit = keep ? c->num_layers : -1; /* a kept head is always resident */
     return SC_SUCCESS;
 }
 
@@ -9245,7 +9317,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
        so the host updates overlap as without; over the control channel (CPU backend) no update
        before the sums */
     int W = sc_dist_comm_world(m->mc.comm), dpn = m->nccl, dp = !dpn && W > 1;
-    sl->h2d = sl->d2h = 0;
+    sl->h2d = sl->d2h = sl->h2d_first = 0;
     SC__LOCK(sl); /* the optimizer thread may still add to opt_ms */
     sl->opt_ms = sl->wait_ms = 0;
     SC__UNLOCK(sl);
@@ -9265,6 +9337,8 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
     }
     sl->par = m->t & 1;
+    sl->devup = update && m->mc.slide_device_update;
+    sl->no_host_grads = sl->devup;
     sl->hs_pergrad = !keep && !dpn && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
@@ -9349,7 +9423,9 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sc__slide_release(m, g);
         for (int l = e; l >= s; l--) {
             if (!sl->lg[l]) continue;
-            if (r == SC_SUCCESS) {
+            if (r == SC_SUCCESS && sl->devup) {
+                sc__slide_weights_down(m, l);
+            } else if (r == SC_SUCCESS) {
 #ifdef SLIDECHECK_CUDA
                 if (dpn) sc__dev_sum(m, sl->lg[l], ln, l), sc__d2h_after_comm(m);
 #endif
@@ -9407,6 +9483,7 @@ done:
             sl->wait_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
         }
         sl->pending = dpu && update && r == SC_SUCCESS;
+        sl->keep_slots = m->mc.slide_device_update && r == SC_SUCCESS;
     }
     if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
         r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
@@ -9733,6 +9810,7 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     if (m->params) sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), wb); /* kept head: the layers */
     else r = sc__slide_update_all(m, &k, wb);
     m->sl->pending = 0; /* applied now: the next step sees it */
+    m->sl->keep_slots = 0; /* the host weights changed: the slots' copies are stale */
     if (m->params && r == SC_SUCCESS) r = sc__device_update(m, sc__kept_numel(&m->cfg));
     sc__span_end(m, sp);
     return r;
@@ -9752,6 +9830,9 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
 
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
 {
+    if (m->sl && m->sl->no_host_grads)
+        return sc__fail(SC_ERROR_UNSUPPORTED, "slide_device_update: the last step updated its layers on the device and "
+                        "their gradients never came to the host; a gradient-only step (update = 0) keeps them");
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
@@ -9767,6 +9848,13 @@ SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)
     if (!m->sl) return s;
     s.h2d_bytes = m->sl->h2d;
     s.d2h_bytes = m->sl->d2h;
+    s.h2d_first_bytes = m->sl->h2d_first;
+    {
+        const sc_config *c = &m->cfg;
+        size_t layers = sc_config_norm_offset(c) - sc_config_layer_base(c, 0);
+        s.host_update_params = (m->mc.slide_device_update ? m->nparams - layers : m->nparams) -
+                               (m->mc.slide_keep_head ? sc__kept_numel(c) : 0);
+    }
     s.pinned_bytes = m->sl->pinned_bytes + (m->cu ? m->sl->sb[0].stage_bytes + m->sl->sb[1].stage_bytes : 0);
     s.host_bytes = m->sl->host_bytes;
     SC__LOCK(m->sl); /* host updates may still run (and add to opt_ms) */

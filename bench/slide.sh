@@ -19,10 +19,10 @@ sed -n '/^csv/,$p' "$O/floors.txt" | tail -n +2 > "$O/floors.csv"
 "$BIN/floors" --bytes 2GiB --reps 40 > "$O/floors_shared.txt" 2>&1 &
 sleep 1; "$BIN/cpu_optim" --n 200000000 --threads "$TH" --reps 20 > "$O/cpu_optim_shared.txt" 2>&1; wait
 sed -n '/^csv/,$p' "$O/floors_shared.txt" | tail -n +2 > "$O/floors_shared.csv"
-[ "${ONLY7B:-0}" = 1 ] || python3 bench/torch_cpu_adamw.py --n 200000000 --threads "$TH" --reps 10 > "$O/torch_adamw.txt" 2>&1
+[ "${ONLY7B:-0}" = 1 ] || [ -n "${ONLY:-}" ] || python3 bench/torch_cpu_adamw.py --n 200000000 --threads "$TH" --reps 10 > "$O/torch_adamw.txt" 2>&1
 cat "$O/floors.txt" "$O/floors_shared.txt" "$O/cpu_optim.txt" "$O/cpu_optim_shared.txt" "$O/torch_adamw.txt" 2>/dev/null
 
-echo "label,model,mode,seq,batch,accum,optim,precision,ckpt,prefetch,step_ms,n,peak_alloc_gib,peak_resv_gib,peak_rss_gib,h2d_gb,d2h_gb,pinned_gib,params,tflops,loss0,status" > "$O/slide.csv"
+echo "label,model,mode,seq,batch,accum,optim,precision,ckpt,prefetch,step_ms,n,peak_alloc_gib,peak_resv_gib,peak_rss_gib,h2d_gb,d2h_gb,pinned_gib,params,tflops,loss0,status,h2d_first_gb,host_params" > "$O/slide.csv"
 run() { # label model mode seq batch accum optim precision ckpt prefetch steps [extra flags]
     lab=$1 mdl=$2 mode=$3 s=$4 b=$5 a=$6 opt=$7 prec=$8 ck=$9; shift 9; pf=$1 st=$2; shift 2
     case $prec in pure-bf16) pf_flags="--dtype bf16 --pure-bf16";; master) pf_flags="--dtype bf16 --master-weights";;
@@ -34,7 +34,7 @@ run() { # label model mode seq batch accum optim precision ckpt prefetch steps [
     rc=$?
     line=$(grep '^summary:' "$O/$lab.log")
     if [ $rc -ne 0 ] || [ -z "$line" ]; then
-        echo "$lab,$mdl,$mode,$s,$b,$a,$opt,$prec,$ck,$pf,,,,,,,,,,,,exit $rc" >> "$O/slide.csv"
+        echo "$lab,$mdl,$mode,$s,$b,$a,$opt,$prec,$ck,$pf,,,,,,,,,,,,exit $rc,," >> "$O/slide.csv"
         echo "== $lab: exit $rc"; tail -n 12 "$O/$lab.log"; return
     fi
     echo "$line" | awk -v pre="$lab,$mdl,$mode,$s,$b,$a,$opt,$prec,$ck,$pf" '{
@@ -50,11 +50,23 @@ run() { # label model mode seq batch accum optim precision ckpt prefetch steps [
             if ($i == "pinned") pin = $(i + 1)
             if ($i == "params") np = $(i + 1)
             if ($i == "TFLOP/s") tf = $(i - 1)
+            if ($i == "h2d-before-d2h") hf = $(i + 1)
+            if ($i == "host-opt") hp = $(i + 2)
         }
-        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,ok\n", pre, ms, n, pa, pr, rss, h, d, pin, np, tf, l0 }' >> "$O/slide.csv"
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,ok,%s,%s\n", pre, ms, n, pa, pr, rss, h, d, pin, np, tf, l0, hf, hp }' >> "$O/slide.csv"
     echo "== $lab"; echo "$line"
 }
-if [ "${ONLY7B:-0}" != 1 ]; then
+if [ "${ONLY7B:-0}" != 1 ] && [ -n "${ONLY:-}" ]; then
+# ONLY="label ..." runs just those 256 x 1 rows (and the resident one beside them)
+run r256  qwen3-1.7b resident 256 1 1 sgd bf16      none 0 14
+for l in $ONLY; do case $l in
+    s256h) run s256h qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --out "$O/trace_s256h";;
+    s256hdu) run s256hdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --slide-update device --out "$O/trace_s256hdu";;
+    s256hp2du) run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-update device;;
+    s256du) run s256du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --slide-update device;;
+    s256kdu) run s256kdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --keep-head --slide-update device;;
+esac; done
+elif [ "${ONLY7B:-0}" != 1 ]; then
 # Qwen3-1.7B, seq 256 x batch 1, SGD (as T1M1 ran it): resident bf16 vs slide pure bf16, the
 # whole LM head and the head in vocabulary slices (no whole-head buffer on the device)
 run r256  qwen3-1.7b resident 256 1 1 sgd bf16      none 0 14
@@ -66,6 +78,12 @@ run s256hp2 qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192
 run s256k qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --keep-head
 run s256dpu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --dpu
 run s256hdpu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --dpu --head-slice 8192
+# the layers' SGD on the device (--slide-update device): the updated weights go down instead of
+# the gradients, the host optimizer only updates the embedding and head
+run s256hdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --slide-update device --out "$O/trace_s256hdu"
+run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-update device
+run s256du qwen3-1.7b slide   256 1 1 sgd pure-bf16 none 1 14 --slide-update device
+run s256kdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --keep-head --slide-update device
 # seq 2048 x batch 4, AdamW with f32 master weights and state
 run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
 run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10

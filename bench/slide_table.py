@@ -8,7 +8,14 @@ memory, so the bytes it serves (h2d read + d2h written + the update's reads and 
 triad's real rate (16 B per element: the 12 counted plus the write-allocate read) bound the step
 from below too when they cannot overlap anything else.
 shared floor (shown, not in the ratio): the transfer floor with the pinned bandwidths measured while
-the host optimizer's kernels run beside the copies (floors_shared.csv), as they do in a slide step."""
+the host optimizer's kernels run beside the copies (floors_shared.csv), as they do in a slide step.
+phase floor: the transfer floor with the step's phases. A step's downloads all come from its backward,
+and the next step's forward waits for them (its first layer's update needs the last download), so
+the uploads queued before the step's first download (h2d_first, the forward's) can only use the H2D
+bandwidth: phase floor = h2d_first / H2D bw + transfer floor of the rest (h2d - h2d_first, d2h).
+ratio/ph = step / max(phase floor, CPU-optimizer floor, resident step).
+The CPU-optimizer floor counts the parameters the host updates (host_params: all of them, less the
+layers with --slide-update device and the embedding and head with --keep-head)."""
 import csv, os, sys
 
 d = sys.argv[1]
@@ -32,15 +39,17 @@ if bws:
 def xfer(b, h, dd):
     return 1e3 * max(h / b['h2d_pinned'], dd / b['d2h_pinned'], (h + dd) / b['both_pinned'])
 hdr = ('label', 'mode', 'seq x b x acc', 'optim', 'ckpt', 'pf', 'step ms', 'n', 'alloc GiB', 'resv GiB', 'rss GiB',
-       'h2d GB', 'd2h GB', 'TFLOP/s', 'xfer floor', 'opt floor', 'resident', 'ratio', 'host floor', 'shared')
-print(('%-8s %-8s %-14s %-5s %-5s %-2s %9s %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s %7s') % hdr)
+       'h2d GB', 'd2h GB', 'TFLOP/s', 'xfer floor', 'opt floor', 'resident', 'ratio', 'host floor', 'shared',
+       'phase floor', 'ratio/ph')
+print(('%-9s %-8s %-14s %-5s %-5s %-2s %9s %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s %7s %11s %8s') % hdr)
 for r in rows:
     if r['status'] != 'ok':
-        print('%-8s %-8s %-14s %-5s %-5s  %s' % (r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']),
+        print('%-9s %-8s %-14s %-5s %-5s  %s' % (r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']),
                                                 r['optim'], r['ckpt'], r['status']))
         continue
     ms = float(r['step_ms'])
-    xf = of = rs = hf = sh = ''
+    xf = of = rs = hf = sh = pf = ''
+    phase = None
     floors = []
     if r['mode'] == 'slide':
         h, dd = float(r['h2d_gb']), float(r['d2h_gb'])
@@ -49,9 +58,14 @@ for r in rows:
         # --dpu in pure bf16 also writes the bf16 working copy that uploads read (master mode's
         # bytes count its working copy already)
         bpp = BPP[(r['precision'], r['optim'])] + (2 if r['label'].endswith('dpu') and r['precision'] == 'pure-bf16' else 0)
-        o = 1e3 * int(r['params']) * bpp / 1e9 / triad
+        hp = int(r['host_params']) if r.get('host_params') else int(r['params'])
+        o = 1e3 * hp * bpp / 1e9 / triad
+        if r.get('h2d_first_gb'):
+            f = float(r['h2d_first_gb'])
+            phase = 1e3 * f / bw['h2d_pinned'] + xfer(bw, h - f, dd)
+            pf = '%.1f' % phase
         xf, of = '%.1f' % x, '%.1f' % o
-        hb = h + dd + int(r['params']) * bpp / 1e9
+        hb = h + dd + hp * bpp / 1e9
         hf = '%.1f' % (1e3 * hb / (triad * 16 / 12))
         floors += [x, o]
         same = [q for q in rows if q['mode'] == 'resident' and q['status'] == 'ok' and q['model'] == r['model']
@@ -60,7 +74,8 @@ for r in rows:
             rs = same[0]['step_ms']
             floors.append(float(rs) * int(r['accum']) / int(same[0]['accum']))
     ratio = '%.2f' % (ms / max(floors)) if floors else ''
-    print('%-8s %-8s %-14s %-5s %-5s %-2s %9.2f %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s %7s' % (
+    ratio_ph = '%.2f' % (ms / max([phase] + floors[1:])) if phase else ''
+    print('%-9s %-8s %-14s %-5s %-5s %-2s %9.2f %3s %9s %8s %7s %6s %6s %7s %10s %9s %8s %6s %10s %7s %11s %8s' % (
         r['label'], r['mode'], '%sx%sx%s' % (r['seq'], r['batch'], r['accum']), r['optim'], r['ckpt'], r['prefetch'],
         ms, r['n'], r['peak_alloc_gib'], r['peak_resv_gib'], r['peak_rss_gib'], r['h2d_gb'] or '-', r['d2h_gb'] or '-',
-        r['tflops'], xf, of, rs, ratio, hf, sh))
+        r['tflops'], xf, of, rs, ratio, hf, sh, pf, ratio_ph))

@@ -32,6 +32,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
+    const char *slide_update;
     int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero;
 } cli_opts;
 
@@ -67,7 +68,12 @@ static const char *usage_common =
     "  --keep-head             slide: the embedding, final norm and LM head stay on the device with\n"
     "                          their gradients and optimizer state (updated there, as in resident\n"
     "                          mode) while the layers stream: no head traffic, more device memory\n"
-    "                          (counted in the window); the same bits\n";
+    "                          (counted in the window); the same bits\n"
+    "  --slide-update host|device  slide with SGD: where the layers' update runs (default host).\n"
+    "                          device: in the layer's slot as soon as backward has its gradients,\n"
+    "                          the new weights go down instead of the gradients (no host optimizer\n"
+    "                          traffic; the last layers of backward stay for the next forward);\n"
+    "                          the same bits. Needs --optim sgd and no master weights\n";
 
 static const char *usage_grad =
     "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
@@ -222,6 +228,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--dtype")) o->dtype = v;
         else if (!strcmp(f, "--optim")) o->optim = v;
         else if (!strcmp(f, "--cuda-graph")) o->cuda_graph = v;
+        else if (!strcmp(f, "--slide-update")) o->slide_update = v;
         else if (!strcmp(f, "--seq")) o->seq = parse_int(f, v, 2, 1 << 20);
         else if (!strcmp(f, "--batch")) o->batch = parse_int(f, v, 1, 1 << 16);
         else if (!strcmp(f, "--steps")) o->steps = parse_int(f, v, 1, 1 << 24);
@@ -258,8 +265,14 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (strcmp(o->mode, "resident") && strcmp(o->mode, "slide"))
         die_usage("--mode must be resident or slide, not '%s'", o->mode);
     int slide = !strcmp(o->mode, "slide");
-    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16 || o->dpu || o->keep_head))
-        die_usage("%s", "--prefetch, --cpu-threads, --pure-bf16, --dpu and --keep-head need --mode slide");
+    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16 || o->dpu || o->keep_head || o->slide_update))
+        die_usage("%s", "--prefetch, --cpu-threads, --pure-bf16, --dpu, --keep-head and --slide-update need --mode slide");
+    if (o->slide_update && strcmp(o->slide_update, "host") && strcmp(o->slide_update, "device"))
+        die_usage("--slide-update must be host or device, not '%s'", o->slide_update);
+    if (o->slide_update && !strcmp(o->slide_update, "device") &&
+        (strcmp(o->optim, "sgd") || o->dpu || o->master || (!strcmp(o->dtype, "bf16") && !o->pure_bf16) || o->gpus > 1))
+        die_usage("%s", "--slide-update device needs --optim sgd without master weights (--pure-bf16 with bf16), "
+                  "--dpu or --gpus");
     if (o->dpu && o->keep_head) die_usage("%s", "--dpu and --keep-head cannot be combined yet");
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
         die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
@@ -310,6 +323,7 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
         mc->cpu_threads = o->cpu_threads;
         mc->slide_dpu = o->dpu;
         mc->slide_keep_head = o->keep_head;
+        mc->slide_device_update = o->slide_update && !strcmp(o->slide_update, "device");
         mc->verbose = 1;
         /* slide keeps f32 master weights on the host unless --pure-bf16 */
         if (mc->bf16 && !o->pure_bf16) mc->master_weights = 1;
@@ -587,7 +601,7 @@ static int cmd_train(int argc, char **argv)
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head gpus zero rendezvous-timeout cuda-graph",
+                "dpu keep-head slide-update gpus zero rendezvous-timeout cuda-graph",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */
@@ -698,10 +712,11 @@ static int cmd_train(int argc, char **argv)
     if (slide) {
         sc_model_config wc = mc;
         printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, %s, gradients), "
-               "host optimizer %s%s\n", mc.prefetch ? mc.prefetch : 1,
+               "host optimizer %s%s%s\n", mc.prefetch ? mc.prefetch : 1,
                (double)sc_slide_window_bytes(&cfg, &wc, &plan) / 1073741824.0,
                mc.slide_keep_head ? "the head kept with its gradients and optimizer state" : "head slot", sc_cpu_optim_isa(),
-               mc.slide_dpu ? ", delayed update (DPU: each update one step late)" : "");
+               mc.slide_dpu ? ", delayed update (DPU: each update one step late)" : "",
+               mc.slide_device_update ? ", the layers' SGD on the device (updated weights go down)" : "");
     }
     sc_slide_info si;
     memset(&si, 0, sizeof si);
@@ -779,9 +794,11 @@ static int cmd_train(int argc, char **argv)
         if (st.median > 0)
             printf("  model %.1f TFLOP/s", (double)o.accum * W * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)
-            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB  pageable %.3f GiB", (double)si.h2d_bytes / 1e9,
+            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB  pageable %.3f GiB  h2d-before-d2h %.3f GB"
+                   "  host-opt params %zu", (double)si.h2d_bytes / 1e9,
                    (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0,
-                   (double)si.host_bytes / 1073741824.0); /* rank 0's: ZeRO-1 shards its AdamW state */
+                   (double)si.host_bytes / 1073741824.0, /* rank 0's: ZeRO-1 shards its AdamW state */
+                   (double)si.h2d_first_bytes / 1e9, si.host_update_params);
         printf("  device %s\n",
 #ifdef SLIDECHECK_CUDA
                sc_model_cuda(m) ? sc_cuda_device_name(sc_model_cuda(m)) : "cpu"

@@ -2,7 +2,8 @@
    gradient accumulation, tied and untied heads: losses, gradients and weights bitwise equal to
    resident mode step after step (the schedule, copy threads, events and the host optimizer
    thread all run as on the GPU). The delayed update (DPU) against resident mode driven by hand
-   with each update a step late; the head kept on the device against resident and plain slide.
+   with each update a step late; the head kept on the device against resident and plain slide;
+   the layers' SGD on the device (slide_device_update) against resident mode.
    Then accumulation against one large batch, and bad input.
    Run from the repository root. */
 #define SLIDECHECK_IMPLEMENTATION
@@ -16,14 +17,15 @@
 typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim optim; int head_slice, state_bf16; } run_cfg;
 /* dpu: slide's delayed update, and in resident mode its reference by hand; shift: step s trains
    on the ids shifted by s * shift (other rows each step); peek: read the weights back after
-   every step; keep: slide keeps the embedding and head on the device */
-typedef struct run_x { int dpu, shift, peek, keep; } run_x;
+   every step; keep: slide keeps the embedding and head on the device; dev: slide updates the
+   layers on the device */
+typedef struct run_x { int dpu, shift, peek, keep, dev; } run_x;
 
 /* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
 static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
                  sc_mode mode, int steps, float *losses, float *wout, float *gout, const run_x *x)
 {
-    static const run_x none = {0, 0, 0, 0};
+    static const run_x none = {0, 0, 0, 0, 0};
     if (!x) x = &none;
     sc_model_config mc = sc_model_config_init();
     mc.bf16 = rc.bf16;
@@ -37,6 +39,7 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.state_bf16 = rc.state_bf16;
     mc.slide_dpu = x->dpu && mode == SC_MODE_SLIDE;
     mc.slide_keep_head = x->keep && mode == SC_MODE_SLIDE;
+    mc.slide_device_update = x->dev && mode == SC_MODE_SLIDE;
     sc_plan plan;
     sc_model *m;
     if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
@@ -91,7 +94,8 @@ static void compare_x(const char *name, const sc_config *cfg, const float *param
     CHECK(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np),
           "slide%s == resident%s bitwise: %s %s %s%s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
           "%zu weights, %zu grads)",
-          x && x->dpu ? " + DPU" : x && x->keep ? " + keep-head" : "",
+          x && x->dpu ? " + DPU" : x && x->keep ? (x->dev ? " + keep-head + device update" : " + keep-head")
+          : x && x->dev ? " + device update" : "",
           x && x->dpu ? " by hand, each update a step late," : x && x->keep ? " == plain slide" : "", name, rc.policy,
           rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.state_bf16 ? " (bf16 state)" : "",
           rc.bf16 ? "bf16" : "fp32", rc.accum,
@@ -180,7 +184,7 @@ int main(void)
         compare(fixtures[f], &cfg, params, ids2, B, T, h3);
         /* the delayed parameter update against resident mode by hand (other tokens each step) */
         {
-            run_x dx = {1, 3, 0, 0};
+            run_x dx = {1, 3, 0, 0, 0};
             static const char *dpol[] = {"none", "full", "every:2"};
             for (int p = 0; p < 3; p++)
                 for (int o = 0; o < 2; o++) {
@@ -205,7 +209,7 @@ int main(void)
                   *wc = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np),
                   *gc = (float *)malloc(4 * np);
             run_cfg rc = {"every:2", 0, 2, 2, SC_OPTIM_ADAMW, 0, 0};
-            run_x plain = {0, 3, 0, 0}, peek = {1, 3, 1, 0};
+            run_x plain = {0, 3, 0, 0, 0}, peek = {1, 3, 1, 0, 0};
             int ok = wa && wb && wc && ga && gb && gc &&
                      train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, la, wa, ga, &plain) &&
                      train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, lb, wb, gb, &dx) &&
@@ -222,7 +226,7 @@ int main(void)
         }
         /* the embedding and head kept on the device: resident mode's and plain slide's bits */
         {
-            run_x kx = {0, 3, 0, 1};
+            run_x kx = {0, 3, 0, 1, 0};
             for (int o = 0; o < 2; o++) {
                 sc_optim op = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
                 run_cfg k1 = {"none", 0, 1, 1, op, 0, 0}, k2 = {"every:2", 0, 2, 2, op, 0, 0},
@@ -234,6 +238,26 @@ int main(void)
                 compare_x(fixtures[f], &cfg, params, ids, B, T, k4, &kx);
                 compare_x(fixtures[f], &cfg, params, ids2, B, T, k5, &kx);
             }
+        }
+        /* the layers' SGD on the device: resident mode's bits under every policy, other tokens each
+           step, with accumulation, bf16, a sliced or kept head, a deep prefetch, and reading the
+           weights back after every step */
+        {
+            run_x ux = {0, 3, 0, 0, 1}, upeek = {0, 3, 1, 0, 1}, ukeep = {0, 3, 0, 1, 1};
+            static const char *upol[] = {"none", "full", "every:2", "layers:1", "selective", "selective:attn",
+                                         "selective:proj", "sqrt"};
+            for (int p = 0; p < (int)(sizeof upol / sizeof upol[0]); p++) {
+                run_cfg u1 = {upol[p], 0, 1, 0, SC_OPTIM_SGD, 0, 0};
+                compare_x(fixtures[f], &cfg, params, ids, B, T, u1, &ux);
+            }
+            run_cfg u2 = {"every:2", 1, 2, 2, SC_OPTIM_SGD, 0, 0}, u3 = {"none", 0, 1, 0, SC_OPTIM_SGD, hs, 0},
+                    u4 = {"full", 1, 2, 1, SC_OPTIM_SGD, hs, 0}, u5 = {"selective", 0, 1, cfg.num_layers, SC_OPTIM_SGD, 0, 0};
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, u2, &ux);
+            compare_x(fixtures[f], &cfg, params, ids, B, T, u3, &ux);
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, u4, &upeek);
+            compare_x(fixtures[f], &cfg, params, ids, B, T, u5, &upeek);
+            compare_x(fixtures[f], &cfg, params, ids, B, T, u3, &ukeep);
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, u2, &ukeep);
         }
         {
             /* sliced against the whole head (f32): the same loss and gradients to rounding */
@@ -425,6 +449,83 @@ int main(void)
         r = sc_model_create(&mk, &cfg, &kc, NULL);
         CHECK(r == SC_ERROR_UNSUPPORTED, "slide_keep_head with slide_dpu refused: %s", sc_last_error());
         if (mk) sc_model_destroy(mk);
+    }
+
+    {
+        /* the device update moves the updated weights down instead of the gradients (as many bytes
+           in f32) and from the second step on skips the upload of the layers still in the slots
+           from the last backward; the host optimizer runs for the head and embedding only */
+        sc_model_config dc = sc_model_config_init(), hc;
+        dc.mode = SC_MODE_SLIDE;
+        dc.optim = SC_OPTIM_SGD;
+        dc.lr = 0.05f;
+        dc.prefetch = 1;
+        hc = dc;
+        dc.slide_device_update = 1;
+        sc_plan pn;
+        sc_plan_parse(&pn, "none", cfg.num_layers);
+        sc_model *md = NULL, *mh = NULL;
+        sc_slide_info di[2], hi[2];
+        memset(di, 0, sizeof di);
+        memset(hi, 0, sizeof hi);
+        float ld = 0, lh = 0;
+        int ok = sc_model_create(&md, &cfg, &dc, NULL) == SC_SUCCESS && sc_model_create(&mh, &cfg, &hc, NULL) == SC_SUCCESS;
+        for (int s = 0; s < 2 && ok; s++) {
+            ok = sc_model_step(md, &pn, ids, 1, 2, 32, 1, &ld) == SC_SUCCESS &&
+                 sc_model_step(mh, &pn, ids, 1, 2, 32, 1, &lh) == SC_SUCCESS && ld == lh;
+            if (ok) di[s] = sc_model_slide_info(md), hi[s] = sc_model_slide_info(mh);
+        }
+        size_t ln = sc__layer_numel(&cfg);
+        /* two slots (prefetch 1, one layer a group): layers 1 and 0 stay for the next forward */
+        CHECK(ok && di[0].h2d_bytes == hi[0].h2d_bytes && hi[1].h2d_bytes - di[1].h2d_bytes == (uint64_t)2 * 4 * ln &&
+                  di[1].d2h_bytes == hi[1].d2h_bytes,
+              "device update: step 2 uploads %llu bytes (host update %llu: two layers of %zu bytes fewer), d2h %llu "
+              "== %llu", (unsigned long long)di[1].h2d_bytes, (unsigned long long)hi[1].h2d_bytes, 4 * ln,
+              (unsigned long long)di[1].d2h_bytes, (unsigned long long)hi[1].d2h_bytes);
+        float *gg = (float *)malloc(4 * np);
+        r = ok ? sc_model_get_grads(md, gg) : SC_ERROR_INVALID_ARGS;
+        CHECK(r == SC_ERROR_UNSUPPORTED && strstr(sc_last_error(), "gradient-only"),
+              "device update: get_grads after an update step refused: %s", sc_last_error());
+        /* a gradient-only step brings them down; then the host's own update (sc_model_optimizer_step)
+           makes the slots stale: the next step must upload again and match resident mode */
+        sc_model *mr = NULL;
+        float lr[4] = {0, 0, 0, 0}, lds[4] = {0, 0, 0, 0};
+        sc_model_config rc = sc_model_config_init();
+        rc.optim = SC_OPTIM_SGD;
+        rc.lr = 0.05f;
+        ok = ok && sc_model_create(&mr, &cfg, &rc, NULL) == SC_SUCCESS;
+        for (int s = 0; s < 2 && ok; s++) ok = sc_model_step(mr, &pn, ids, 1, 2, 32, 1, &lr[0]) == SC_SUCCESS;
+        ok = ok && sc_model_step(md, &pn, ids, 1, 2, 32, 0, &lds[1]) == SC_SUCCESS &&
+             sc_model_step(mr, &pn, ids, 1, 2, 32, 0, &lr[1]) == SC_SUCCESS && sc_model_get_grads(md, gg) == SC_SUCCESS &&
+             sc_model_optimizer_step(md) == SC_SUCCESS && sc_model_optimizer_step(mr) == SC_SUCCESS &&
+             sc_model_step(md, &pn, ids, 1, 2, 32, 1, &lds[2]) == SC_SUCCESS &&
+             sc_model_step(mr, &pn, ids, 1, 2, 32, 1, &lr[2]) == SC_SUCCESS &&
+             sc_model_step(md, &pn, ids, 1, 2, 32, 1, &lds[3]) == SC_SUCCESS &&
+             sc_model_step(mr, &pn, ids, 1, 2, 32, 1, &lr[3]) == SC_SUCCESS;
+        float *w1 = (float *)malloc(4 * np), *w2 = (float *)malloc(4 * np);
+        ok = ok && w1 && w2 && sc_model_get_params(md, w1) == SC_SUCCESS && sc_model_get_params(mr, w2) == SC_SUCCESS;
+        CHECK(ok && !memcmp(lds + 1, lr + 1, 3 * sizeof(float)) && lr[1] != lr[2] && !memcmp(w1, w2, 4 * np),
+              "device update, then a gradient-only step and the host's update, then two more steps == resident "
+              "bitwise (losses %.7f %.7f %.7f)", lds[1], lds[2], lds[3]);
+        free(gg); free(w1); free(w2);
+        if (md) sc_model_destroy(md);
+        if (mh) sc_model_destroy(mh);
+        if (mr) sc_model_destroy(mr);
+        /* refused: resident mode, AdamW, DPU */
+        sc_model_config bc = dc;
+        const char *what[3] = {"resident mode", "AdamW", "DPU"};
+        sc_result want[3] = {SC_ERROR_INVALID_ARGS, SC_ERROR_UNSUPPORTED, SC_ERROR_UNSUPPORTED};
+        for (int i = 0; i < 3; i++) {
+            bc = dc;
+            if (i == 0) bc.mode = SC_MODE_RESIDENT;
+            if (i == 1) bc.optim = SC_OPTIM_ADAMW;
+            if (i == 2) bc.slide_dpu = 1;
+            sc_model *mb = NULL;
+            r = sc_model_create(&mb, &cfg, &bc, NULL);
+            CHECK(r == want[i] && strstr(sc_last_error(), "slide_device_update"), "slide_device_update with %s refused: %s",
+                  what[i], sc_last_error());
+            if (mb) sc_model_destroy(mb);
+        }
     }
 
     printf("%d passed, %d failed\n", npass, nfail);
