@@ -1026,6 +1026,11 @@ typedef struct sc_model_config {
                                   (no optimizer state), one process, not with slide_dpu; after an
                                   update step the layers' gradients are not on the host
                                   (sc_model_get_grads fails: a gradient-only step keeps them). */
+    int slide_head_once;       /* slide with head_slice: the whole LM head goes up once a step into the
+                                  head slot and serves both passes of the sliced loss (one upload
+                                  instead of two); the gradients and logits stay in slices. A whole
+                                  head of weights on the device (sc_slide_window_bytes counts it).
+                                  The same bits as head_slice alone. Not with slide_keep_head. */
     int verbose;               /* 1: progress lines on stderr (host allocation in slide mode) */
     struct sc_dist_comm *comm; /* data parallel over these processes (sc_dist_comm_open): each step's
                                   gradients and loss are summed over the ranks (rank order: the same
@@ -7536,6 +7541,11 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
+    if (mc.slide_head_once && (mc.mode != SC_MODE_SLIDE || mc.slide_keep_head || mc.head_slice <= 0)) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "slide_head_once needs slide mode, a sliced head (head_slice) and no "
+                     "slide_keep_head");
+        goto fail;
+    }
     if (mc.slide_device_update &&
         (mc.mode != SC_MODE_SLIDE || mc.optim != SC_OPTIM_SGD || mc.master_weights || mc.slide_dpu ||
          sc_dist_comm_world(mc.comm) > 1)) {
@@ -7671,7 +7681,7 @@ static float *sc__head_ptr(sc_model *m, int grad, int norm)
 {
     const sc_config *c = &m->cfg;
     if (m->sl && !m->params) { /* a sliced head's slot holds only the norm, as does its gradient with per-slice gradients */
-        int lm = grad ? !m->sl->hs_pergrad : sc__head_rows(m) == c->vocab_size;
+        int lm = grad ? !m->sl->hs_pergrad : sc__head_rows(m) == c->vocab_size || m->mc.slide_head_once;
         size_t off = norm && lm ? (size_t)c->vocab_size * c->hidden_size : 0;
         return grad ? sc__at(m->sl->head_g, off, m->gb) : sc__at(m->sl->head.w, off, m->pb);
     }
@@ -8430,9 +8440,13 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
     int gpu = mc && mc->device == SC_DEVICE_CUDA, bf = gpu && mc->bf16;
     size_t pb = bf ? 2 : 4, gb = bf && !mc->master_weights ? 2 : 4;
     size_t ln = sc__layer_numel(c), hn = sc__head_numel(c), C = (size_t)c->hidden_size;
-    if (mc && mc->head_slice > 0 && mc->head_slice < c->vocab_size) /* the norm and two slices, and (one
-                                                                          micro-batch) two slices of gradients */
+    size_t hw = hn; /* head weights on the device */
+    if (mc && mc->head_slice > 0 && mc->head_slice < c->vocab_size) { /* the norm and two slices (or the whole
+                                                                          head once), and (one micro-batch)
+                                                                          two slices of gradients */
         hn = C + 2 * (size_t)mc->head_slice * C;
+        hw = mc->slide_head_once ? sc__head_numel(c) : hn;
+    }
     size_t grads = (size_t)W * ln * gb > hn * gb ? (size_t)W * ln * gb : hn * gb;
     if (mc && mc->slide_keep_head) { /* the kept head's weights, gradients, master and AdamW state */
         int master = bf && mc->master_weights;
@@ -8440,7 +8454,7 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
         size_t per = pb + gb + (master ? 4 : 0) + (mc->optim == SC_OPTIM_ADAMW ? 2 * sb : 0);
         return (size_t)(P + W) * ln * pb + (size_t)W * ln * gb + sc__kept_numel(c) * per;
     }
-    return (size_t)(P + W) * ln * pb + hn * pb + grads;
+    return (size_t)(P + W) * ln * pb + hw * pb + grads;
 }
 
 static int sc__group_has(const sc__slide *sl, int g, int unit)
@@ -8492,7 +8506,7 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
     const char *src = sc__slide_src(sl);
     size_t pb = (size_t)m->pb;
     if (unit == L) { /* [lm head | norm], or the norm only when the head goes up in slices */
-        size_t lm = sc__head_rows(m) < c->vocab_size ? 0 : (size_t)c->vocab_size * c->hidden_size;
+        size_t lm = sc__head_rows(m) < c->vocab_size && !m->mc.slide_head_once ? 0 : (size_t)c->vocab_size * c->hidden_size;
         sc__copy_async(m, 1, s->w, src + sc_config_lm_head_offset(c) * pb, lm * pb, SC_PHASE_H2D, -1);
         sc__copy_async(m, 1, (char *)s->w + lm * pb, src + sc_config_norm_offset(c) * pb, (size_t)c->hidden_size * pb,
                        SC_PHASE_H2D, -1);
@@ -8928,16 +8942,17 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
         }
     }
     int S = sc__head_rows(m), keep = m->mc.slide_keep_head, sliced = S < c->vocab_size && !keep;
+    int once = sliced && m->mc.slide_head_once; /* the whole head in the slot, no slice buffers */
     if (!sl->head.w && !keep) { /* a sliced head's slot holds the final norm only */
         void *p = NULL;
-        size_t n = sliced ? (size_t)c->hidden_size : sc__head_numel(c);
+        size_t n = sliced && !once ? (size_t)c->hidden_size : sc__head_numel(c);
         SC__TRY(sc_allocator_alloc(&m->alloc, &p, n * (size_t)m->pb, 0, "slide head slot"));
         sc_allocator_record_stream(&m->alloc, p, 1);
         sl->head.w = p;
     }
     for (int i = 0; sliced && i < 2; i++) {
         size_t n = (size_t)S * c->hidden_size;
-        if (!sl->hs[i].w) {
+        if (!sl->hs[i].w && !once) {
             SC__TRY(sc_allocator_alloc(&m->alloc, &sl->hs[i].w, n * (size_t)m->pb, 0, "slide head slice"));
             sc_allocator_record_stream(&m->alloc, sl->hs[i].w, 1);
         }
@@ -8965,7 +8980,8 @@ static const float *sc__head_w(sc_model *m, int q, int ns)
 {
     const sc_config *c = &m->cfg;
     int S = sc__head_rows(m), V = c->vocab_size;
-    if (!m->sl || m->params) return sc__at(sc__head_ptr(m, 0, 0), (size_t)(q % ns) * S * c->hidden_size, m->pb);
+    if (!m->sl || m->params || m->mc.slide_head_once)
+        return sc__at(sc__head_ptr(m, 0, 0), (size_t)(q % ns) * S * c->hidden_size, m->pb);
     sc__slide *sl = m->sl;
     const char *src = sc__slide_src(sl);
     for (int k = q; k <= q + 1 && k < 2 * ns; k++) {
@@ -8988,7 +9004,7 @@ static const float *sc__head_w(sc_model *m, int q, int ns)
 
 static void sc__head_w_done(sc_model *m, int q)
 {
-    if (!m->sl || m->params) return;
+    if (!m->sl || m->params || m->mc.slide_head_once) return;
     sc__slot *b = &m->sl->hs[q & 1];
     sc__ev_release(m, &b->free);
     b->free = sc__ev_record(m, 0);

@@ -65,6 +65,9 @@ for l in $ONLY; do case $l in
     s256hp2du) run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-update device;;
     s256du) run s256du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --slide-update device;;
     s256kdu) run s256kdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --keep-head --slide-update device;;
+    s256fodu) run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --head-once --slide-update device --out "$O/trace_s256fodu";;
+    s256fodu2) run s256fodu2 qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 2 14 --head-slice 8192 --head-once --slide-update device;;
+    s256fdu) run s256fdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --slide-update device;;
 esac; done
 elif [ "${ONLY7B:-0}" != 1 ]; then
 # Qwen3-1.7B, seq 256 x batch 1, SGD (as T1M1 ran it): resident bf16 vs slide pure bf16, the
@@ -84,6 +87,9 @@ run s256hdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 
 run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-update device
 run s256du qwen3-1.7b slide   256 1 1 sgd pure-bf16 none 1 14 --slide-update device
 run s256kdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --keep-head --slide-update device
+# and the sliced head up once a step (a whole head of weights on the device: under 1 GiB with full
+# recompute, whose replays hide behind the transfers at this size)
+run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --head-once --slide-update device --out "$O/trace_s256fodu"
 # seq 2048 x batch 4, AdamW with f32 master weights and state
 run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
 run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10

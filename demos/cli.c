@@ -33,7 +33,7 @@ typedef struct cli_opts {
     size_t mem_cap, budget;
     const char *budget_text;
     const char *slide_update;
-    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero;
+    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once;
 } cli_opts;
 
 static const char *usage_main =
@@ -73,7 +73,11 @@ static const char *usage_common =
     "                          device: in the layer's slot as soon as backward has its gradients,\n"
     "                          the new weights go down instead of the gradients (no host optimizer\n"
     "                          traffic; the last layers of backward stay for the next forward);\n"
-    "                          the same bits. Needs --optim sgd and no master weights\n";
+    "                          the same bits. Needs --optim sgd and no master weights\n"
+    "  --head-once             slide with --head-slice: the whole LM head goes up once a step and\n"
+    "                          serves both passes of the sliced loss (one upload instead of two;\n"
+    "                          a whole head of weights on the device, gradients and logits still in\n"
+    "                          slices); the same bits\n";
 
 static const char *usage_grad =
     "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
@@ -216,6 +220,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         if (!strcmp(f, "--state-bf16")) { o->state_bf16 = 1; continue; }
         if (!strcmp(f, "--dpu")) { o->dpu = 1; continue; }
         if (!strcmp(f, "--keep-head")) { o->keep_head = 1; continue; }
+        if (!strcmp(f, "--head-once")) { o->head_once = 1; continue; }
         if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--hf")) o->hf = v;
@@ -274,6 +279,8 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         die_usage("%s", "--slide-update device needs --optim sgd without master weights (--pure-bf16 with bf16), "
                   "--dpu or --gpus");
     if (o->dpu && o->keep_head) die_usage("%s", "--dpu and --keep-head cannot be combined yet");
+    if (o->head_once && (!slide || !o->head_slice || o->keep_head))
+        die_usage("%s", "--head-once needs --mode slide and --head-slice R, and not --keep-head");
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
         die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
     if (o->save_every && !o->save) die_usage("%s", "--save-every needs --save DIR");
@@ -324,6 +331,7 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
         mc->slide_dpu = o->dpu;
         mc->slide_keep_head = o->keep_head;
         mc->slide_device_update = o->slide_update && !strcmp(o->slide_update, "device");
+        mc->slide_head_once = o->head_once;
         mc->verbose = 1;
         /* slide keeps f32 master weights on the host unless --pure-bf16 */
         if (mc->bf16 && !o->pure_bf16) mc->master_weights = 1;
@@ -444,7 +452,7 @@ static int cmd_grad(int argc, char **argv)
 {
     cli_opts o;
     parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16 head-slice "
-                "keep-head",
+                "keep-head head-once",
                 usage_grad);
     if (!o.hf || !o.tokens || !o.out) die_usage("%s", "grad needs --hf DIR, --tokens FILE and --out FILE");
     sc_config cfg;
@@ -601,7 +609,7 @@ static int cmd_train(int argc, char **argv)
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head slide-update gpus zero rendezvous-timeout cuda-graph",
+                "dpu keep-head slide-update head-once gpus zero rendezvous-timeout cuda-graph",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */

@@ -636,6 +636,7 @@ static float *make_params(const sc_config *c);
    3 training steps, every storage mode, several policies, SGD and AdamW, accumulation. */
 static int g_keep_head; /* slide runs of slide_train_hs keep the embedding and head on the device */
 static int g_dev_update; /* slide runs of slide_train_hs update the layers on the device */
+static int g_head_once;  /* slide runs of slide_train_hs upload a sliced head whole, once a step */
 
 static int slide_train_hs(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
                           const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
@@ -653,6 +654,7 @@ static int slide_train_hs(const sc_config *c, const float *params, const int32_t
     mc.head_slice = head_slice;
     mc.slide_keep_head = mode == SC_MODE_SLIDE && g_keep_head;
     mc.slide_device_update = mode == SC_MODE_SLIDE && g_dev_update;
+    mc.slide_head_once = mode == SC_MODE_SLIDE && g_head_once;
     sc_model *m = NULL;
     sc_plan plan;
     if (sc_plan_parse(&plan, policy, c->num_layers) != SC_SUCCESS) return 0;
@@ -789,20 +791,21 @@ static void test_slide_options(const sc_config *c, int B, int T)
     static const char *upol[3] = {"none", "full", "selective:proj"};
     for (int md = 0; md < 2; md++)
         for (int p = 0; p < 3; p++)
-            for (int hk = 0; hk < 3; hk++) {
+            for (int hk = 0; hk < 4; hk++) {
                 float la[4] = {0, 0, 0, 0}, lb[4] = {0, 0, 0, 0};
-                int slice = hk == 2 ? hs : 0, pf = 1 + (p == 2);
+                int slice = hk >= 2 ? hs : 0, pf = 1 + (p == 2);
                 int ok = slide_train_hs(c, params, ids, 1 + (p == 1), B, T, upol[p], modes[md][0], 0, SC_OPTIM_SGD,
                                         SC_MODE_RESIDENT, 0, slice, la, wa, ga);
                 g_keep_head = hk == 1;
                 g_dev_update = 1;
+                g_head_once = hk == 3;
                 ok = ok && slide_train_hs(c, params, ids, 1 + (p == 1), B, T, upol[p], modes[md][0], 0, SC_OPTIM_SGD,
                                           SC_MODE_SLIDE, pf, slice, lb, wb, gb);
-                g_keep_head = g_dev_update = 0;
+                g_keep_head = g_dev_update = g_head_once = 0;
                 char nm[256];
                 snprintf(nm, sizeof nm, "%s slide --slide-update device == resident bitwise (losses, grads, weights): "
                          "%s %s sgd accum %d prefetch %d, head %s", c->name, mnames[md], upol[p], 1 + (p == 1), pf,
-                         hk == 0 ? "slot" : hk == 1 ? "kept" : "in slices");
+                         hk == 0 ? "slot" : hk == 1 ? "kept" : hk == 2 ? "in slices" : "in slices, up once");
                 check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
                       "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
             }

@@ -18,14 +18,14 @@ typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim
 /* dpu: slide's delayed update, and in resident mode its reference by hand; shift: step s trains
    on the ids shifted by s * shift (other rows each step); peek: read the weights back after
    every step; keep: slide keeps the embedding and head on the device; dev: slide updates the
-   layers on the device */
-typedef struct run_x { int dpu, shift, peek, keep, dev; } run_x;
+   layers on the device; once: a sliced head goes up whole, once a step */
+typedef struct run_x { int dpu, shift, peek, keep, dev, once; } run_x;
 
 /* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
 static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
                  sc_mode mode, int steps, float *losses, float *wout, float *gout, const run_x *x)
 {
-    static const run_x none = {0, 0, 0, 0, 0};
+    static const run_x none = {0, 0, 0, 0, 0, 0};
     if (!x) x = &none;
     sc_model_config mc = sc_model_config_init();
     mc.bf16 = rc.bf16;
@@ -40,6 +40,7 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.slide_dpu = x->dpu && mode == SC_MODE_SLIDE;
     mc.slide_keep_head = x->keep && mode == SC_MODE_SLIDE;
     mc.slide_device_update = x->dev && mode == SC_MODE_SLIDE;
+    mc.slide_head_once = x->once && mode == SC_MODE_SLIDE;
     sc_plan plan;
     sc_model *m;
     if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
@@ -95,7 +96,8 @@ static void compare_x(const char *name, const sc_config *cfg, const float *param
           "slide%s == resident%s bitwise: %s %s %s%s %s accum %d prefetch %d head slice %d (losses %.7f -> %.7f, "
           "%zu weights, %zu grads)",
           x && x->dpu ? " + DPU" : x && x->keep ? (x->dev ? " + keep-head + device update" : " + keep-head")
-          : x && x->dev ? " + device update" : "",
+          : x && x->dev ? (x->once ? " + device update + head once" : " + device update")
+          : x && x->once ? " + head once" : "",
           x && x->dpu ? " by hand, each update a step late," : x && x->keep ? " == plain slide" : "", name, rc.policy,
           rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.state_bf16 ? " (bf16 state)" : "",
           rc.bf16 ? "bf16" : "fp32", rc.accum,
@@ -184,7 +186,7 @@ int main(void)
         compare(fixtures[f], &cfg, params, ids2, B, T, h3);
         /* the delayed parameter update against resident mode by hand (other tokens each step) */
         {
-            run_x dx = {1, 3, 0, 0, 0};
+            run_x dx = {1, 3, 0, 0, 0, 0};
             static const char *dpol[] = {"none", "full", "every:2"};
             for (int p = 0; p < 3; p++)
                 for (int o = 0; o < 2; o++) {
@@ -209,7 +211,7 @@ int main(void)
                   *wc = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np), *gb = (float *)malloc(4 * np),
                   *gc = (float *)malloc(4 * np);
             run_cfg rc = {"every:2", 0, 2, 2, SC_OPTIM_ADAMW, 0, 0};
-            run_x plain = {0, 3, 0, 0, 0}, peek = {1, 3, 1, 0, 0};
+            run_x plain = {0, 3, 0, 0, 0, 0}, peek = {1, 3, 1, 0, 0, 0};
             int ok = wa && wb && wc && ga && gb && gc &&
                      train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, la, wa, ga, &plain) &&
                      train(&cfg, params, ids2, B, T, rc, SC_MODE_SLIDE, S, lb, wb, gb, &dx) &&
@@ -226,7 +228,7 @@ int main(void)
         }
         /* the embedding and head kept on the device: resident mode's and plain slide's bits */
         {
-            run_x kx = {0, 3, 0, 1, 0};
+            run_x kx = {0, 3, 0, 1, 0, 0};
             for (int o = 0; o < 2; o++) {
                 sc_optim op = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
                 run_cfg k1 = {"none", 0, 1, 1, op, 0, 0}, k2 = {"every:2", 0, 2, 2, op, 0, 0},
@@ -243,7 +245,8 @@ int main(void)
            step, with accumulation, bf16, a sliced or kept head, a deep prefetch, and reading the
            weights back after every step */
         {
-            run_x ux = {0, 3, 0, 0, 1}, upeek = {0, 3, 1, 0, 1}, ukeep = {0, 3, 0, 1, 1};
+            run_x ux = {0, 3, 0, 0, 1, 0}, upeek = {0, 3, 1, 0, 1, 0}, ukeep = {0, 3, 0, 1, 1, 0};
+            run_x once = {0, 3, 0, 0, 0, 1}, uonce = {0, 3, 0, 0, 1, 1};
             static const char *upol[] = {"none", "full", "every:2", "layers:1", "selective", "selective:attn",
                                          "selective:proj", "sqrt"};
             for (int p = 0; p < (int)(sizeof upol / sizeof upol[0]); p++) {
@@ -258,6 +261,15 @@ int main(void)
             compare_x(fixtures[f], &cfg, params, ids, B, T, u5, &upeek);
             compare_x(fixtures[f], &cfg, params, ids, B, T, u3, &ukeep);
             compare_x(fixtures[f], &cfg, params, ids2, B, T, u2, &ukeep);
+            /* the sliced head up once a step: one micro-batch (per-slice gradients), two (the whole
+               head's gradient), AdamW on the host, the device update */
+            run_cfg o1 = {"full", 0, 1, 1, SC_OPTIM_SGD, hs, 0}, o2 = {"every:2", 1, 2, 2, SC_OPTIM_ADAMW, hs, 0},
+                    o3 = {"none", 0, 1, 0, SC_OPTIM_ADAMW, hs, 1};
+            compare_x(fixtures[f], &cfg, params, ids, B, T, o1, &once);
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, o2, &once);
+            compare_x(fixtures[f], &cfg, params, ids, B, T, o3, &once);
+            compare_x(fixtures[f], &cfg, params, ids, B, T, o1, &uonce);
+            compare_x(fixtures[f], &cfg, params, ids2, B, T, u4, &uonce);
         }
         {
             /* sliced against the whole head (f32): the same loss and gradients to rounding */
@@ -511,6 +523,32 @@ int main(void)
         if (md) sc_model_destroy(md);
         if (mh) sc_model_destroy(mh);
         if (mr) sc_model_destroy(mr);
+        {
+            /* the sliced head up once: a step uploads the head's rows once instead of twice */
+            sc_model_config oc = hc;
+            oc.head_slice = cfg.vocab_size / 3 + 1;
+            sc_model *ma = NULL, *mb = NULL;
+            float la = 0, lb = 0;
+            int ok2 = sc_model_create(&ma, &cfg, &oc, NULL) == SC_SUCCESS;
+            oc.slide_head_once = 1;
+            ok2 = ok2 && sc_model_create(&mb, &cfg, &oc, NULL) == SC_SUCCESS &&
+                  sc_model_step(ma, &pn, ids, 1, 2, 32, 1, &la) == SC_SUCCESS &&
+                  sc_model_step(mb, &pn, ids, 1, 2, 32, 1, &lb) == SC_SUCCESS;
+            sc_slide_info ia = ok2 ? sc_model_slide_info(ma) : di[0], ib = ok2 ? sc_model_slide_info(mb) : di[0];
+            uint64_t head = (uint64_t)4 * cfg.vocab_size * cfg.hidden_size;
+            CHECK(ok2 && la == lb && ia.h2d_bytes - ib.h2d_bytes == head,
+                  "head once: a step uploads %llu bytes, %llu fewer than the sliced head's two passes (the head: %llu)",
+                  (unsigned long long)ib.h2d_bytes, (unsigned long long)(ia.h2d_bytes - ib.h2d_bytes),
+                  (unsigned long long)head);
+            if (ma) sc_model_destroy(ma);
+            if (mb) sc_model_destroy(mb);
+            oc.head_slice = 0;
+            mb = NULL;
+            r = sc_model_create(&mb, &cfg, &oc, NULL);
+            CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "slide_head_once"),
+                  "slide_head_once without a sliced head refused: %s", sc_last_error());
+            if (mb) sc_model_destroy(mb);
+        }
         /* refused: resident mode, AdamW, DPU */
         sc_model_config bc = dc;
         const char *what[3] = {"resident mode", "AdamW", "DPU"};
