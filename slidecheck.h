@@ -1095,8 +1095,9 @@ typedef struct sc_slide_info {
     uint64_t h2d_bytes, d2h_bytes;   /* last step */
     uint64_t h2d_first_bytes;        /* last step's uploads queued before its first download (the
                                         forward's: they cannot overlap that step's downloads) */
-    size_t host_update_params;       /* parameters the host optimizer updates each step (the rest:
-                                        the device, with slide_keep_head / slide_device_update) */
+    size_t host_update_params;       /* parameters the host optimizer updated in the last step (all,
+                                        less what the device updated with slide_keep_head or
+                                        slide_device_update; 0 without an update) */
     size_t pinned_bytes, host_bytes; /* held now */
     size_t window_bytes;             /* device bytes of the slots and gradient buffers */
     double opt_ms;                   /* host optimizer time in the last step (summed over updates) */
@@ -7083,12 +7084,13 @@ typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } 
 enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2 };
 /* A host task: the update of one unit once its gradients have landed (ev); dev: the device
    updated the layer and ev is the download of its new weights (nothing to run: the unit's next
-   upload waits for it through pend[]). rank orders the
+   upload waits for it through pend[]); devhead: the device updated the LM head's rows (the host
+   the final norm and the rows the embedding adds to). rank orders the
    tasks that have landed by when the next step needs them: an older step's first (DPU has two in
    flight), then the embedding and head (the next step starts with the embedding rows), then
    layer 0, 1, ... par: the parity of its update number (the pend[] it counts in, the working
    copy it writes); sb: the step buffers it reads. */
-typedef struct sc__task { int kind, unit, landed, update, par, sb, dev; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
+typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
@@ -7133,6 +7135,10 @@ typedef struct sc__slide {
        the current weights of their layers, for the next step (keep_slots); the layers' gradients
        of the last step did not come down (no_host_grads) */
     int devup, keep_slots, no_host_grads;
+    /* ... and the LM head too, slice by slice in the head slot (devhead; it goes down in chunks,
+       hdown of them so far, behind the layers' weights); host_params: what the host updated */
+    int devhead, hdown;
+    size_t host_params;
     /* parities of update numbers this step: rb = the hw it uploads from, wp = the updates its
        uploads wait for, pp = the last update's (its gradient downloads wait for that one: it
        reads hg), par = its own tasks'. pending: DPU, the last step's update is not in this
@@ -8110,10 +8116,10 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
            LM head and the embedding rows no token of this step touched */
-        if (t->update) {
+        if (t->update) { /* devhead: the device updated the LM head (tied: the rows no token touched) */
             size_t off = sc_config_norm_offset(c);
-            sc__slide_update(m, &t->k, off, m->nparams - off, nt, wb);
-            sc__slide_update_rows(m, &t->k, b->touched, 0, wb);
+            sc__slide_update(m, &t->k, off, t->devhead ? (size_t)c->hidden_size : m->nparams - off, nt, wb);
+            if (!t->devhead || !c->tie_embeddings) sc__slide_update_rows(m, &t->k, b->touched, 0, wb);
         }
     } else {
         int N = b->N;
@@ -8182,6 +8188,7 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     memset(&t, 0, sizeof t);
     t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = sl->par; t.sb = sl->cur;
     t.dev = kind == SC__TASK_LAYER && sl->devup;
+    t.devhead = kind == SC__TASK_HEAD_EARLY && sl->devhead;
     if (t.dev) t.update = 0;
     t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (kind == SC__TASK_LAYER ? unit + 1 : 0);
     SC__LOCK(sl);
@@ -8602,6 +8609,75 @@ static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t byte
    completed (resident mode's update, so the same bits), then the new weights go down into the
    host copy the next upload reads. The slot is free again once they are down, and it keeps the
    new weights: the next forward starts with the layers this backward ends with. */
+/* SGD on n device weights from n device gradients: resident mode's update */
+static void sc__slide_sgd(sc_model *m, void *w, const void *g, size_t n)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) { sc_cuda_sgd_update(m->cu, w, m->pdt, g, m->gdt, n, m->mc.lr, m->mc.weight_decay); return; }
+#endif
+    sc_cpu_sgd_update((float *)w, (const float *)g, n, m->mc.lr, m->mc.weight_decay);
+    sc__round(m, (float *)w, n);
+}
+
+/* Queue the head slot's next chunks (up to `upto` of L) down into the host copy, behind what the
+   download stream already carries; after the last, the slot is free once they have landed. */
+static void sc__slide_head_down(sc_model *m, int upto)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers;
+    size_t pb = (size_t)m->pb, n = (size_t)c->vocab_size * c->hidden_size, per = (n + L - 1) / (size_t)L;
+    if (!sl->devhead || sl->hdown >= L) return;
+    sc__ev done = sc__ev_record(m, 0); /* the head's updates are queued before */
+    sc__stream_wait(m, 2, &done);
+    sc__ev_release(m, &done);
+    for (; sl->hdown < upto && sl->hdown < L; sl->hdown++) {
+        size_t a = (size_t)sl->hdown * per, e = a + per < n ? a + per : n;
+        if (a < e)
+            sc__copy_async(m, 2, (char *)sl->hp + (sc_config_lm_head_offset(c) + a) * pb, (char *)sl->head.w + a * pb,
+                           (e - a) * pb, SC_PHASE_D2H, -1);
+    }
+    if (sl->hdown == L) {
+        sc__ev_release(m, &sl->head.free);
+        sl->head.free = sc__ev_record(m, 2);
+    }
+}
+
+/* slide_device_update with the head up once and one micro-batch: slice j's SGD step in the head
+   slot as soon as its gradient is complete, so no head gradient waits to go down before the
+   layers' backward. A tied head's rows that a token touched also take the embedding's gradient:
+   their head gradient goes down and the host updates them after the embedding backward, as
+   without (the slot's copy of those rows is stale, and overwritten on the host after it lands). */
+static void sc__slide_head_slice_update(sc_model *m, int j)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    int S = sc__head_rows(m), V = c->vocab_size, C = c->hidden_size, v0 = j * S, v1 = v0 + S < V ? v0 + S : V;
+    const unsigned char *touched = c->tie_embeddings ? sl->sb[sl->cur].touched : NULL;
+    sc__slot *b = &sl->hsg[j & 1];
+    size_t pb = (size_t)m->pb, gb = (size_t)m->gb, go = sc_config_lm_head_offset(c);
+    int down = 0;
+    for (int r = v0; r < v1;) {
+        int t = touched && touched[r], e = r;
+        while (e < v1 && (touched && touched[e]) == t) e++;
+        size_t n = (size_t)(e - r) * C;
+        const char *g = (const char *)b->w + (size_t)(r - v0) * C * gb;
+        if (!t) sc__slide_sgd(m, (char *)sl->head.w + (size_t)r * C * pb, g, n);
+        else {
+            if (!down) {
+                sc__ev done = sc__ev_record(m, 0);
+                sc__stream_wait(m, 2, &done);
+                sc__ev_release(m, &done);
+                down = 1;
+            }
+            sc__copy_async(m, 2, (char *)sl->hg + (go + (size_t)r * C) * gb, g, n * gb, SC_PHASE_D2H, -1);
+        }
+        r = e;
+    }
+    sc__ev_release(m, &b->free);
+    b->free = sc__ev_record(m, down ? 2 : 0);
+}
+
 static void sc__slide_weights_down(sc_model *m, int l)
 {
     sc__slide *sl = m->sl;
@@ -8609,14 +8685,7 @@ static void sc__slide_weights_down(sc_model *m, int l)
     size_t ln = sc__layer_numel(c), pb = (size_t)m->pb;
     sc__slot *s = sc__slot_of(sl, l, c->num_layers);
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, l);
-#ifdef SLIDECHECK_CUDA
-    if (m->cu) sc_cuda_sgd_update(m->cu, s->w, m->pdt, sl->lg[l], m->gdt, ln, m->mc.lr, m->mc.weight_decay);
-    else
-#endif
-    {
-        sc_cpu_sgd_update((float *)s->w, sl->lg[l], ln, m->mc.lr, m->mc.weight_decay);
-        sc__round(m, (float *)s->w, ln);
-    }
+    sc__slide_sgd(m, s->w, sl->lg[l], ln);
     sc__span_end(m, sp);
     sc__free(m, sl->lg[l]);
     sl->lg[l] = NULL;
@@ -8629,6 +8698,7 @@ static void sc__slide_weights_down(sc_model *m, int l)
     sc__ev_release(m, &s->free);
     s->free = sc__ev_record(m, 2);
     sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
+    sc__slide_head_down(m, sl->hdown + 1); /* a chunk of the updated head behind each layer */
 }
 
 /* ==========================================================================================
@@ -9027,6 +9097,7 @@ static float *sc__head_g(sc_model *m, int j)
 static void sc__head_g_done(sc_model *m, int j)
 {
     if (!m->sl || !m->sl->hs_pergrad) return;
+    if (m->sl->devhead) { sc__slide_head_slice_update(m, j); return; }
     const sc_config *c = &m->cfg;
     sc__slide *sl = m->sl;
     int S = sc__head_rows(m);
@@ -9356,6 +9427,8 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sl->devup = update && m->mc.slide_device_update;
     sl->no_host_grads = sl->devup;
     sl->hs_pergrad = !keep && !dpn && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
+    sl->devhead = sl->devup && m->mc.slide_head_once && sl->hs_pergrad;
+    sl->hdown = 0;
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
     if (keep) SC__TRY(sc__slide_keep_head(m));
@@ -9455,6 +9528,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         if (r != SC_SUCCESS) goto done;
     }
 
+    sc__slide_head_down(m, L); /* what is left of the updated head, before dL/dx_0 */
     if (keep) { /* the kept embedding's backward and the head's update on the device, as resident mode */
         sc__embedding_backward(m);
         if (update) {
@@ -9500,6 +9574,12 @@ done:
         }
         sl->pending = dpu && update && r == SC_SUCCESS;
         sl->keep_slots = m->mc.slide_device_update && r == SC_SUCCESS;
+    }
+    {
+        size_t layers = sc_config_norm_offset(c) - sc_config_layer_base(c, 0);
+        sl->host_params = !update ? 0
+                          : sl->devhead ? (size_t)C * (1 + (c->tie_embeddings ? (size_t)sb->ntouched : (size_t)V))
+                          : (sl->devup ? m->nparams - layers : m->nparams) - (keep ? sc__kept_numel(c) : 0);
     }
     if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
         r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
@@ -9865,12 +9945,7 @@ SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)
     s.h2d_bytes = m->sl->h2d;
     s.d2h_bytes = m->sl->d2h;
     s.h2d_first_bytes = m->sl->h2d_first;
-    {
-        const sc_config *c = &m->cfg;
-        size_t layers = sc_config_norm_offset(c) - sc_config_layer_base(c, 0);
-        s.host_update_params = (m->mc.slide_device_update ? m->nparams - layers : m->nparams) -
-                               (m->mc.slide_keep_head ? sc__kept_numel(c) : 0);
-    }
+    s.host_update_params = m->sl->host_params;
     s.pinned_bytes = m->sl->pinned_bytes + (m->cu ? m->sl->sb[0].stage_bytes + m->sl->sb[1].stage_bytes : 0);
     s.host_bytes = m->sl->host_bytes;
     SC__LOCK(m->sl); /* host updates may still run (and add to opt_ms) */

@@ -542,6 +542,31 @@ int main(void)
                   (unsigned long long)head);
             if (ma) sc_model_destroy(ma);
             if (mb) sc_model_destroy(mb);
+            /* with the device update too, the head's SGD runs on the device slice by slice: the host
+               updates only the final norm (and a tied head's rows the tokens touched, whose head
+               gradient goes down beside the updated head) */
+            sc_model_config ec = oc;
+            ec.slide_device_update = 1;
+            ma = mb = NULL;
+            ok2 = sc_model_create(&ma, &cfg, &ec, NULL) == SC_SUCCESS;
+            ec.slide_head_once = 0;
+            ok2 = ok2 && sc_model_create(&mb, &cfg, &ec, NULL) == SC_SUCCESS &&
+                  sc_model_step(ma, &pn, ids, 1, 2, 32, 1, &la) == SC_SUCCESS &&
+                  sc_model_step(mb, &pn, ids, 1, 2, 32, 1, &lb) == SC_SUCCESS;
+            ia = ok2 ? sc_model_slide_info(ma) : di[0];
+            ib = ok2 ? sc_model_slide_info(mb) : di[0];
+            size_t nt = 0, C = (size_t)cfg.hidden_size;
+            unsigned char seen[4096] = {0};
+            for (int i = 0; i < 64 && cfg.vocab_size <= 4096; i++) nt += !seen[ids[i]], seen[ids[i]] = 1;
+            size_t want_host = C * (1 + (cfg.tie_embeddings ? nt : (size_t)cfg.vocab_size));
+            CHECK(ok2 && la == lb && ia.host_update_params == want_host &&
+                      ia.d2h_bytes == ib.d2h_bytes + (cfg.tie_embeddings ? 4 * nt * C : 0),
+                  "device update + head once: the host updates %zu parameters (the norm and %zu touched rows: %zu); "
+                  "d2h %llu (the head's gradient in slices: %llu)", ia.host_update_params, nt, want_host,
+                  (unsigned long long)ia.d2h_bytes, (unsigned long long)ib.d2h_bytes);
+            if (ma) sc_model_destroy(ma);
+            if (mb) sc_model_destroy(mb);
+            mb = NULL;
             oc.head_slice = 0;
             mb = NULL;
             r = sc_model_create(&mb, &cfg, &oc, NULL);
