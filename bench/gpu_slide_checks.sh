@@ -7,16 +7,22 @@ set -u
 O=${1:-build/gpu_slide}; BIN=${BIN:-build}; mkdir -p "$O"
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 tiny="train --model tiny --device cuda --mode slide --seq 64 --batch 2 --accum 2 --ckpt every:2 --optim adamw --lr 1e-3"
-# the plain schedule, the one-step-delayed update and the embedding/head kept on the device
-for opt in plain dpu keep-head; do
-    case $opt in plain) fl="";; dpu) fl="--dpu";; keep-head) fl="--keep-head";; esac
+# the plain schedule, the one-step-delayed update, the embedding/head kept on the device and the
+# SGD on the device (layers and, with the head up once and one micro-batch, the head); OPTS picks
+OPTS=${OPTS:-plain dpu keep-head devup}
+flags() {
+    case $1 in plain) fl="";; dpu) fl="--dpu";; keep-head) fl="--keep-head";;
+        devup) fl="--optim sgd --pure-bf16 --accum 1 --head-slice 100 --head-once --slide-update device";; esac
+}
+for opt in $OPTS; do
+    flags $opt
     for tool in memcheck racecheck synccheck; do
         "$CS" --tool $tool --error-exitcode 9 "$BIN/slidecheck" $tiny $fl --steps 3 --dtype bf16 > "$O/$tool-$opt.log" 2>&1
         echo "$tool $opt rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool-$opt.log" | tail -n 1)"
     done
 done
-for opt in plain dpu keep-head; do
-case $opt in plain) fl="";; dpu) fl="--dpu";; keep-head) fl="--keep-head";; esac
+for opt in $OPTS; do
+flags $opt
 "$BIN/slidecheck" $tiny $fl --steps 1000 --warmup 10 --dtype bf16 --out "$O/soak-$opt" > "$O/soak-$opt.log" 2>&1
 echo "soak $opt rc=$?"; tail -n 1 "$O/soak-$opt.log"
 python3 - "$O/soak-$opt/step_metrics.csv" <<'PY'

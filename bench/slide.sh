@@ -90,6 +90,7 @@ run s256kdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --keep-head --slid
 # and the sliced head up once a step (a whole head of weights on the device: under 1 GiB with full
 # recompute, whose replays hide behind the transfers at this size)
 run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --head-once --slide-update device --out "$O/trace_s256fodu"
+run s256fodu2 qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 2 14 --head-slice 8192 --head-once --slide-update device
 # seq 2048 x batch 4, AdamW with f32 master weights and state
 run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
 run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10
