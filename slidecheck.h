@@ -9416,8 +9416,6 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sl->cur ^= dpu;
     sl->nstep++;
     sc__stepbuf *sb = &sl->sb[sl->cur];
-    /* the embedding and head tasks that read sb last (and wrote the rows gathered below) */
-    sc__slide_wait_unit(m, sl->wp, L);
     sl->update = update;
     if (update) {
         m->t++;
@@ -9431,6 +9429,11 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sl->hdown = 0;
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
+    /* the first group's uploads start while the host may still be updating the last step's
+       embedding rows (over NCCL, where each load is a collective, the plain order) */
+    if (!dpn) sc__slide_acquire(m, 0);
+    /* the embedding and head tasks that read sb last (and wrote the rows gathered below) */
+    sc__slide_wait_unit(m, sl->wp, L);
     if (keep) SC__TRY(sc__slide_keep_head(m));
     else if (dpn) SC__TRY(sc__slide_stepbuf_ranks(m, sb));
     else SC__TRY(sc__slide_stepbuf(m, sb, m->ids_all, M));
