@@ -1022,7 +1022,10 @@ typedef struct sc_model_config {
                                   host optimizer traffic beside the transfers) and the layers still
                                   in slots at the end of backward are the next forward's first,
                                   uploaded no more. The embedding and head keep the host update (or
-                                  the device's, with slide_keep_head). SGD without master weights
+                                  the device's, with slide_keep_head); with slide_head_once and one
+                                  micro-batch of at most 1024 rows the LM head's SGD runs on the
+                                  device too, slice by slice (a tied head's rows that a token touched
+                                  stay the host's, after the embedding backward). SGD without master weights
                                   (no optimizer state), one process, not with slide_dpu; after an
                                   update step the layers' gradients are not on the host
                                   (sc_model_get_grads fails: a gradient-only step keeps them). */

@@ -276,8 +276,8 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         die_usage("--slide-update must be host or device, not '%s'", o->slide_update);
     if (o->slide_update && !strcmp(o->slide_update, "device") &&
         (strcmp(o->optim, "sgd") || o->dpu || o->master || (!strcmp(o->dtype, "bf16") && !o->pure_bf16) || o->gpus > 1))
-        die_usage("%s", "--slide-update device needs --optim sgd without master weights (--pure-bf16 with bf16), "
-                  "--dpu or --gpus");
+        die_usage("%s", "--slide-update device needs --optim sgd and no master weights (--pure-bf16 with bf16), "
+                  "and not --dpu or --gpus");
     if (o->dpu && o->keep_head) die_usage("%s", "--dpu and --keep-head cannot be combined yet");
     if (o->head_once && (!slide || !o->head_slice || o->keep_head))
         die_usage("%s", "--head-once needs --mode slide and --head-slice R, and not --keep-head");

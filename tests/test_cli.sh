@@ -206,5 +206,21 @@ grep -q "head kept" "$T/out" && ok "slide --keep-head says so" || bad "slide --k
 expect 0 "grad, slide --keep-head" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/gk.safetensors" --device cpu --mode slide --keep-head
 cmp -s "$T/g.safetensors" "$T/gk.safetensors" && ok "grad: slide --keep-head's file == resident's, byte for byte" \
     || bad "grad: slide --keep-head's file differs from resident's"
+# the SGD update on the device and the head up once: slide + SGD only; the same losses as resident
+expect 2 "--slide-update without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --slide-update device
+expect 2 "--slide-update device with AdamW" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-update device
+expect 2 "--slide-update sideways" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-update sideways
+expect 2 "--slide-update device with --dpu" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-update device --dpu
+expect 2 "--head-once without --head-slice" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --head-once
+expect 2 "--head-once with --keep-head" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --head-slice 100 --head-once --keep-head
+expect 0 "resident SGD, head in slices" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --optim sgd --lr 0.05 --ckpt full --head-slice 100
+r3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+expect 0 "slide --slide-update device --head-once" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --optim sgd --lr 0.05 --ckpt full --head-slice 100 --mode slide --slide-update device --head-once
+u3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+hp=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "host-opt") print $(i + 2)}' "$T/out")
+grep -q "SGD on the device" "$T/out" && ok "slide --slide-update device says so" || bad "slide --slide-update device line: $(head -3 "$T/out")"
+[ -n "$r3" ] && [ "$r3" = "$u3" ] && ok "--slide-update device --head-once: step 3 loss $u3 == resident's" || bad "--slide-update device: '$u3' vs resident '$r3'"
+[ -n "$hp" ] && [ "$hp" -gt 0 ] && [ "$hp" -lt 100000 ] && ok "--slide-update device --head-once: the host updated $hp parameters (the norm and the touched rows)" \
+    || bad "host-opt params '$hp'"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
