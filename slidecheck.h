@@ -7140,8 +7140,13 @@ typedef struct sc__slide {
     int devup, keep_slots, no_host_grads;
     /* ... and the LM head too, slice by slice in the head slot (devhead; it goes down in chunks,
        hdown of them so far, behind the layers' weights); host_params: what the host updated */
-    int devhead, hdown;
+    int devhead;
     size_t host_params;
+    /* the head slot keeps the LM head between steps (devhead steps): hfresh, its rows are the
+       current weights but for those the host updated last (hrefresh: a tied head's touched rows
+       and the final norm, uploaded before the slot is read again); a tied head's rows that the
+       step's tokens touch come down before the host updates them */
+    int hfresh, hrefresh;
     /* parities of update numbers this step: rb = the hw it uploads from, wp = the updates its
        uploads wait for, pp = the last update's (its gradient downloads wait for that one: it
        reads hg), par = its own tasks'. pending: DPU, the last step's update is not in this
@@ -8622,28 +8627,57 @@ static void sc__slide_sgd(sc_model *m, void *w, const void *g, size_t n)
     sc__round(m, (float *)w, n);
 }
 
-/* Queue the head slot's next chunks (up to `upto` of L) down into the host copy, behind what the
-   download stream already carries; after the last, the slot is free once they have landed. */
-static void sc__slide_head_down(sc_model *m, int upto)
+/* A kept head slot (hfresh): the rows the host updated last step (a tied head's touched rows, the
+   final norm) go up into it, on the upload stream; the slot is ready once they have. */
+static void sc__slide_head_refresh(sc_model *m)
 {
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
-    int L = c->num_layers;
-    size_t pb = (size_t)m->pb, n = (size_t)c->vocab_size * c->hidden_size, per = (n + L - 1) / (size_t)L;
-    if (!sl->devhead || sl->hdown >= L) return;
-    sc__ev done = sc__ev_record(m, 0); /* the head's updates are queued before */
-    sc__stream_wait(m, 2, &done);
-    sc__ev_release(m, &done);
-    for (; sl->hdown < upto && sl->hdown < L; sl->hdown++) {
-        size_t a = (size_t)sl->hdown * per, e = a + per < n ? a + per : n;
-        if (a < e)
-            sc__copy_async(m, 2, (char *)sl->hp + (sc_config_lm_head_offset(c) + a) * pb, (char *)sl->head.w + a * pb,
-                           (e - a) * pb, SC_PHASE_D2H, -1);
-    }
-    if (sl->hdown == L) {
-        sc__ev_release(m, &sl->head.free);
-        sl->head.free = sc__ev_record(m, 2);
-    }
+    const sc__stepbuf *b = &sl->sb[sl->cur];
+    size_t pb = (size_t)m->pb, C = (size_t)c->hidden_size, V = (size_t)c->vocab_size, go = sc_config_lm_head_offset(c);
+    if (!sl->hfresh || !sl->hrefresh) return;
+    sc__stream_wait(m, 1, &sl->head.free);
+    for (int u = 0; c->tie_embeddings && u < b->ntouched; u++)
+        sc__copy_async(m, 1, (char *)sl->head.w + (size_t)b->tlist[u] * C * pb,
+                       (const char *)sl->hp + (go + (size_t)b->tlist[u] * C) * pb, C * pb, SC_PHASE_H2D, -1);
+    sc__copy_async(m, 1, (char *)sl->head.w + V * C * pb, (const char *)sl->hp + sc_config_norm_offset(c) * pb,
+                   C * pb, SC_PHASE_H2D, -1);
+    sc__ev_release(m, &sl->head.ready);
+    sl->head.ready = sc__ev_record(m, 1);
+    sl->hrefresh = 0;
+}
+
+/* A kept head slot and a tied head: the rows this step's tokens touch, which the host updates
+   after the embedding backward, come down first (the host copy of a row no token touched last
+   step is stale); the host's update of them waits for this through the download stream. */
+static void sc__slide_head_pull(sc_model *m, const sc__stepbuf *b)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    size_t pb = (size_t)m->pb, C = (size_t)c->hidden_size;
+    if (!sl->hfresh || !c->tie_embeddings) return;
+    sc__stream_wait(m, 2, &sl->head.ready);
+    for (int u = 0; u < b->ntouched; u++)
+        sc__copy_async(m, 2, (char *)sl->hp + (size_t)b->tlist[u] * C * pb, (const char *)sl->head.w +
+                       (size_t)b->tlist[u] * C * pb, C * pb, SC_PHASE_D2H, -1);
+}
+
+/* A kept head slot's LM head down into the host copy (after its refresh), waited for: the host
+   then holds the current weights. keep = 0: the slot is given up (the host updates the head
+   next, or the next step uploads it). */
+static void sc__slide_head_flush(sc_model *m, int keep)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    if (!sl->hfresh) return;
+    sc__slide_head_refresh(m);
+    sc__stream_wait(m, 2, &sl->head.ready);
+    sc__copy_async(m, 2, (char *)sl->hp + sc_config_lm_head_offset(c) * (size_t)m->pb, sl->head.w,
+                   (size_t)c->vocab_size * c->hidden_size * (size_t)m->pb, SC_PHASE_D2H, -1);
+    sc__ev e = sc__ev_record(m, 2);
+    sc__ev_sync(m, &e);
+    sc__ev_release(m, &e);
+    sl->hfresh = keep;
 }
 
 /* slide_device_update with the head up once and one micro-batch: slice j's SGD step in the head
@@ -8701,7 +8735,6 @@ static void sc__slide_weights_down(sc_model *m, int l)
     sc__ev_release(m, &s->free);
     s->free = sc__ev_record(m, 2);
     sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
-    sc__slide_head_down(m, sl->hdown + 1); /* a chunk of the updated head behind each layer */
 }
 
 /* ==========================================================================================
@@ -9042,7 +9075,7 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
         if (sl->slots[i].unit >= 0) sl->lw[sl->slots[i].unit] = (float *)sl->slots[i].w;
     }
     sl->keep_slots = 0;
-    sl->head.unit = keep ? c->num_layers : -1; /* a kept head is always resident */
+    sl->head.unit = keep || sl->hfresh ? c->num_layers : -1; /* a kept head is always resident */
     return SC_SUCCESS;
 }
 
@@ -9429,7 +9462,10 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sl->no_host_grads = sl->devup;
     sl->hs_pergrad = !keep && !dpn && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
     sl->devhead = sl->devup && m->mc.slide_head_once && sl->hs_pergrad;
-    sl->hdown = 0;
+    if (sl->hfresh && !sl->devhead) { /* the host updates the head this step, or reads it: bring it down */
+        sc__slide_wait_unit(m, sl->wp, L);
+        sc__slide_head_flush(m, 0);
+    }
     SC__TRY(sc__slide_slots(m, plan));
     sc__slide_schedule(m, plan);
     /* the first group's uploads start while the host may still be updating the last step's
@@ -9437,9 +9473,11 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     if (!dpn) sc__slide_acquire(m, 0);
     /* the embedding and head tasks that read sb last (and wrote the rows gathered below) */
     sc__slide_wait_unit(m, sl->wp, L);
+    sc__slide_head_refresh(m); /* a kept head slot: the rows the host updated (sb's last tokens) */
     if (keep) SC__TRY(sc__slide_keep_head(m));
     else if (dpn) SC__TRY(sc__slide_stepbuf_ranks(m, sb));
     else SC__TRY(sc__slide_stepbuf(m, sb, m->ids_all, M));
+    sc__slide_head_pull(m, sb);
 
     /* forward: the embedding rows are gathered on the host and go up with the activations (a
        kept embedding: on the device, as resident mode) */
@@ -9452,6 +9490,11 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
             if ((r = sc__act_get(m, 0, SC__A_X)) != SC_SUCCESS) goto done;
             if (keep) {
                 SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, C);
+                continue;
+            }
+            if (sl->hfresh && c->tie_embeddings) { /* the kept head slot holds the current rows */
+                sc__stream_wait(m, 0, &sl->head.ready);
+                SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, (const float *)sl->head.w, N, C);
                 continue;
             }
             char *st = (char *)sb->stage + (size_t)k * N * row;
@@ -9534,7 +9577,6 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         if (r != SC_SUCCESS) goto done;
     }
 
-    sc__slide_head_down(m, L); /* what is left of the updated head, before dL/dx_0 */
     if (keep) { /* the kept embedding's backward and the head's update on the device, as resident mode */
         sc__embedding_backward(m);
         if (update) {
@@ -9580,6 +9622,8 @@ done:
         }
         sl->pending = dpu && update && r == SC_SUCCESS;
         sl->keep_slots = m->mc.slide_device_update && r == SC_SUCCESS;
+        /* the head slot holds the updated head (the host's rows go up next step) */
+        sl->hfresh = sl->hrefresh = sl->devhead && r == SC_SUCCESS;
     }
     {
         size_t layers = sc_config_norm_offset(c) - sc_config_layer_base(c, 0);
@@ -9901,6 +9945,11 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
         return r;
     }
     /* slide: the gradients are on the host: update there, but a head kept on the device there */
+    if (m->sl->no_host_grads)
+        return sc__fail(SC_ERROR_UNSUPPORTED, "slide_device_update: the last step updated its layers on the device "
+                        "and their gradients are not on the host; sc_model_optimizer_step follows a gradient-only step");
+    sc__slide_drain(m);
+    sc__slide_head_flush(m, 0);
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     sc_result r = SC_SUCCESS;
     m->t++;
@@ -9922,6 +9971,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
 {
     if (m->sl) {
         sc__slide_drain(m);
+        sc__slide_head_flush(m, 1); /* a kept head slot: the host copy gets its rows (it stays kept) */
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
         if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_layers(m, dst));
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);

@@ -542,9 +542,9 @@ int main(void)
                   (unsigned long long)head);
             if (ma) sc_model_destroy(ma);
             if (mb) sc_model_destroy(mb);
-            /* with the device update too, the head's SGD runs on the device slice by slice: the host
-               updates only the final norm (and a tied head's rows the tokens touched, whose head
-               gradient goes down beside the updated head) */
+            /* with the device update too, the head's SGD runs on the device slice by slice and the
+               head stays in its slot: the host updates only the final norm (and a tied head's rows the
+               tokens touched, whose head gradient goes down instead of the whole head's) */
             sc_model_config ec = oc;
             ec.slide_device_update = 1;
             ma = mb = NULL;
@@ -560,10 +560,19 @@ int main(void)
             for (int i = 0; i < 64 && cfg.vocab_size <= 4096; i++) nt += !seen[ids[i]], seen[ids[i]] = 1;
             size_t want_host = C * (1 + (cfg.tie_embeddings ? nt : (size_t)cfg.vocab_size));
             CHECK(ok2 && la == lb && ia.host_update_params == want_host &&
-                      ia.d2h_bytes == ib.d2h_bytes + (cfg.tie_embeddings ? 4 * nt * C : 0),
+                      ia.d2h_bytes + head == ib.d2h_bytes + (cfg.tie_embeddings ? 4 * nt * C : 0),
                   "device update + head once: the host updates %zu parameters (the norm and %zu touched rows: %zu); "
-                  "d2h %llu (the head's gradient in slices: %llu)", ia.host_update_params, nt, want_host,
-                  (unsigned long long)ia.d2h_bytes, (unsigned long long)ib.d2h_bytes);
+                  "d2h %llu (the head's gradient in slices: %llu, less the head, plus the touched rows)",
+                  ia.host_update_params, nt, want_host, (unsigned long long)ia.d2h_bytes, (unsigned long long)ib.d2h_bytes);
+            /* and the next steps upload no head: the slot keeps it (the touched rows and the norm go up) */
+            float lc = 0;
+            ok2 = ok2 && sc_model_step(ma, &pn, ids, 1, 2, 32, 1, &lc) == SC_SUCCESS;
+            sc_slide_info ic = ok2 ? sc_model_slide_info(ma) : di[0];
+            /* (a tied head's touched rows go up into the slot instead of the embedding rows' staging,
+               the same bytes: the embedding is gathered from the slot) */
+            CHECK(ok2 && ic.h2d_bytes + head + 2 * 4 * ln == ia.h2d_bytes,
+                  "device update + head once, step 2: uploads %llu bytes (step 1 %llu less the head and two "
+                  "layers kept in their slots)", (unsigned long long)ic.h2d_bytes, (unsigned long long)ia.h2d_bytes);
             if (ma) sc_model_destroy(ma);
             if (mb) sc_model_destroy(mb);
             mb = NULL;
@@ -573,6 +582,39 @@ int main(void)
             CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "slide_head_once"),
                   "slide_head_once without a sliced head refused: %s", sc_last_error());
             if (mb) sc_model_destroy(mb);
+        }
+        {
+            /* the head kept in its slot between steps, then steps that cannot keep it (two
+               micro-batches, gradient-only + the host's update), reading the weights back between:
+               resident mode's bits throughout */
+            int32_t tw[128];
+            for (int i = 0; i < 128; i++) tw[i] = (int32_t)((i * 53 + 7) % cfg.vocab_size);
+            sc_model_config kc = dc, rc2 = sc_model_config_init();
+            kc.head_slice = cfg.vocab_size / 3 + 1;
+            kc.slide_head_once = 1;
+            kc.weight_decay = rc2.weight_decay = 0.1f;
+            rc2.optim = SC_OPTIM_SGD;
+            rc2.lr = 0.05f;
+            rc2.head_slice = kc.head_slice;
+            sc_model *mk = NULL, *mq = NULL;
+            float lk[7], lq[7], *w1 = (float *)malloc(4 * np), *w2 = (float *)malloc(4 * np);
+            static const int acc[7] = {1, 1, 2, 1, 1, 1, 1}, upd[7] = {1, 1, 1, 1, 0, 1, 1};
+            int ok3 = w1 && w2 && sc_model_create(&mk, &cfg, &kc, NULL) == SC_SUCCESS &&
+                      sc_model_create(&mq, &cfg, &rc2, NULL) == SC_SUCCESS;
+            for (int s = 0; s < 7 && ok3; s++) {
+                const int32_t *x = tw + (s % 2) * 64 / acc[s];
+                ok3 = sc_model_step(mk, &pn, x, acc[s], 2 / acc[s], 32, upd[s], &lk[s]) == SC_SUCCESS &&
+                      sc_model_step(mq, &pn, x, acc[s], 2 / acc[s], 32, upd[s], &lq[s]) == SC_SUCCESS;
+                if (ok3 && !upd[s]) ok3 = sc_model_optimizer_step(mk) == SC_SUCCESS && sc_model_optimizer_step(mq) == SC_SUCCESS;
+                if (ok3 && s == 5) ok3 = sc_model_get_params(mk, w1) == SC_SUCCESS;
+            }
+            ok3 = ok3 && sc_model_get_params(mk, w1) == SC_SUCCESS && sc_model_get_params(mq, w2) == SC_SUCCESS;
+            CHECK(ok3 && !memcmp(lk, lq, sizeof lk) && !memcmp(w1, w2, 4 * np),
+                  "device update + head kept in its slot, with a 2-micro-batch step, a gradient-only step + host "
+                  "update and a read-back between: == resident bitwise (losses %.7f .. %.7f)", lk[0], lk[6]);
+            free(w1); free(w2);
+            if (mk) sc_model_destroy(mk);
+            if (mq) sc_model_destroy(mq);
         }
         /* refused: resident mode, AdamW, DPU */
         sc_model_config bc = dc;
