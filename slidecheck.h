@@ -1096,8 +1096,9 @@ SCDEF int64_t sc_model_graph_kernels(const sc_model *m);
    slide_keep_head the kept head's weights, gradients and optimizer state instead of its slot). */
 typedef struct sc_slide_info {
     uint64_t h2d_bytes, d2h_bytes;   /* last step */
-    uint64_t h2d_first_bytes;        /* last step's uploads queued before its first download (the
-                                        forward's: they cannot overlap that step's downloads) */
+    uint64_t h2d_first_bytes;        /* last step's uploads queued before its head and loss (the
+                                        forward's: the step's downloads of gradients or updated
+                                        weights come from the head and the backward) */
     size_t host_update_params;       /* parameters the host optimizer updated in the last step (all,
                                         less what the device updated with slide_keep_head or
                                         slide_device_update; 0 without an update) */
@@ -7155,6 +7156,7 @@ typedef struct sc__slide {
     uint64_t nstep;
     sc_result task_err;            /* a host task that failed (reported at the step's end) */
     uint64_t h2d, d2h, h2d_first;
+    int past_fwd;                  /* the step's head and loss have begun */
     double opt_ms, wait_ms;
 #ifdef SC__HAVE_THREADS
     pthread_mutex_t mu;
@@ -7330,7 +7332,7 @@ static void sc__copy_async(sc_model *m, int stream, void *dst, const void *src, 
 {
     if (!bytes) return;
     if (phase == SC_PHASE_H2D) m->sl->h2d += bytes;
-    if (phase == SC_PHASE_H2D && !m->sl->d2h) m->sl->h2d_first += bytes;
+    if (phase == SC_PHASE_H2D && !m->sl->past_fwd) m->sl->h2d_first += bytes;
     if (phase == SC_PHASE_D2H) m->sl->d2h += bytes;
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
@@ -9441,6 +9443,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
        before the sums */
     int W = sc_dist_comm_world(m->mc.comm), dpn = m->nccl, dp = !dpn && W > 1;
     sl->h2d = sl->d2h = sl->h2d_first = 0;
+    sl->past_fwd = 0;
     SC__LOCK(sl); /* the optimizer thread may still add to opt_ms */
     sl->opt_ms = sl->wait_ms = 0;
     SC__UNLOCK(sl);
@@ -9520,6 +9523,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sc__slide_wait_unit(m, sl->pp, L);
     if (dpu) sc__slide_zero_rows(m, &sl->sb[sl->cur ^ 1]);
     sc__slide_acquire(m, L);
+    sl->past_fwd = 1;
     if (!keep && (r = sc__slide_grads_alloc(m, &sl->head_g, sl->hs_pergrad ? (size_t)C : sc__head_numel(c),
                                             "slide head grad")) != SC_SUCCESS)
         goto done;

@@ -50,7 +50,7 @@ run() { # label model mode seq batch accum optim precision ckpt prefetch steps [
             if ($i == "pinned") pin = $(i + 1)
             if ($i == "params") np = $(i + 1)
             if ($i == "TFLOP/s") tf = $(i - 1)
-            if ($i == "h2d-before-d2h") hf = $(i + 1)
+            if ($i == "h2d-fwd") hf = $(i + 1)
             if ($i == "host-opt") hp = $(i + 2)
         }
         printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,ok,%s,%s\n", pre, ms, n, pa, pr, rss, h, d, pin, np, tf, l0, hf, hp }' >> "$O/slide.csv"

@@ -9,10 +9,11 @@ triad's real rate (16 B per element: the 12 counted plus the write-allocate read
 from below too when they cannot overlap anything else.
 shared floor (shown, not in the ratio): the transfer floor with the pinned bandwidths measured while
 the host optimizer's kernels run beside the copies (floors_shared.csv), as they do in a slide step.
-phase floor: the transfer floor with the step's phases. A step's downloads all come from its backward,
-and the next step's forward waits for them (its first layer's update needs the last download), so
-the uploads queued before the step's first download (h2d_first, the forward's) can only use the H2D
-bandwidth: phase floor = h2d_first / H2D bw + transfer floor of the rest (h2d - h2d_first, d2h).
+phase floor: the transfer floor with the step's phases. A step's downloads of gradients or updated
+weights all come from its head and backward, and the next step's forward waits for them (its first
+layer's update needs the last download), so the uploads queued before the step's head (h2d_first,
+the forward's) can only use the H2D bandwidth: phase floor = h2d_first / H2D bw + transfer floor of
+the rest (h2d - h2d_first, d2h).
 ratio/ph = step / max(phase floor, CPU-optimizer floor, resident step).
 The CPU-optimizer floor counts the parameters the host updates (host_params: all of them, less the
 layers with --slide-update device and the embedding and head with --keep-head)."""

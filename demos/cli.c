@@ -802,7 +802,7 @@ static int cmd_train(int argc, char **argv)
         if (st.median > 0)
             printf("  model %.1f TFLOP/s", (double)o.accum * W * sc_config_train_flops(&cfg, B, T) / (st.median * 1e-3) / 1e12);
         if (slide)
-            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB  pageable %.3f GiB  h2d-before-d2h %.3f GB"
+            printf("  h2d %.3f GB/step  d2h %.3f GB/step  pinned %.3f GiB  pageable %.3f GiB  h2d-fwd %.3f GB"
                    "  host-opt params %zu", (double)si.h2d_bytes / 1e9,
                    (double)si.d2h_bytes / 1e9, (double)si.pinned_bytes / 1073741824.0,
                    (double)si.host_bytes / 1073741824.0, /* rank 0's: ZeRO-1 shards its AdamW state */
