@@ -9626,7 +9626,9 @@ done:
         }
         sl->pending = dpu && update && r == SC_SUCCESS;
         sl->keep_slots = m->mc.slide_device_update && r == SC_SUCCESS;
-        /* the head slot holds the updated head (the host's rows go up next step) */
+        /* the head slot holds the updated head (the host's rows go up next step); after an error
+           the host copy takes what the slot holds, as the layers keep what their updates did */
+        if (r != SC_SUCCESS && sl->hfresh) sc__slide_head_flush(m, 0);
         sl->hfresh = sl->hrefresh = sl->devhead && r == SC_SUCCESS;
     }
     {

@@ -616,6 +616,40 @@ int main(void)
             if (mk) sc_model_destroy(mk);
             if (mq) sc_model_destroy(mq);
         }
+        {
+            /* a step that fails (out of memory in its forward) after steps that kept the head in its
+               slot: the host copy gets the slot's rows, so the weights are those of the steps that
+               ran (resident mode's after two steps) */
+            int32_t tb[256];
+            for (int i = 0; i < 256; i++) tb[i] = (int32_t)((i * 37 + 5) % cfg.vocab_size);
+            sc_model_config kc = dc, rc3 = sc_model_config_init();
+            kc.head_slice = rc3.head_slice = cfg.vocab_size / 3 + 1;
+            kc.slide_head_once = 1;
+            rc3.optim = SC_OPTIM_SGD;
+            rc3.lr = 0.05f;
+            sc_model *mk = NULL, *mq = NULL;
+            float lk = 0, lq = 0;
+            int64_t resv = 0;
+            int ok4 = sc_model_create(&mk, &cfg, &kc, NULL) == SC_SUCCESS &&
+                      sc_model_step(mk, &pn, tb, 1, 2, 32, 1, &lk) == SC_SUCCESS;
+            if (ok4) resv = sc_allocator_stats(sc_model_allocator(mk)).reserved_bytes[SC_STAT_ALL].peak;
+            if (mk) sc_model_destroy(mk);
+            mk = NULL;
+            kc.mem_cap = (size_t)resv + ((size_t)4 << 20);
+            ok4 = ok4 && sc_model_create(&mk, &cfg, &kc, NULL) == SC_SUCCESS && sc_model_create(&mq, &cfg, &rc3, NULL) == SC_SUCCESS;
+            for (int st = 0; st < 2 && ok4; st++)
+                ok4 = sc_model_step(mk, &pn, tb + st, 1, 2, 32, 1, &lk) == SC_SUCCESS &&
+                      sc_model_step(mq, &pn, tb + st, 1, 2, 32, 1, &lq) == SC_SUCCESS;
+            sc_result big = ok4 ? sc_model_step(mk, &pn, tb, 1, 1, 256, 1, &lk) : SC_SUCCESS;
+            float *w1 = (float *)malloc(4 * np), *w2 = (float *)malloc(4 * np);
+            ok4 = ok4 && w1 && w2 && sc_model_get_params(mk, w1) == SC_SUCCESS && sc_model_get_params(mq, w2) == SC_SUCCESS;
+            CHECK(ok4 && big == SC_ERROR_OUT_OF_MEMORY && !memcmp(w1, w2, 4 * np),
+                  "device update + kept head: after a step that ran out of memory (%s) the weights are "
+                  "resident mode's after the two steps before, bitwise", big == SC_ERROR_OUT_OF_MEMORY ? "yes" : "no");
+            free(w1); free(w2);
+            if (mk) sc_model_destroy(mk);
+            if (mq) sc_model_destroy(mq);
+        }
         /* refused: resident mode, AdamW, DPU */
         sc_model_config bc = dc;
         const char *what[3] = {"resident mode", "AdamW", "DPU"};
