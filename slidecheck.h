@@ -7139,8 +7139,8 @@ typedef struct sc__slide {
        the current weights of their layers, for the next step (keep_slots); the layers' gradients
        of the last step did not come down (no_host_grads) */
     int devup, keep_slots, no_host_grads;
-    /* ... and the LM head too, slice by slice in the head slot (devhead; it goes down in chunks,
-       hdown of them so far, behind the layers' weights); host_params: what the host updated */
+    /* ... and the LM head too, slice by slice in the head slot (devhead); host_params: what the
+       host updated */
     int devhead;
     size_t host_params;
     /* the head slot keeps the LM head between steps (devhead steps): hfresh, its rows are the
@@ -8603,22 +8603,24 @@ static void sc__slide_release(sc_model *m, int g)
     }
 }
 
+/* What the download stream queues from now on waits for the compute queued so far. */
+static void sc__d2h_after_compute(sc_model *m)
+{
+    sc__ev done = sc__ev_record(m, 0);
+    sc__stream_wait(m, 2, &done);
+    sc__ev_release(m, &done);
+}
+
 /* Download a device gradient buffer to the host, free it once the copy has read it, and queue
    the host work that waits for it. */
 static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t bytes, int unit)
 {
     sc__slide_wait_unit(m, m->sl->pp, unit); /* DPU: the last update of unit still reads host gradients */
-    sc__ev done = sc__ev_record(m, 0);
-    sc__stream_wait(m, 2, &done);
-    sc__ev_release(m, &done);
+    sc__d2h_after_compute(m);
     sc__copy_async(m, 2, host, dev, bytes, SC_PHASE_D2H, unit);
     sc_allocator_record_stream(&m->alloc, dev, 2);
     sc__free(m, dev);
 }
-/* slide_device_update: layer l's SGD step in its slot, from the gradients backward has just
-   completed (resident mode's update, so the same bits), then the new weights go down into the
-   host copy the next upload reads. The slot is free again once they are down, and it keeps the
-   new weights: the next forward starts with the layers this backward ends with. */
 /* SGD on n device weights from n device gradients: resident mode's update */
 static void sc__slide_sgd(sc_model *m, void *w, const void *g, size_t n)
 {
@@ -8704,9 +8706,7 @@ static void sc__slide_head_slice_update(sc_model *m, int j)
         if (!t) sc__slide_sgd(m, (char *)sl->head.w + (size_t)r * C * pb, g, n);
         else {
             if (!down) {
-                sc__ev done = sc__ev_record(m, 0);
-                sc__stream_wait(m, 2, &done);
-                sc__ev_release(m, &done);
+                sc__d2h_after_compute(m);
                 down = 1;
             }
             sc__copy_async(m, 2, (char *)sl->hg + (go + (size_t)r * C) * gb, g, n * gb, SC_PHASE_D2H, -1);
@@ -8717,6 +8717,10 @@ static void sc__slide_head_slice_update(sc_model *m, int j)
     b->free = sc__ev_record(m, down ? 2 : 0);
 }
 
+/* slide_device_update: layer l's SGD step in its slot, from the gradients backward has just
+   completed (resident mode's update, so the same bits), then the new weights go down into the
+   host copy the next upload reads. The slot is free again once they are down, and it keeps the
+   new weights: the next forward starts with the layers this backward ends with. */
 static void sc__slide_weights_down(sc_model *m, int l)
 {
     sc__slide *sl = m->sl;
@@ -8729,9 +8733,7 @@ static void sc__slide_weights_down(sc_model *m, int l)
     sc__free(m, sl->lg[l]);
     sl->lg[l] = NULL;
     sc__slide_wait_unit(m, sl->pp, l); /* the last download of l into the host copy has landed */
-    sc__ev done = sc__ev_record(m, 0);
-    sc__stream_wait(m, 2, &done);
-    sc__ev_release(m, &done);
+    sc__d2h_after_compute(m);
     SC_ASSERT(sc_dtype_size(sl->hpt) == pb && !sl->hw[0]); /* uploads read hp, in the slots' dtype */
     sc__copy_async(m, 2, (char *)sl->hp + sc_config_layer_base(c, l) * pb, s->w, ln * pb, SC_PHASE_D2H, l);
     sc__ev_release(m, &s->free);
@@ -9141,9 +9143,7 @@ static void sc__head_g_done(sc_model *m, int j)
     int S = sc__head_rows(m);
     size_t v0 = (size_t)j * S, vs = c->vocab_size - v0 < (size_t)S ? c->vocab_size - v0 : (size_t)S;
     sc__slot *b = &sl->hsg[j & 1];
-    sc__ev done = sc__ev_record(m, 0);
-    sc__stream_wait(m, 2, &done);
-    sc__ev_release(m, &done);
+    sc__d2h_after_compute(m);
     sc__copy_async(m, 2, (char *)sl->hg + (sc_config_lm_head_offset(c) + v0 * c->hidden_size) * (size_t)m->gb, b->w,
                    vs * c->hidden_size * (size_t)m->gb, SC_PHASE_D2H, -1);
     b->free = sc__ev_record(m, 2);
@@ -9537,9 +9537,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     if (r != SC_SUCCESS) goto done;
     if (!keep) {
         size_t lm = sl->hs_pergrad ? 0 : (size_t)V * C; /* per-slice gradients went down already */
-        sc__ev done_ev = sc__ev_record(m, 0);
-        sc__stream_wait(m, 2, &done_ev);
-        sc__ev_release(m, &done_ev);
+        sc__d2h_after_compute(m);
 #ifdef SLIDECHECK_CUDA
         if (dpn) sc__dev_sum(m, sl->head_g, lm + (size_t)C, -1), sc__d2h_after_comm(m);
 #endif
@@ -9600,9 +9598,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     } else
 #endif
     {
-        sc__ev done_ev = sc__ev_record(m, 0);
-        sc__stream_wait(m, 2, &done_ev);
-        sc__ev_release(m, &done_ev);
+        sc__d2h_after_compute(m);
         for (int k = 0; k < M; k++) {
             sc__copy_async(m, 2, (char *)sb->stage + (size_t)k * N * C * ab, m->dres0[k], (size_t)N * C * ab,
                            SC_PHASE_D2H, -1);
@@ -9954,14 +9950,13 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     if (m->sl->no_host_grads)
         return sc__fail(SC_ERROR_UNSUPPORTED, "slide_device_update: the last step updated its layers on the device "
                         "and their gradients are not on the host; sc_model_optimizer_step follows a gradient-only step");
-    sc__slide_drain(m);
-    sc__slide_head_flush(m, 0);
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     sc_result r = SC_SUCCESS;
     m->t++;
     size_t off = m->params ? sc_config_layer_base(&m->cfg, 0) : 0;
     size_t end = m->params ? sc_config_norm_offset(&m->cfg) : m->nparams;
     sc__slide_drain(m);
+    sc__slide_head_flush(m, 0); /* a kept head slot: the host updates the head now */
     sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
     int wb = m->mc.slide_dpu ? m->t & 1 : 0;
     if (m->params) sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), wb); /* kept head: the layers */
