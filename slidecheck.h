@@ -1149,8 +1149,14 @@ SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so f
 SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
 /* Which attention kernels bf16 mode runs (tests, A/B timing): 0 (default) the tensor-core kernels
    for head_dim 64/128; 1 the plain f32-accumulating reference kernels; 2 the tensor-core kernels
-   with one 16-row m-tile per warp (the default's bits, slower: a cross-check of its tiling). */
+   with one 16-row m-tile per warp (the default's bits, slower: a cross-check of its tiling); 3
+   the default kernels, but dQ by the kernel that recomputes S and dP instead of reading dS (the
+   path of sequences too long for the dS workspace). */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode);
+/* The dS workspace (sc_attention_ds_bytes) the next attention backward uses; NULL: a scratch
+   buffer of the context's own. The model passes one from its caching allocator, so that the
+   bytes count in its peak. */
+SC_CUDA_DEF void sc_cuda_attention_workspace(sc_cuda *cu, void *ws, size_t bytes);
 SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu);
 SC_CUDA_DEF const char *sc_cuda_device_name(sc_cuda *cu);
 /* Versions as the CUDA APIs report them (e.g. 12080 for 12.8): the CUDA version the driver
@@ -1264,6 +1270,18 @@ SC_CUDA_DEF void sc_cuda_host_free(sc_cuda *cu, void *p);
 SC_CUDA_DEF void sc_cuda_copy_async(sc_cuda *cu, int stream, void *dst, const void *src, size_t bytes);
 /* work queued on `stream` after this call waits for `event` */
 SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
+/* Bytes of the dS workspace of one attention backward on the GPU's tensor-core path (bf16
+   storage, act_bytes 2, head_dim 64 or 128): dS of every (batch, query head) in 16 x 16 blocks at
+   and below the diagonal, so that dQ = dS K is one product over it instead of recomputing S and
+   dP. 0 where that path is not taken: other storage or head dims, or T > 32 * head_dim, where
+   dS (quadratic in T) would outgrow the activations (those sequences keep the recomputing dQ
+   kernel). The model allocates it with the layer's backward scratch. */
+static inline size_t sc_attention_ds_bytes(int B, int T, int H, int D, int act_bytes)
+{
+    size_t nb = ((size_t)T + 15) / 16;
+    if (act_bytes != 2 || (D != 64 && D != 128) || T > 32 * D) return 0;
+    return (size_t)B * (size_t)H * (nb * (nb + 1) / 2) * 512;
+}
 /* ------------------------------------------------------------------------------------------
    Checkpoint planner: "budget:SIZE". Picks, per layer, keep all / selective / selective:mlp /
    selective:attn / selective:proj or
@@ -1272,7 +1290,8 @@ SC_CUDA_DEF void sc_cuda_stream_wait(sc_cuda *cu, int stream, void *event);
    saves only x_s. Bytes are exact and closed form, in the model's storage (act_bytes per
    activation element, 4 per statistic), using the same slot sizes as the model:
      S_k(l)  saved bytes of layer l kept with mode k, A(l) = S_ALL(l), X = N*C*act_bytes;
-     W       backward scratch of one layer = (N*max(2I, Q+K) + N*max(I, H*D) + N*C)*act_bytes;
+     W       backward scratch of one layer = (N*max(2I, Q+K) + N*max(I, H*D) + N*C)*act_bytes
+             + sc_attention_ds_bytes(B, T, H, D, act_bytes);
      Hd      head transient = 3X (final norm out, its grad, the residual grad) + 4N + chunk*V*act_bytes;
      saved(l) = S_k(l) (kept), X (first layer of a segment), 0 (other layers of a segment);
      Peak = F + max( sum_l saved(l) + X + Hd,  max_units u [ P(u) + sum_{j in u} A(j) + W + X ] )
@@ -7820,15 +7839,18 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     int B = m->B, T = m->T, N = B * T, C = c->hidden_size, I = c->intermediate_size;
     int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
     float **A = m->acts[l];
-    float *dbig = NULL, *dsmall = NULL, *dc = NULL;
+    float *dbig = NULL, *dsmall = NULL, *dc = NULL, *dS = NULL;
     size_t big = (size_t)N * (size_t)(2 * I > Q + (H + KV) * D ? 2 * I : Q + (H + KV) * D);
     size_t small = (size_t)N * (size_t)(I > H * D ? I : H * D);
+    size_t dsb = sc_attention_ds_bytes(B, T, H, D, m->ab);
     sc_result r;
     if ((r = sc__alloc_act(m, &dbig, big, "backward scratch")) != SC_SUCCESS ||
         (r = sc__alloc_act(m, &dsmall, small, "backward scratch")) != SC_SUCCESS ||
-        (r = sc__alloc_act(m, &dc, (size_t)N * C, "backward scratch")) != SC_SUCCESS) {
+        (r = sc__alloc_act(m, &dc, (size_t)N * C, "backward scratch")) != SC_SUCCESS ||
+        (dsb && (r = sc__alloc_bytes(m, &dS, dsb, 1, "attention dS (backward scratch)")) != SC_SUCCESS)) {
         sc__free(m, dbig);
         sc__free(m, dsmall);
+        sc__free(m, dc);
         return r;
     }
     /* MLP: out = x2 + down(swiglu(gate_up(ln2(x2)))) */
@@ -7839,8 +7861,14 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     /* attention: x2 = x + o_proj(attn(rope(qknorm(qkv(ln1(x)))))) */
     SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wo), NULL, dres, A[SC__A_O], sc__lw(m, l, o.wo), N, H * D, C);
     float *dqkv = dbig, *dqk = sc__at(dbig, (size_t)N * Q, m->ab);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_attention_workspace(m->cu, dS, dsb);
+#endif
     SC__OP(m, attention_backward, dqk, dqkv, dsmall, A[SC__A_QK], A[SC__A_QKV], A[SC__A_O], A[SC__A_LSE],
            B, T, H, KV, D);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_attention_workspace(m->cu, NULL, 0);
+#endif
     SC__OP(m, qknorm_rope_backward, dqkv, sc__lg(m, l, o.qnorm), sc__lg(m, l, o.knorm), dqk, A[SC__A_QKV],
            sc__lw(m, l, o.qnorm), sc__lw(m, l, o.knorm), A[SC__A_RSTDQK], m->rope_cos, m->rope_sin, B, T, H, KV, D);
     SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wqkv), sc__lg(m, l, o.bqkv), dqkv, A[SC__A_A],
@@ -7849,6 +7877,7 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     sc__free(m, dbig);
     sc__free(m, dsmall);
     sc__free(m, dc);
+    sc__free(m, dS);
     return SC_SUCCESS;
 }
 
@@ -10037,7 +10066,8 @@ static sc__pl_sizes sc__pl_sizes_of(const sc_config *c, int B, int T, int ab)
             if (mask & (1u << a)) z.S[k] += sc__act_bytes(c, a, B, T, ab);
     }
     z.X = N * C * (size_t)ab;
-    z.W = (N * (2 * I > Q + K ? 2 * I : Q + K) + N * (I > H * D ? I : H * D) + N * C) * (size_t)ab;
+    z.W = (N * (2 * I > Q + K ? 2 * I : Q + K) + N * (I > H * D ? I : H * D) + N * C) * (size_t)ab +
+          sc_attention_ds_bytes(B, T, (int)H, (int)D, ab);
     z.Hd = 3 * z.X + 4 * N + (N < 1024 ? N : 1024) * V * (size_t)ab;
     return z;
 }

@@ -78,7 +78,7 @@ struct sc__gemm_entry {
 
 #define SC__KC 4
 
-enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_COUNT = 3 };
+enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_DS = 3, SC__SCR_COUNT = 4 };
 
 /* Per-kernel profile (sc_cuda_profile_ops): an event after every launch on the compute stream;
    a kernel's time is from the previous mark to its own, accumulated per name (GEMMs per shape). */
@@ -112,6 +112,8 @@ struct sc_cuda {
     char name[256];
     int smem_optin;
     int attn_mode; /* SC__ATTN_*: which attention kernels bf16 mode takes (benchmarks, cross-checks) */
+    void *attn_ws;        /* the model's dS workspace for the next attention backward (sc_cuda_attention_workspace) */
+    size_t attn_ws_bytes;
     void *scr[SC__SCR_COUNT];
     size_t scr_size[SC__SCR_COUNT];
     std::vector<sc__gemm_entry> *gemms;
@@ -1151,6 +1153,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
 #define SC__FA_BN 64 /* keys per tile in fwd / dQ; queries per tile in dK/dV */
 #define SC__ATTN_F32 1       /* sc_cuda_set_attention_reference modes */
 #define SC__ATTN_ONE_MTILE 2
+#define SC__ATTN_RECOMPUTE_DQ 3 /* the default tiling, dQ by the recomputing kernel (the long-sequence path) */
 /* m-tiles of 16 rows per warp and warps per block of the forward and dQ kernels */
 #define SC__FA_MT 2
 #define SC__FA_NW_FWD 4
@@ -1234,9 +1237,26 @@ template <int SD> __device__ __forceinline__ void fa_ldBt(uint32_t (&b)[4], cons
     fa_ldsm_t(b, fa_saddr(s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * SD + d0 + (lane >> 4) * 8));
 }
 
-/* acc[mt] += P[mt] x tile for the active m-tiles: P (16 rows x KN, f32 accumulator tiles) rounded
+/* acc[mt] += A[mt] x tile rows k0..k0+15 for the active m-tiles (A: one 16 x 16 bf16 fragment an m-tile).
+   fa_mma_rows: acc[mt] += P[mt] x tile for the active m-tiles: P (16 rows x KN, f32 accumulator tiles) rounded
    to bf16, the tile's KN rows (keys) the k index and its D columns the n index. The forward's
    O += P V and dQ's dS K. */
+template <int D, int MT, int SD>
+__device__ __forceinline__ void fa_mma_k16(float (&acc)[MT][D / 8][4], const uint32_t (&a)[MT][4], const bf16 *tile, int k0,
+                                           const bool (&act)[MT], int lane)
+{
+#pragma unroll
+    for (int dn = 0; dn < D / 16; dn++) {
+        uint32_t bb[4];
+        fa_ldBt<SD>(bb, tile, k0, dn * 16, lane);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+            if (act[mt]) {
+                fa_mma(acc[mt][2 * dn], a[mt], bb[0], bb[1]);
+                fa_mma(acc[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
+            }
+    }
+}
 template <int D, int MT, int KN, int SD>
 __device__ __forceinline__ void fa_mma_rows(float (&acc)[MT][D / 8][4], const float (&p)[MT][KN / 8][4], const bf16 *tile,
                                             const bool (&act)[MT], int lane)
@@ -1246,17 +1266,7 @@ __device__ __forceinline__ void fa_mma_rows(float (&acc)[MT][D / 8][4], const fl
         uint32_t a[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) fa_packA(a[mt], p[mt][2 * kk], p[mt][2 * kk + 1]);
-#pragma unroll
-        for (int dn = 0; dn < D / 16; dn++) {
-            uint32_t bb[4];
-            fa_ldBt<SD>(bb, tile, kk * 16, dn * 16, lane);
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-                if (act[mt]) {
-                    fa_mma(acc[mt][2 * dn], a[mt], bb[0], bb[1]);
-                    fa_mma(acc[mt][2 * dn + 1], a[mt], bb[2], bb[3]);
-                }
-        }
+        fa_mma_k16<D, MT, SD>(acc, a, tile, kk * 16, act, lane);
     }
 }
 
@@ -1578,11 +1588,110 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, float *Di, const b
         }
 }
 
+/* dS in 16 x 16 blocks at and below the diagonal of each (batch, head) plane, each block the
+   dK/dV kernel's A fragment of dS^T (32 lanes x 16 bytes); the blocks of a query block are
+   consecutive. Element offset of block (qb, jb), jb <= qb. */
+__device__ __forceinline__ size_t fa_ds_block(int plane, int qb, int jb, int T_)
+{
+    size_t nb = (size_t)(T_ + 15) / 16;
+    return ((size_t)plane * (nb * (nb + 1) / 2) + (size_t)qb * (qb + 1) / 2 + jb) * 256;
+}
+/* the transpose of an 8 x 8 bf16 fragment across the warp */
+__device__ __forceinline__ uint32_t fa_movt(uint32_t x)
+{
+    uint32_t y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+
+/* dQ = scale * dS K from the dS the dK/dV kernel stored (sc_attention_ds_bytes): grid
+   (ceil(T / (16*MT*NW)), H, B), rows as in the forward. No S or dP is recomputed: one product
+   a key block instead of three. K tiles and the warp's dS fragments for them are staged by
+   cp.async, double-buffered (each thread reads back only the fragments it copied). Each row
+   sums its 16-key blocks in order and an m-tile skips only blocks above its diagonal, so the
+   bits do not depend on MT. */
+template <int D, int NW, int MT>
+__global__ void __launch_bounds__(NW * 32) k_fa_dqs(bf16 *dqk, const bf16 *ds, const bf16 *qk, int T_, int H, int KV,
+                                                   float scale)
+{
+    constexpr int WR = 16 * MT, BM = WR * NW, BN = SC__FA_BN, KB = BN / 16, SD = D + 8, NT = NW * 32;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sK = (bf16 *)fa_smem;
+    uint4 *sS = (uint4 *)(sK + 2 * BN * SD);
+    const int K = (H + KV) * D, G = H / KV;
+    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    const int q0 = qt * BM, lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const size_t rowbase = (size_t)b * T_;
+    const int nq = min(BM, T_ - q0), wr0 = q0 + WR * w, plane = b * H + h, ntile = (q0 + nq - 1) / BN + 1;
+    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
+    auto live = [&](int mt, int jb) { int qb = wr0 / 16 + mt; return jb <= qb && 16 * qb < T_; };
+    auto frag = [&](int buf, int mt, int kk) { return sS + (((buf * NW + w) * MT + mt) * KB + kk) * 32 + lane; };
+    auto issue = [&](int n, int buf) {
+        const int k0 = n * BN;
+        fa_load<BN, D, NT>(sK + buf * BN * SD, kbase + (size_t)k0 * K, (size_t)K, min(BN, T_ - k0));
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int kk = 0; kk < KB; kk++) {
+                const int jb = k0 / 16 + kk;
+                const bool v = live(mt, jb);
+                fa_cp16(fa_saddr(frag(buf, mt, kk)), ds + (v ? fa_ds_block(plane, wr0 / 16 + mt, jb, T_) : 0) + lane * 8, v);
+            }
+    };
+    float acc[MT][D / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.0f;
+    issue(0, 0);
+    fa_commit();
+    for (int n = 0; n < ntile; n++) {
+        if (n + 1 < ntile) {
+            issue(n + 1, (n + 1) & 1);
+            fa_commit();
+            fa_wait<1>();
+        } else {
+            fa_wait<0>();
+        }
+        __syncthreads();
+        const bf16 *cK = sK + (n & 1) * BN * SD;
+#pragma unroll
+        for (int kk = 0; kk < KB; kk++) {
+            uint32_t a[MT][4];
+            bool act[MT];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                act[mt] = live(mt, n * KB + kk);
+                /* dS^T's fragment blocks (00, 10, 01, 11) transposed are dS's (00, 01, 10, 11) */
+                uint4 f = *frag(n & 1, mt, kk);
+                a[mt][0] = fa_movt(f.x);
+                a[mt][1] = fa_movt(f.z);
+                a[mt][2] = fa_movt(f.y);
+                a[mt][3] = fa_movt(f.w);
+            }
+            fa_mma_k16<D, MT, SD>(acc, a, cK, kk * 16, act, lane);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            int i = wr0 + 16 * mt + g + 8 * r;
+            if (i >= T_) continue;
+            bf16 *op = dqk + (rowbase + i) * (size_t)K + (size_t)h * D + 2 * t;
+#pragma unroll
+            for (int nt = 0; nt < D / 8; nt++)
+                *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
+                    __floats2bfloat162_rn(acc[mt][nt][2 * r] * scale, acc[mt][nt][2 * r + 1] * scale);
+        }
+}
+
 /* dK, dV: grid (ceil(T / (16*NW)), KV, B). The block owns 16*NW keys (16 per warp) and loops over
    the query heads of its kv head, then the 64-row query tiles from its diagonal on, in order;
    each warp walks a tile in chunks of 32 queries. */
-template <int D, int NW>
-__global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, const bf16 *dout, const bf16 *qk,
+template <int D, int NW, bool DS>
+__global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, bf16 *ds, const bf16 *dout, const bf16 *qk,
                                                    const bf16 *qkv, const float *lse, const float *Di, int T_, int H,
                                                    int KV, float sl2, float scale)
 {
@@ -1670,6 +1779,12 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, const
                     uint32_t ap[4], as[4];
                     fa_packA(ap, s[2 * kk], s[2 * kk + 1]);
                     fa_packA(as, dp[2 * kk], dp[2 * kk + 1]);
+                    if (DS) { /* this 16 x 16 block of dS^T, as its A fragment, for the dS K kernel */
+                        const int qb = (i0 + c) / 16 + kk, jb = kw0 / 16, h = kh * G + it / nqt;
+                        if (qb >= jb && 16 * qb < T_)
+                            *reinterpret_cast<uint4 *>(ds + fa_ds_block(b * H + h, qb, jb, T_) + lane * 8) =
+                                make_uint4(as[0], as[1], as[2], as[3]);
+                    }
 #pragma unroll
                     for (int dn = 0; dn < D / 16; dn++) {
                         uint32_t bb[4];
@@ -3087,16 +3202,28 @@ static void fa_dq_launch(sc_cuda *cu, void *dqk, float *Di, const void *dout, co
     sc__launched(cu, "attention_backward dq (tensor cores)");
 }
 
-template <int D, int NW>
-static void fa_dkv_launch(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk, const void *qkv,
+template <int D, int NW, bool DS>
+static void fa_dkv_launch(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const void *dout, const void *qk, const void *qkv,
                           const float *lse, const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
 {
     size_t sm = sc__fa_smem_dkv<D, NW>();
-    if (!sc__set_smem(cu, k_fa_dkv<D, NW>, sm)) return;
+    if (!sc__set_smem(cu, k_fa_dkv<D, NW, DS>, sm)) return;
     dim3 grd((unsigned)((T_ + 16 * NW - 1) / (16 * NW)), (unsigned)KV, (unsigned)B);
-    k_fa_dkv<D, NW><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qk,
-                                                      (const bf16 *)qkv, lse, Di, T_, H, KV, sl2, scale);
-    sc__launched(cu, "attention_backward dkv (tensor cores)");
+    k_fa_dkv<D, NW, DS><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (bf16 *)dqkv, (bf16 *)ds, (const bf16 *)dout,
+                                                          (const bf16 *)qk, (const bf16 *)qkv, lse, Di, T_, H, KV, sl2,
+                                                          scale);
+    sc__launched(cu, DS ? "attention_backward dkv + dS (tensor cores)" : "attention_backward dkv (tensor cores)");
+}
+
+template <int D, int NW, int MT>
+static void fa_dqs_launch(sc_cuda *cu, void *dqk, const void *ds, const void *qk, int B, int T_, int H, int KV, float scale)
+{
+    constexpr int BM = 16 * MT * NW;
+    size_t sm = (size_t)2 * SC__FA_BN * (D + 8) * 2 + (size_t)2 * NW * MT * (SC__FA_BN / 16) * 512;
+    if (!sc__set_smem(cu, k_fa_dqs<D, NW, MT>, sm)) return;
+    dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
+    k_fa_dqs<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)ds, (const bf16 *)qk, T_, H, KV, scale);
+    sc__launched(cu, "attention_backward dq = dS K (tensor cores)");
 }
 
 template <int D>
@@ -3107,11 +3234,26 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
     float *Di = (float *)sc__scratch(cu, SC__SCR_ROWS, (size_t)N * H * sizeof(float));
     if (!Di) return;
     float scale = 1.0f / sqrtf((float)D), sl2 = scale * 1.4426950408889634f;
-    /* the dQ kernel computes Di = rowsum(dO * O) from its dO tile and writes it for dK/dV */
+    size_t dsb = sc_attention_ds_bytes(B, T_, H, D, 2);
+    if (dsb && cu->attn_mode != SC__ATTN_RECOMPUTE_DQ) {
+        /* dK/dV stores dS; dQ = dS K reads it (the model's workspace, else a scratch buffer) */
+        void *ds = cu->attn_ws && cu->attn_ws_bytes >= dsb ? cu->attn_ws : sc__scratch(cu, SC__SCR_DS, dsb);
+        if (!ds) return;
+        size_t warps = (size_t)N * H;
+        k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N,
+                                                                              T_, H, D);
+        sc__launched(cu, "attention row dots");
+        fa_dkv_launch<D, SC__FA_NW_DKV, true>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+        if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_dqs_launch<D, 8, 1>(cu, dqk, ds, qk, B, T_, H, KV, scale);
+        else fa_dqs_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, ds, qk, B, T_, H, KV, scale);
+        return;
+    }
+    /* long sequences: the dQ kernel recomputes S and dP, and computes Di = rowsum(dO * O) from
+       its dO tile and writes it for dK/dV */
     if (cu->attn_mode == SC__ATTN_ONE_MTILE)
         fa_dq_launch<D, 8, 1>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
     else fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
-    fa_dkv_launch<D, SC__FA_NW_DKV>(cu, dqk, dqkv, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+    fa_dkv_launch<D, SC__FA_NW_DKV, false>(cu, dqk, dqkv, NULL, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
 }
 
 template <typename T>
@@ -3151,10 +3293,19 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
 
 /* 0 (default): the tensor-core kernels where they apply (bf16, D 64 or 128, aligned); 1: the
    tiled f32-arithmetic kernels even in bf16 mode; 2: the tensor-core kernels with one m-tile per
-   warp (the same bits as the default, slower: test_gpu's cross-check). */
+   warp (the same bits as the default, slower: test_gpu's cross-check); 3: the default tiling
+   with the dQ kernel that recomputes S and dP (the path of sequences too long for the dS
+   workspace). */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
 {
     if (cu) cu->attn_mode = mode;
+}
+
+SC_CUDA_DEF void sc_cuda_attention_workspace(sc_cuda *cu, void *ws, size_t bytes)
+{
+    if (!cu) return;
+    cu->attn_ws = ws;
+    cu->attn_ws_bytes = ws ? bytes : 0;
 }
 
 SC_CUDA_DEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const void *qk,

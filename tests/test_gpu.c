@@ -463,6 +463,23 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
     name_of(nm, sizeof nm, t, what);
     check_rel(nm, got, dqkv, (size_t)N * Q, t->tol, t->bf16);
     free(got);
+    if (t->bf16 && (D == 64 || D == 128)) { /* the long-sequence path: dQ recomputes S and dP instead of reading dS */
+        void *ddqk3 = dupd(t, dqk, (size_t)N * K, t->adt), *ddqkv3 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
+        sc_cuda_set_attention_reference(t->cu, 3);
+        sc_cuda_attention_backward(t->cu, ddqk3, ddqkv3, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
+        sc_cuda_set_attention_reference(t->cu, 0);
+        got = dget(t, ddqk3, (size_t)N * K, t->adt);
+        snprintf(what, sizeof what, "attention_backward, dQ recomputed: dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+        name_of(nm, sizeof nm, t, what);
+        check_rel(nm, got, dqk, (size_t)N * K, t->tol, t->bf16);
+        free(got);
+        got = dget(t, ddqkv3, (size_t)N * Q, t->adt);
+        snprintf(what, sizeof what, "attention_backward, dQ recomputed: dqkv B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+        name_of(nm, sizeof nm, t, what);
+        check_rel(nm, got, dqkv, (size_t)N * Q, t->tol, t->bf16);
+        free(got);
+        dfree(t, ddqk3); dfree(t, ddqkv3);
+    }
     free(qk); free(qkv); free(out); free(lse); free(g); free(dqk); free(dqkv); free(dqkv_init);
     dfree(t, dqk_in); dfree(t, dqkv_in); dfree(t, dout); dfree(t, dlse); dfree(t, dg); dfree(t, dout2); dfree(t, dlse2);
     dfree(t, ddqk); dfree(t, ddqkv);
@@ -1729,10 +1746,11 @@ static void bench_attention(void)
     double ffl = 4.0 * B * H * (double)T * T / 2 * D, bfl = 2.5 * ffl;
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
-    static const int modes[] = {1, 2, 0};
-    static const char *mname[] = {"default (4 warps x 2 m-tiles)", "f32 tiled reference", "one m-tile a warp (8 warps)"};
+    static const int modes[] = {1, 3, 2, 0};
+    static const char *mname[] = {"default (4 warps x 2 m-tiles)", "f32 tiled reference", "one m-tile a warp (8 warps)",
+                                  "dQ recomputing S and dP"};
     float *ref = NULL;
-    for (int mi = 0; mi < 3; mi++) {
+    for (int mi = 0; mi < 4; mi++) {
         int mode = modes[mi];
         sc_cuda_set_attention_reference(cu, mode);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);

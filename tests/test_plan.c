@@ -28,6 +28,10 @@ static ref_model ref_sizes(const sc_config *c, int B, int T, int ab, size_t F)
     r.S[4] = x + o + lse + gu;                                                 /* selective:proj */
     r.X = x;
     r.W = (N * (2 * I > Q + K ? 2 * I : Q + K) + N * (I > H * D ? I : H * D) + N * C) * a;
+    if (ab == 2 && (D == 64 || D == 128) && (size_t)T <= 32 * D) { /* the GPU's dS blocks at and below the diagonal */
+        size_t nb = ((size_t)T + 15) / 16;
+        r.W += (size_t)B * H * nb * (nb + 1) / 2 * 16 * 16 * 2;
+    }
     r.Hd = 3 * x + 4 * N + (N < 1024 ? N : 1024) * (size_t)c->vocab_size * a;
     r.F = F;
     return r;
