@@ -111,6 +111,7 @@ struct sc_cuda {
     long long launches;
     char name[256];
     int smem_optin;
+    int sm90a; /* compute capability 9.0: the sm_90a kernels (wgmma) run */
     int attn_mode; /* SC__ATTN_*: which attention kernels bf16 mode takes (benchmarks, cross-checks) */
     void *attn_ws;        /* the model's dS workspace for the next attention backward (sc_cuda_attention_workspace) */
     size_t attn_ws_bytes;
@@ -1154,6 +1155,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
 #define SC__ATTN_F32 1       /* sc_cuda_set_attention_reference modes */
 #define SC__ATTN_ONE_MTILE 2
 #define SC__ATTN_RECOMPUTE_DQ 3 /* the default tiling, dQ by the recomputing kernel (the long-sequence path) */
+#define SC__ATTN_MMA_SYNC 4     /* the forward by mma.sync where wgmma would run (the tiling cross-check's pair) */
 /* m-tiles of 16 rows per warp and warps per block of the forward and dQ kernels */
 #define SC__FA_MT 2
 #define SC__FA_NW_FWD 4
@@ -1270,6 +1272,83 @@ __device__ __forceinline__ void fa_mma_rows(float (&acc)[MT][D / 8][4], const fl
     }
 }
 
+/* The online softmax of one 16-row m-tile over a key tile (FlashAttention-2): s holds the raw
+   scores of rows row0 and row0 + 8 over NC chunks of 8 keys from k0 (accumulator layout, the
+   same for mma.sync and wgmma); keys after the row are masked when diag. Updates the running
+   max m (scaled, log2 domain) and sum l, rescales the output accumulators o (NO chunks) and
+   leaves p in s. The row max of the raw scores is scaled once (sl2 > 0, so max(s) * sl2 is the
+   max of the scaled scores bit for bit); then p = exp2(s * sl2 - m) in one FFMA + EX2. */
+template <int NC, int NO>
+__device__ __forceinline__ void fa_softmax_rows(float (&s)[NC][4], float (&o)[NO][4], float (&m)[2], float (&l)[2], int k0,
+                                                int row0, bool diag, float sl2, int t)
+{
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < NC; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float v = s[nt][e];
+            if (diag) {
+                int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row0 + 8;
+                if (j > i) v = -INFINITY;
+            }
+            s[nt][e] = v;
+            mx[e >> 1] = fmaxf(mx[e >> 1], v);
+        }
+    float alpha[2], mb[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        float mn = fmaxf(m[r], mx[r] * sl2);
+        mb[r] = mn == -INFINITY ? 0.0f : mn;
+        alpha[r] = exp2f(m[r] - mb[r]);
+        m[r] = mn;
+    }
+    float ps[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int nt = 0; nt < NC; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float p = exp2f(fmaf(s[nt][e], sl2, -mb[e >> 1]));
+            s[nt][e] = p;
+            ps[e >> 1] += p;
+        }
+    l[0] = l[0] * alpha[0] + ps[0];
+    l[1] = l[1] * alpha[1] + ps[1];
+#pragma unroll
+    for (int i = 0; i < NO; i++) {
+        o[i][0] *= alpha[0];
+        o[i][1] *= alpha[0];
+        o[i][2] *= alpha[1];
+        o[i][3] *= alpha[1];
+    }
+}
+
+/* the forward's epilogue for one 16-row m-tile: out = o / l (bf16), lse = m + log2(l) in natural log */
+template <int D>
+__device__ __forceinline__ void fa_fwd_store(bf16 *out, float *lse, const float (&o)[D / 8][4], const float (&m)[2],
+                                             float (&l)[2], int wm, int T_, int H, int h, int b, int g, int t)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int i = wm + g + 8 * r;
+        if (i >= T_) continue;
+        float inv = 1.0f / l[r];
+        bf16 *op = out + ((size_t)b * T_ + i) * (size_t)H * D + (size_t)h * D + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt++)
+            *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
+                __floats2bfloat162_rn(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+        if (t == 0) lse[((size_t)b * H + h) * T_ + i] = (m[r] + log2f(l[r])) * 0.69314718055994531f;
+    }
+}
+
 /* forward: grid (ceil(T / (16*MT*NW)), H, B). Each warp owns MT m-tiles of 16 rows, so that every
    K / V fragment read from shared memory feeds MT mma instead of one (ldmatrix bandwidth, not
    the tensor cores, bounded the one-m-tile version). Each row's arithmetic does not depend on MT:
@@ -1344,76 +1423,152 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
                 if (!act[mt]) continue;
-                const int wm = wr0 + 16 * mt, row0 = wm + g, row1 = row0 + 8;
-                const bool diag = k0 + BN - 1 > wm;
-                /* the row max of the raw scores, scaled once (sl2 > 0, so max(s) * sl2 is the max of
-                   the scaled scores bit for bit); then p = exp2(s * sl2 - m) in one FFMA + EX2 */
-                float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-                for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        float v = s[mt][nt][e];
-                        if (diag) {
-                            int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row1;
-                            if (j > i) v = -INFINITY;
-                        }
-                        s[mt][nt][e] = v;
-                        mx[e >> 1] = fmaxf(mx[e >> 1], v);
-                    }
-                float alpha[2], mb[2];
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    float mn = fmaxf(m[mt][r], mx[r] * sl2);
-                    mb[r] = mn == -INFINITY ? 0.0f : mn;
-                    alpha[r] = exp2f(m[mt][r] - mb[r]);
-                    m[mt][r] = mn;
-                }
-                float ps[2] = {0.0f, 0.0f};
-#pragma unroll
-                for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        float p = exp2f(fmaf(s[mt][nt][e], sl2, -mb[e >> 1]));
-                        s[mt][nt][e] = p;
-                        ps[e >> 1] += p;
-                    }
-                l[mt][0] = l[mt][0] * alpha[0] + ps[0];
-                l[mt][1] = l[mt][1] * alpha[1] + ps[1];
-#pragma unroll
-                for (int i = 0; i < D / 8; i++) {
-                    o[mt][i][0] *= alpha[0];
-                    o[mt][i][1] *= alpha[0];
-                    o[mt][i][2] *= alpha[1];
-                    o[mt][i][3] *= alpha[1];
-                }
+                const int wm = wr0 + 16 * mt;
+                fa_softmax_rows<BN / 8, D / 8>(s[mt], o[mt], m[mt], l[mt], k0, wm + g, k0 + BN - 1 > wm, sl2, t);
             }
             fa_mma_rows<D, MT, BN, SD>(o, s, cV, act, lane);
         }
         __syncthreads();
     }
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
+    for (int mt = 0; mt < MT; mt++) fa_fwd_store<D>(out, lse, o[mt], m[mt], l[mt], wr0 + 16 * mt, T_, H, h, b, g, t);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Forward with Hopper's warpgroup MMA (wgmma, sm_90a; head_dim 128). Each warpgroup (4 warps)
+   owns 64 query rows, a block of two owns 128; key tiles of 128. S = Q K^T with Q and K in shared
+   memory, O += P V with P in registers (the accumulator layout of S is the A-fragment layout:
+   no shared-memory round trip) and V read transposed from the same layout as K. Q, K and V
+   tiles are staged by cp.async (double-buffered) in the 128-byte swizzled layout wgmma reads:
+   64-column atoms of R rows x 128 bytes, 16-byte chunk c of row r at r*128 + ((c ^ (r & 7)) << 4).
+   The softmax is the mma.sync kernel's (fa_softmax_rows); only the products' order within a
+   16-key step differs, so out and lse differ from it in the last bits and both are checked
+   against the CPU reference. Deterministic: each output is produced by one thread in order.
+   ------------------------------------------------------------------------------------------ */
+#define SC__WG_BM 128
+#define SC__WG_BN 128
+#define SC__WG_SMEM ((size_t)(SC__WG_BM + 4 * SC__WG_BN) * 128 * 2 + 1024)
+
+/* rows [0, R) x D columns into the swizzled layout (rows >= nvalid zero) */
+template <int R, int D, int NT>
+__device__ __forceinline__ void fa_load_sw(bf16 *s, const bf16 *g, size_t stride, int nvalid)
+{
+    constexpr int CPR = D / 8;
+    const uint32_t base = fa_saddr(s);
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 1);
-            l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 2);
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            int i = wr0 + 16 * mt + g + 8 * r;
-            if (i >= T_) continue;
-            float inv = 1.0f / l[mt][r];
-            bf16 *op = out + (rowbase + i) * (size_t)H * D + (size_t)h * D + 2 * t;
-#pragma unroll
-            for (int nt = 0; nt < D / 8; nt++)
-                *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) =
-                    __floats2bfloat162_rn(o[mt][nt][2 * r] * inv, o[mt][nt][2 * r + 1] * inv);
-            if (t == 0) lse[((size_t)b * H + h) * T_ + i] = (m[mt][r] + log2f(l[mt][r])) * 0.69314718055994531f;
-        }
+    for (int idx = threadIdx.x; idx < R * CPR; idx += NT) {
+        int r = idx / CPR, c = idx % CPR;
+        bool v = r < nvalid;
+        fa_cp16(base + (c >> 3) * R * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4), g + (size_t)(v ? r : 0) * stride + c * 8, v);
     }
+}
+
+/* a shared-memory matrix descriptor, 128-byte swizzle; lbo / sbo in bytes */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+#define SC__WG_D64(d)                                                                                               \
+    "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),       \
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),   \
+        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),   \
+        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),   \
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),   \
+        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), \
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),            \
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),            \
+        "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),            \
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+#define SC__WG_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SC__HAVE_WGMMA 1
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* d (64 x 128 f32) = (acc ? d : 0) + A B, A and B (K-major) in shared memory */
+__device__ __forceinline__ void wg_mma_ss(float (&d)[16][4], uint64_t da, uint64_t db, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " SC__WG_REGS ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : SC__WG_D64(d)
+                 : "l"(da), "l"(db), "r"(acc));
+}
+/* d += A B, A (16 columns of 64 rows) in registers, B in shared memory MN-major (transposed) */
+__device__ __forceinline__ void wg_mma_rs_t(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " SC__WG_REGS ", {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+                 : SC__WG_D64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#endif
+
+/* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
+__global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
+                                                      int KV, float sl2)
+{
+#ifdef SC__HAVE_WGMMA
+    constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, NT = 256;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    /* the swizzle pattern repeats every 1024 bytes: atoms start 1024-aligned */
+    bf16 *sQ = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023)), *sK = sQ + BM * D, *sV = sK + 2 * BN * D;
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    const int q0 = qt * BM, wg = threadIdx.x >> 7, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int wm = q0 + 64 * wg + 16 * ((threadIdx.x >> 5) & 3); /* this warp's first row */
+    const size_t rowbase = (size_t)b * T_;
+    const int nq = min(BM, T_ - q0);
+    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
+    const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
+    fa_load_sw<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
+    fa_load_sw<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
+    fa_load_sw<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    fa_commit();
+    const int ntile = (q0 + nq - 1) / BN + 1;
+    const uint32_t aQ = fa_saddr(sQ) + wg * 64 * 128;
+    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    for (int n = 0; n < ntile; n++) {
+        const int k0 = n * BN;
+        if (n + 1 < ntile) {
+            int kn = k0 + BN;
+            fa_load_sw<BN, D, NT>(sK + ((n + 1) & 1) * BN * D, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
+            fa_load_sw<BN, D, NT>(sV + ((n + 1) & 1) * BN * D, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+            fa_commit();
+            fa_wait<1>();
+        } else {
+            fa_wait<0>();
+        }
+        /* cp.async wrote through the generic proxy; wgmma reads through the async proxy */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        const uint32_t aK = fa_saddr(sK + (n & 1) * BN * D), aV = fa_saddr(sV + (n & 1) * BN * D);
+        float s[BN / 8][4];
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            wg_mma_ss(s, wg_desc(aQ + (kk >> 2) * BM * 128 + (kk & 3) * 32, 16, 1024),
+                      wg_desc(aK + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+        wg_commit();
+        wg_wait0();
+        fa_softmax_rows<BN / 8, D / 8>(s, o, m, l, k0, wm + g, k0 + BN - 1 > wm, sl2, t);
+        uint32_t a[BN / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
+        wg_commit();
+        wg_wait0();
+        __syncthreads();
+    }
+    fa_fwd_store<D>(out, lse, o, m, l, wm, T_, H, h, b, g, t);
+#else
+    (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
+    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
+#endif
 }
 
 /* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j, with
@@ -2364,6 +2519,7 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     if (sc__ok(cu)) {
         snprintf(cu->name, sizeof cu->name, "%s", prop.name);
         cu->smem_optin = (int)prop.sharedMemPerBlockOptin;
+        cu->sm90a = prop.major == 9 && prop.minor == 0;
     }
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
@@ -3184,6 +3340,14 @@ static void fa_fwd_launch(sc_cuda *cu, void *out, float *lse, const void *qk, co
 template <int D>
 static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
+    if (D == 128 && cu->sm90a && (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ)) { /* wgmma */
+        if (!sc__set_smem(cu, k_fa_fwd_wg, SC__WG_SMEM)) return;
+        dim3 grd((unsigned)((T_ + SC__WG_BM - 1) / SC__WG_BM), (unsigned)H, (unsigned)B);
+        k_fa_fwd_wg<<<grd, 256, SC__WG_SMEM, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV,
+                                                            1.4426950408889634f / sqrtf((float)D));
+        sc__launched(cu, "attention_forward (wgmma)");
+        return;
+    }
     if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_fwd_launch<D, 8, 1>(cu, out, lse, qk, qkv, B, T_, H, KV);
     else fa_fwd_launch<D, SC__FA_NW_FWD, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
 }
@@ -3295,7 +3459,7 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
    tiled f32-arithmetic kernels even in bf16 mode; 2: the tensor-core kernels with one m-tile per
    warp (the same bits as the default, slower: test_gpu's cross-check); 3: the default tiling
    with the dQ kernel that recomputes S and dP (the path of sequences too long for the dS
-   workspace). */
+   workspace); 4: the forward by the mma.sync kernel where the wgmma one would run. */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
 {
     if (cu) cu->attn_mode = mode;

@@ -393,18 +393,28 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         name_of(nm, sizeof nm, t, what);
         check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the replay differs");
         free(got2); free(gl2);
-        if (t->bf16 && (D == 64 || D == 128)) { /* one m-tile per warp: the same bits (the tiling is not arithmetic) */
-            dnan(t, dout, (size_t)N * HD, t->adt);
-            dnan(t, dlse, (size_t)N * H, SC_F32);
-            sc_cuda_set_attention_reference(t->cu, 2);
-            sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
-            sc_cuda_set_attention_reference(t->cu, 0);
-            got2 = dget(t, dout, (size_t)N * HD, t->adt), gl2 = dget(t, dlse, (size_t)N * H, SC_F32);
-            snprintf(what, sizeof what, "attention_forward one m-tile a warp == default bitwise B=%d T=%d H=%d KV=%d D=%d",
+        if (t->bf16 && (D == 64 || D == 128)) { /* mma.sync, one m-tile per warp: the same bits (the tiling is not arithmetic) */
+            float *go[2], *gs[2];
+            for (int k = 0; k < 2; k++) {
+                dnan(t, dout, (size_t)N * HD, t->adt);
+                dnan(t, dlse, (size_t)N * H, SC_F32);
+                sc_cuda_set_attention_reference(t->cu, k ? 2 : 4);
+                sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
+                sc_cuda_set_attention_reference(t->cu, 0);
+                go[k] = dget(t, dout, (size_t)N * HD, t->adt), gs[k] = dget(t, dlse, (size_t)N * H, SC_F32);
+            }
+            snprintf(what, sizeof what, "attention_forward mma.sync one m-tile a warp == two bitwise B=%d T=%d H=%d KV=%d D=%d",
                      B, T, H, KV, D);
             name_of(nm, sizeof nm, t, what);
-            check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the tilings differ");
-            free(got2); free(gl2);
+            check(!memcmp(go[0], go[1], (size_t)N * HD * 4) && !memcmp(gs[0], gs[1], (size_t)N * H * 4), nm,
+                  "the tilings differ");
+            snprintf(what, sizeof what, "attention_forward mma.sync out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, go[0], out, (size_t)N * HD, t->tol, t->bf16);
+            snprintf(what, sizeof what, "attention_forward mma.sync lse B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, gs[0], lse, (size_t)N * H, t->tol, t->bf16);
+            for (int k = 0; k < 2; k++) { free(go[k]); free(gs[k]); }
         }
     }
     snprintf(what, sizeof what, "attention_forward out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
@@ -1746,11 +1756,11 @@ static void bench_attention(void)
     double ffl = 4.0 * B * H * (double)T * T / 2 * D, bfl = 2.5 * ffl;
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
-    static const int modes[] = {1, 3, 2, 0};
-    static const char *mname[] = {"default (4 warps x 2 m-tiles)", "f32 tiled reference", "one m-tile a warp (8 warps)",
-                                  "dQ recomputing S and dP"};
+    static const int modes[] = {1, 3, 2, 4, 0};
+    static const char *mname[] = {"default (wgmma fwd on sm_90)", "f32 tiled reference", "one m-tile a warp (8 warps)",
+                                  "dQ recomputing S and dP", "mma.sync fwd (4 warps x 2 m-tiles)"};
     float *ref = NULL;
-    for (int mi = 0; mi < 4; mi++) {
+    for (int mi = 0; mi < 5; mi++) {
         int mode = modes[mi];
         sc_cuda_set_attention_reference(cu, mode);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);
@@ -1777,7 +1787,10 @@ static void bench_attention(void)
         sc_cuda_download(cu, hb + nK * 2, out, nO * 2);
         if (mode == 2) ref = (float *)hb;
         else {
-            if (mode != 1 && ref) printf("  %s vs one m-tile a warp: %s\n", mname[mode], memcmp(hb, ref, nb) ? "DIFFERENT bits" : "same bits");
+            if (mode != 1 && ref)
+                printf("  %s vs one m-tile a warp: backward dqk %s, forward out %s\n", mname[mode],
+                       memcmp(hb, ref, nK * 2) ? "different bits" : "same bits",
+                       memcmp(hb + nK * 2, (unsigned char *)ref + nK * 2, nO * 2) ? "different bits" : "same bits");
             free(hb);
         }
     }
