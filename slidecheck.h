@@ -1151,8 +1151,8 @@ SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" i
    for head_dim 64/128; 1 the plain f32-accumulating reference kernels; 2 the tensor-core kernels
    with one 16-row m-tile per warp (the default's bits, slower: a cross-check of its tiling); 3
    the default kernels, but dQ by the kernel that recomputes S and dP instead of reading dS (the
-   path of sequences too long for the dS workspace); 4 the forward by the mma.sync kernel where
-   the Hopper one (wgmma, head_dim 128 on compute capability 9.0) would run: with mode 2 the
+   path of sequences too long for the dS workspace); 4 the mma.sync kernels where the Hopper ones
+   (wgmma forward and dK/dV, head_dim 128 on compute capability 9.0) would run: with mode 2 the
    bitwise cross-check of the mma.sync tilings. */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode);
 /* The dS workspace (sc_attention_ds_bytes) the next attention backward uses; NULL: a scratch

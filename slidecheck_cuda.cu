@@ -699,26 +699,9 @@ __global__ void k_qknorm_rope_fwd(T *qk, float *rstd, const T *qkv, const T *qw,
     const float *cs = cosb + (size_t)t * half, *sn = sinb + (size_t)t * half;
     float r = 1.0f;
     const T *w = h < H ? qw : kw;
-    if (qw) {
-        float ss = 0.0f;
-        for (int i = lane * W; i < half; i += 32 * W) {
-            float a[W], b[W];
-            ldv<W>(a, x + i);
-            ldv<W>(b, x + i + half);
-#pragma unroll
-            for (int k = 0; k < W; k++) {
-                ss = __fmaf_rn(a[k], a[k], ss);
-                ss = __fmaf_rn(b[k], b[k], ss);
-            }
-        }
-        ss = warp_sum(ss);
-        r = 1.0f / sqrtf(ss / (float)D + eps);
-        if (lane == 0) rstd[(size_t)n * NH + h] = r;
-    }
-    for (int i = lane * W; i < half; i += 32 * W) {
-        float a[W], b[W], c[W], sv[W], y0[W], y1[W];
-        ldv<W>(a, x + i);
-        ldv<W>(b, x + i + half);
+    /* y = rope(x * r * w) for the W pairs (i, i + half) from i */
+    auto apply = [&](int i, float (&a)[W], float (&b)[W]) {
+        float c[W], sv[W], y0[W], y1[W];
         ldv<W>(c, cs + i, 0);
         ldv<W>(sv, sn + i, 0);
         if (qw) {
@@ -738,6 +721,45 @@ __global__ void k_qknorm_rope_fwd(T *qk, float *rstd, const T *qkv, const T *qw,
         }
         stv<W>(y + i, y0);
         stv<W>(y + i + half, y1);
+    };
+    if (half == 32 * W) { /* one chunk a lane (head_dim 128 in pairs, 64 single): x is read once */
+        float a[W], b[W], ss = 0.0f;
+        ldv<W>(a, x + lane * W);
+        ldv<W>(b, x + lane * W + half);
+        if (qw) {
+#pragma unroll
+            for (int k = 0; k < W; k++) {
+                ss = __fmaf_rn(a[k], a[k], ss);
+                ss = __fmaf_rn(b[k], b[k], ss);
+            }
+            ss = warp_sum(ss);
+            r = 1.0f / sqrtf(ss / (float)D + eps);
+            if (lane == 0) rstd[(size_t)n * NH + h] = r;
+        }
+        apply(lane * W, a, b);
+        return;
+    }
+    if (qw) {
+        float ss = 0.0f;
+        for (int i = lane * W; i < half; i += 32 * W) {
+            float a[W], b[W];
+            ldv<W>(a, x + i);
+            ldv<W>(b, x + i + half);
+#pragma unroll
+            for (int k = 0; k < W; k++) {
+                ss = __fmaf_rn(a[k], a[k], ss);
+                ss = __fmaf_rn(b[k], b[k], ss);
+            }
+        }
+        ss = warp_sum(ss);
+        r = 1.0f / sqrtf(ss / (float)D + eps);
+        if (lane == 0) rstd[(size_t)n * NH + h] = r;
+    }
+    for (int i = lane * W; i < half; i += 32 * W) {
+        float a[W], b[W];
+        ldv<W>(a, x + i);
+        ldv<W>(b, x + i + half);
+        apply(i, a, b);
     }
 }
 
@@ -1155,7 +1177,10 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
 #define SC__ATTN_F32 1       /* sc_cuda_set_attention_reference modes */
 #define SC__ATTN_ONE_MTILE 2
 #define SC__ATTN_RECOMPUTE_DQ 3 /* the default tiling, dQ by the recomputing kernel (the long-sequence path) */
-#define SC__ATTN_MMA_SYNC 4     /* the forward by mma.sync where wgmma would run (the tiling cross-check's pair) */
+#define SC__ATTN_MMA_SYNC 4     /* mma.sync kernels where wgmma ones would run (the tiling cross-check's pair) */
+/* warpgroups a block of the wgmma dK/dV kernel, measured on the H100 at 4 x 2048 (2026-11-25):
+   one (two blocks an SM) 751 us a layer in the step, two 785 */
+#define SC__WG_DKV 1
 /* m-tiles of 16 rows per warp and warps per block of the forward and dQ kernels */
 #define SC__FA_MT 2
 #define SC__FA_NW_FWD 4
@@ -1445,6 +1470,8 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
    16-key step differs, so out and lse differ from it in the last bits and both are checked
    against the CPU reference. Deterministic: each output is produced by one thread in order.
    ------------------------------------------------------------------------------------------ */
+/* measured on the H100 at 4 x 2048 (2026-11-25): this double-buffered block of two warpgroups
+   0.286 ms; one warpgroup a block with single K and V buffers (two blocks an SM) 0.312 */
 #define SC__WG_BM 128
 #define SC__WG_BN 128
 #define SC__WG_SMEM ((size_t)(SC__WG_BM + 4 * SC__WG_BN) * 128 * 2 + 1024)
@@ -1493,6 +1520,14 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[16][4], uint64_t da, uint64
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " SC__WG_REGS ", %64, %65, p, 1, 1, 0, 0;\n}\n"
                  : SC__WG_D64(d)
+                 : "l"(da), "l"(db), "r"(acc));
+}
+/* d (64 x 64 f32) = (acc ? d : 0) + A B, A and B (K-major) in shared memory */
+__device__ __forceinline__ void wg_mma_ss64(float (&d)[8][4], uint64_t da, uint64_t db, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
                  : "l"(da), "l"(db), "r"(acc));
 }
 /* d += A B, A (16 columns of 64 rows) in registers, B in shared memory MN-major (transposed) */
@@ -1842,6 +1877,51 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dqs(bf16 *dqk, const bf16 *ds, c
         }
 }
 
+/* dS^T of a warp's 16 keys (rows j0, j0 + 8) over NC chunks of 8 queries from query ic (columns;
+   lse and Di of those queries in cL, cD, log2 domain): s = P^T and dp = dS^T = P^T (dP^T - Di) on
+   return; masked (need) where a key follows the query or the query is past T. */
+template <int NC>
+__device__ __forceinline__ void fa_dsT(float (&s)[NC][4], float (&dp)[NC][4], const float *cL, const float *cD, int ic, int j0,
+                                       bool need, float sl2, int t, int T_)
+{
+#pragma unroll
+    for (int nt = 0; nt < NC; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int ci = nt * 8 + 2 * t + (e & 1), i = ic + ci, j = (e < 2) ? j0 : j0 + 8;
+            float p = exp2f(fmaf(s[nt][e], sl2, -cL[ci]));
+            if (need && (j > i || i >= T_)) p = 0.0f;
+            s[nt][e] = p;
+            dp[nt][e] = p * (dp[nt][e] - cD[ci]);
+        }
+}
+/* the 16 x 16 block (query block qb, key block jb) of dS^T, as its A fragment, for the dS K kernel */
+__device__ __forceinline__ void fa_ds_put(bf16 *ds, const uint32_t (&as)[4], int plane, int qb, int jb, int T_, int lane)
+{
+    if (qb >= jb && 16 * qb < T_)
+        *reinterpret_cast<uint4 *>(ds + fa_ds_block(plane, qb, jb, T_) + lane * 8) = make_uint4(as[0], as[1], as[2], as[3]);
+}
+/* dK (times scale) and dV of a warp's keys j0, j0 + 8 (accumulator layout) */
+template <int D>
+__device__ __forceinline__ void fa_dkv_store(bf16 *dqk, bf16 *dqkv, const float (&dk)[D / 8][4], const float (&dv)[D / 8][4],
+                                             int j0, int T_, int H, int KV, int kh, int b, int t, float scale)
+{
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int j = j0 + 8 * r;
+        if (j >= T_) continue;
+        bf16 *okp = dqk + ((size_t)b * T_ + j) * (size_t)K + (size_t)(H + kh) * D + 2 * t;
+        bf16 *ovp = dqkv + ((size_t)b * T_ + j) * (size_t)Qw + K + (size_t)kh * D + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt++) {
+            *reinterpret_cast<__nv_bfloat162 *>(okp + nt * 8) =
+                __floats2bfloat162_rn(dk[nt][2 * r] * scale, dk[nt][2 * r + 1] * scale);
+            *reinterpret_cast<__nv_bfloat162 *>(ovp + nt * 8) = __floats2bfloat162_rn(dv[nt][2 * r], dv[nt][2 * r + 1]);
+        }
+    }
+}
+
 /* dK, dV: grid (ceil(T / (16*NW)), KV, B). The block owns 16*NW keys (16 per warp) and loops over
    the query heads of its kv head, then the 64-row query tiles from its diagonal on, in order;
    each warp walks a tile in chunks of 32 queries. */
@@ -1874,7 +1954,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, bf16 
     };
     issue(0, 0);
     fa_commit();
-    const int kw0 = k0 + 16 * w, j0 = kw0 + g, j1 = j0 + 8;
+    const int kw0 = k0 + 16 * w, j0 = kw0 + g;
     float dk[D / 8][4], dv[D / 8][4];
 #pragma unroll
     for (int i = 0; i < D / 8; i++)
@@ -1918,28 +1998,13 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, bf16 
                         fa_mma(dp[2 * nn + 1], av, bb[2], bb[3]);
                     }
                 }
-                const bool need = ic < kw0 + 15 || ic + QC > T_;
-#pragma unroll
-                for (int nt = 0; nt < QC / 8; nt++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        int ci = c + nt * 8 + 2 * t + (e & 1), i = i0 + ci, j = (e < 2) ? j0 : j1;
-                        float p = exp2f(fmaf(s[nt][e], sl2, -cL[ci]));
-                        if (need && (j > i || i >= T_)) p = 0.0f;
-                        s[nt][e] = p;
-                        dp[nt][e] = p * (dp[nt][e] - cD[ci]);
-                    }
+                fa_dsT<QC / 8>(s, dp, cL + c, cD + c, ic, j0, ic < kw0 + 15 || ic + QC > T_, sl2, t, T_);
 #pragma unroll
                 for (int kk = 0; kk < QC / 16; kk++) {
                     uint32_t ap[4], as[4];
                     fa_packA(ap, s[2 * kk], s[2 * kk + 1]);
                     fa_packA(as, dp[2 * kk], dp[2 * kk + 1]);
-                    if (DS) { /* this 16 x 16 block of dS^T, as its A fragment, for the dS K kernel */
-                        const int qb = (i0 + c) / 16 + kk, jb = kw0 / 16, h = kh * G + it / nqt;
-                        if (qb >= jb && 16 * qb < T_)
-                            *reinterpret_cast<uint4 *>(ds + fa_ds_block(b * H + h, qb, jb, T_) + lane * 8) =
-                                make_uint4(as[0], as[1], as[2], as[3]);
-                    }
+                    if (DS) fa_ds_put(ds, as, b * H + kh * G + it / nqt, ic / 16 + kk, kw0 / 16, T_, lane);
 #pragma unroll
                     for (int dn = 0; dn < D / 16; dn++) {
                         uint32_t bb[4];
@@ -1955,20 +2020,105 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, bf16 
         }
         __syncthreads();
     }
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int j = r ? j1 : j0;
-        if (j >= T_) continue;
-        bf16 *okp = dqk + (rowbase + j) * (size_t)K + (size_t)(H + kh) * D + 2 * t;
-        bf16 *ovp = dqkv + (rowbase + j) * (size_t)Qw + K + (size_t)kh * D + 2 * t;
-#pragma unroll
-        for (int nt = 0; nt < D / 8; nt++) {
-            *reinterpret_cast<__nv_bfloat162 *>(okp + nt * 8) =
-                __floats2bfloat162_rn(dk[nt][2 * r] * scale, dk[nt][2 * r + 1] * scale);
-            *reinterpret_cast<__nv_bfloat162 *>(ovp + nt * 8) = __floats2bfloat162_rn(dv[nt][2 * r], dv[nt][2 * r + 1]);
-        }
-    }
+    fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
 }
+
+/* dK, dV with wgmma (sm_90a; head_dim 128): grid (ceil(T / (64*NWG)), KV, B), NWG warpgroups of 64
+   keys. The same loop and arithmetic as k_fa_dkv (query tiles of 64 from the diagonal, each
+   query head of the kv head in turn): S^T = K Q^T and dP^T = V dO^T with all operands in shared
+   memory, then dV += P^T dO and dK += dS^T Q with P^T and dS^T in registers and dO, Q read
+   N-major. Each warp's dS^T fragments are the mma.sync kernel's, so the dS blocks it stores for
+   the dS K kernel have the same layout. */
+template <bool DS, int NWG>
+__global__ void __launch_bounds__(NWG * 128) k_fa_dkv_wg(bf16 *dqk, bf16 *dqkv, bf16 *ds, const bf16 *dout, const bf16 *qk,
+                                                         const bf16 *qkv, const float *lse, const float *Di, int T_, int H,
+                                                         int KV, float sl2, float scale)
+{
+#ifdef SC__HAVE_WGMMA
+    constexpr int D = 128, BKN = 64 * NWG, QB = 64, NT = NWG * 128;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sK = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023)), *sV = sK + BKN * D, *sQ = sV + BKN * D,
+         *sO = sQ + 2 * QB * D;
+    float *sL = (float *)(sO + 2 * QB * D), *sD = sL + 2 * QB;
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    const int kt = blockIdx.x, kh = blockIdx.y, b = blockIdx.z;
+    const int k0 = kt * BKN, wg = threadIdx.x >> 7, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int kw0 = k0 + 64 * wg + 16 * ((threadIdx.x >> 5) & 3), j0 = kw0 + g; /* this warp's 16 keys */
+    const size_t rowbase = (size_t)b * T_;
+    const int nk = min(BKN, T_ - k0);
+    fa_load_sw<BKN, D, NT>(sK, qk + (rowbase + k0) * K + (size_t)(H + kh) * D, (size_t)K, nk);
+    fa_load_sw<BKN, D, NT>(sV, qkv + (rowbase + k0) * Qw + K + (size_t)kh * D, (size_t)Qw, nk);
+    const int i0s = (k0 / QB) * QB, nqt = (T_ - i0s + QB - 1) / QB, nit = G * nqt;
+    auto issue = [&](int it, int buf) {
+        int h = kh * G + it / nqt, i0 = i0s + (it % nqt) * QB, nq = min(QB, T_ - i0);
+        fa_load_sw<QB, D, NT>(sQ + buf * QB * D, qk + (rowbase + i0) * K + (size_t)h * D, (size_t)K, nq);
+        fa_load_sw<QB, D, NT>(sO + buf * QB * D, dout + (rowbase + i0) * (size_t)H * D + (size_t)h * D, (size_t)H * D, nq);
+        for (int r = threadIdx.x; r < QB; r += NT) {
+            int i = i0 + r;
+            sL[buf * QB + r] = i < T_ ? lse[((size_t)b * H + h) * T_ + i] * 1.4426950408889634f : 0.0f;
+            sD[buf * QB + r] = i < T_ ? Di[((size_t)b * H + h) * T_ + i] : 0.0f;
+        }
+    };
+    issue(0, 0);
+    fa_commit();
+    const uint32_t aK = fa_saddr(sK) + wg * 64 * 128, aV = fa_saddr(sV) + wg * 64 * 128;
+    float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
+    for (int it = 0; it < nit; it++) {
+        const int buf = it & 1, i0 = i0s + (it % nqt) * QB;
+        if (it + 1 < nit) {
+            issue(it + 1, buf ^ 1);
+            fa_commit();
+            fa_wait<1>();
+        } else {
+            fa_wait<0>();
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        const uint32_t aQ = fa_saddr(sQ + buf * QB * D), aO = fa_saddr(sO + buf * QB * D);
+        float s[QB / 8][4], dp[QB / 8][4];
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            wg_mma_ss64(s, wg_desc(aK + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
+                        wg_desc(aQ + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            wg_mma_ss64(dp, wg_desc(aV + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
+                        wg_desc(aO + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+        wg_commit();
+        wg_wait0();
+        fa_dsT<QB / 8>(s, dp, sL + buf * QB, sD + buf * QB, i0, j0, i0 < kw0 + 15 || i0 + QB > T_, sl2, t, T_);
+        uint32_t ap[QB / 16][4], as[QB / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < QB / 16; kk++) {
+            fa_packA(ap[kk], s[2 * kk], s[2 * kk + 1]);
+            fa_packA(as[kk], dp[2 * kk], dp[2 * kk + 1]);
+        }
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < QB / 16; kk++) {
+            wg_mma_rs_t(dv, ap[kk], wg_desc(aO + kk * 16 * 128, QB * 128, 1024));
+            wg_mma_rs_t(dk, as[kk], wg_desc(aQ + kk * 16 * 128, QB * 128, 1024));
+        }
+        wg_commit();
+        if (DS)
+#pragma unroll
+            for (int kk = 0; kk < QB / 16; kk++) fa_ds_put(ds, as[kk], b * H + kh * G + it / nqt, i0 / 16 + kk, kw0 / 16, T_, lane);
+        wg_wait0();
+        __syncthreads();
+    }
+    if (kw0 < T_) fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
+#else
+    (void)dqk; (void)dqkv; (void)ds; (void)dout; (void)qk; (void)qkv; (void)lse; (void)Di; (void)T_; (void)H; (void)KV;
+    (void)sl2; (void)scale;
+    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
+#endif
+}
+#define SC__WG_DKV_SMEM(NWG) ((size_t)(2 * 64 * (NWG) + 4 * 64) * 128 * 2 + 4 * 64 * sizeof(float) + 1024)
 
 /* ==========================================================================================
    Cross-entropy: one block per row, online (max, sum) per thread, fixed-tree combine.
@@ -3379,6 +3529,18 @@ static void fa_dkv_launch(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const vo
     sc__launched(cu, DS ? "attention_backward dkv + dS (tensor cores)" : "attention_backward dkv (tensor cores)");
 }
 
+template <int NWG>
+static void fa_dkv_wg_launch(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const void *dout, const void *qk, const void *qkv,
+                             const float *lse, const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
+{
+    if (!sc__set_smem(cu, k_fa_dkv_wg<true, NWG>, SC__WG_DKV_SMEM(NWG))) return;
+    dim3 grd((unsigned)((T_ + 64 * NWG - 1) / (64 * NWG)), (unsigned)KV, (unsigned)B);
+    k_fa_dkv_wg<true, NWG><<<grd, NWG * 128, SC__WG_DKV_SMEM(NWG), cu->stream>>>(
+        (bf16 *)dqk, (bf16 *)dqkv, (bf16 *)ds, (const bf16 *)dout, (const bf16 *)qk, (const bf16 *)qkv, lse, Di, T_, H, KV, sl2,
+        scale);
+    sc__launched(cu, "attention_backward dkv + dS (wgmma)");
+}
+
 template <int D, int NW, int MT>
 static void fa_dqs_launch(sc_cuda *cu, void *dqk, const void *ds, const void *qk, int B, int T_, int H, int KV, float scale)
 {
@@ -3407,7 +3569,10 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
         k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N,
                                                                               T_, H, D);
         sc__launched(cu, "attention row dots");
-        fa_dkv_launch<D, SC__FA_NW_DKV, true>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+        if (D == 128 && cu->sm90a && cu->attn_mode != SC__ATTN_ONE_MTILE && cu->attn_mode != SC__ATTN_MMA_SYNC) { /* wgmma */
+            fa_dkv_wg_launch<SC__WG_DKV>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+        } else
+            fa_dkv_launch<D, SC__FA_NW_DKV, true>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
         if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_dqs_launch<D, 8, 1>(cu, dqk, ds, qk, B, T_, H, KV, scale);
         else fa_dqs_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, ds, qk, B, T_, H, KV, scale);
         return;
@@ -3459,7 +3624,7 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
    tiled f32-arithmetic kernels even in bf16 mode; 2: the tensor-core kernels with one m-tile per
    warp (the same bits as the default, slower: test_gpu's cross-check); 3: the default tiling
    with the dQ kernel that recomputes S and dP (the path of sequences too long for the dS
-   workspace); 4: the forward by the mma.sync kernel where the wgmma one would run. */
+   workspace); 4: the mma.sync kernels where the wgmma ones would run. */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
 {
     if (cu) cu->attn_mode = mode;

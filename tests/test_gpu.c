@@ -448,18 +448,28 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         name_of(nm, sizeof nm, t, what);
         check(!memcmp(got, g2, (size_t)N * K * 4) && !memcmp(gv, gv2, (size_t)N * Q * 4), nm, "the replay differs");
         free(g2); free(gv2);
-        if (t->bf16 && (D == 64 || D == 128)) {
-            dfree(t, ddqk2); dfree(t, ddqkv2);
-            ddqk2 = dupd(t, dqk, (size_t)N * K, t->adt), ddqkv2 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
-            sc_cuda_set_attention_reference(t->cu, 2);
-            sc_cuda_attention_backward(t->cu, ddqk2, ddqkv2, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
-            sc_cuda_set_attention_reference(t->cu, 0);
-            g2 = dget(t, ddqk2, (size_t)N * K, t->adt), gv2 = dget(t, ddqkv2, (size_t)N * Q, t->adt);
-            snprintf(what, sizeof what, "attention_backward one m-tile a warp == default bitwise B=%d T=%d H=%d KV=%d D=%d",
+        if (t->bf16 && (D == 64 || D == 128)) { /* the mma.sync kernels: one m-tile a warp == two, bitwise */
+            float *gk[2], *gvv[2];
+            for (int k = 0; k < 2; k++) {
+                dfree(t, ddqk2); dfree(t, ddqkv2);
+                ddqk2 = dupd(t, dqk, (size_t)N * K, t->adt), ddqkv2 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
+                sc_cuda_set_attention_reference(t->cu, k ? 2 : 4);
+                sc_cuda_attention_backward(t->cu, ddqk2, ddqkv2, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
+                sc_cuda_set_attention_reference(t->cu, 0);
+                gk[k] = dget(t, ddqk2, (size_t)N * K, t->adt), gvv[k] = dget(t, ddqkv2, (size_t)N * Q, t->adt);
+            }
+            snprintf(what, sizeof what, "attention_backward mma.sync one m-tile a warp == two bitwise B=%d T=%d H=%d KV=%d D=%d",
                      B, T, H, KV, D);
             name_of(nm, sizeof nm, t, what);
-            check(!memcmp(got, g2, (size_t)N * K * 4) && !memcmp(gv, gv2, (size_t)N * Q * 4), nm, "the tilings differ");
-            free(g2); free(gv2);
+            check(!memcmp(gk[0], gk[1], (size_t)N * K * 4) && !memcmp(gvv[0], gvv[1], (size_t)N * Q * 4), nm,
+                  "the tilings differ");
+            snprintf(what, sizeof what, "attention_backward mma.sync dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, gk[0], dqk, (size_t)N * K, t->tol, t->bf16);
+            snprintf(what, sizeof what, "attention_backward mma.sync dqkv (v cols) B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, gvv[0], dqkv, (size_t)N * Q, t->tol, t->bf16);
+            for (int k = 0; k < 2; k++) { free(gk[k]); free(gvv[k]); }
         }
         free(gv);
         dfree(t, ddqk2); dfree(t, ddqkv2);
@@ -1757,8 +1767,8 @@ static void bench_attention(void)
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
     static const int modes[] = {1, 3, 2, 4, 0};
-    static const char *mname[] = {"default (wgmma fwd on sm_90)", "f32 tiled reference", "one m-tile a warp (8 warps)",
-                                  "dQ recomputing S and dP", "mma.sync fwd (4 warps x 2 m-tiles)"};
+    static const char *mname[] = {"default (wgmma on sm_90)", "f32 tiled reference", "one m-tile a warp (8 warps)",
+                                  "dQ recomputing S and dP", "mma.sync (4 warps x 2 m-tiles)"};
     float *ref = NULL;
     for (int mi = 0; mi < 5; mi++) {
         int mode = modes[mi];
