@@ -108,7 +108,8 @@ USAGE
      allgather_f32 / part / barrier
 
    CUDA backend (with SLIDECHECK_CUDA): sc_cuda_available / create / destroy / status /
-     error_message / set_attention_reference / synchronize / device_name / launch_count /
+     error_message / set_attention_reference / attention_workspace (with sc_attention_ds_bytes) /
+     synchronize / device_name / launch_count /
      raw_alloc / raw_free / event_* /
      mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert,
      nccl_unique_id / nccl_open / comm_wait / allreduce_sum / comm_join / comm_settle (data

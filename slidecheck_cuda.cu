@@ -17,8 +17,10 @@
      sums each token's rows in position order (buckets built on the host from ids_host);
      attention backward is one kernel for dK/dV (parallel over key tiles, looping over the query
      rows of every query head of the kv head in order) and one for dQ (parallel over query tiles);
-     the same holds for the tensor-core (mma.sync bf16) attention used in bf16 mode for head_dim
-     64 / 128 (see "Tensor-core attention"; other head_dims use the tiled f32 kernels).
+     the same holds for the tensor-core attention used in bf16 mode for head_dim 64 / 128 (see
+     "Tensor-core attention": mma.sync, and on compute capability 9.0 wgmma for the forward and
+     dK/dV at head_dim 128; dK/dV stores dS, and dQ = dS K reads it in key order; other
+     head_dims use the tiled f32 kernels).
      GEMMs go through cuBLASLt with CUBLAS_COMPUTE_32F (no TF32); the algorithm for a given
      (shape, dtypes, pointer alignments) is chosen once by the heuristic and cached, so a replay
      (recompute) runs the same algorithm as the first call. One stream, fixed workspace.
@@ -32,7 +34,8 @@
      declared in the header). After a failure every op of that context is a no-op.
    - Scratch memory outside the caching allocator: the cuBLASLt workspace (32 MiB, allocated in
      sc_cuda_create) and small scratch buffers (reduction partials, attention row statistics,
-     embedding buckets) allocated on first use and grown on demand (cudaMalloc; growth
+     embedding buckets; the attention dS only when a caller of the op gives no workspace: the
+     model gives one from its allocator) allocated on first use and grown on demand (cudaMalloc; growth
      synchronises). Their sizes depend on the shapes only, so they reach their final size in the
      first step and do not change afterwards.
    - sc_cuda_launch_count counts kernel launches and GEMM calls (not memsets or copies). */
@@ -1165,11 +1168,12 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
    domain, exp2f). Each warp owns 16 rows, or MT m-tiles of 16 (queries in fwd / dQ, keys in dK/dV).
    - forward: grid (q tiles of 16*MT*NW rows, H, B); loops over 64-key tiles up to the diagonal,
      double-buffered; online softmax; writes out (bf16) and lse (natural log).
-   - backward: two kernels with no atomics: dQ (grid over query tiles; loops over key tiles;
-     computes Di = rowsum(dout * out) of its rows first and writes it) and dK/dV (grid over key tiles of 16*NW
-     keys; loops over the G query heads of the kv head and the query tiles from the diagonal on,
-     in a fixed order). P is recomputed from lse in both. Every output element is produced by one
-     thread in a fixed order: results are bitwise reproducible.
+   - backward, no atomics: Di = rowsum(dout * out) (row dots), then dK/dV (grid over key tiles of
+     16*NW keys; loops over the G query heads of the kv head and the query tiles from the
+     diagonal on, in a fixed order), which also stores dS (bf16) for T <= 32*D, then dQ = dS K
+     (grid over query tiles; key blocks in order). Longer sequences: a dQ kernel that recomputes
+     S and dP (and Di) runs first instead. P is recomputed from lse. Every output element is
+     produced by one thread in a fixed order: results are bitwise reproducible.
    P and dS are rounded to bf16 before their products (as in FlashAttention); errors vs the f32
    reference are ~3e-3 relative.
    ========================================================================================== */

@@ -100,6 +100,10 @@ def main():
                            copy_gbps=num(copy[0]["gbps"]) if copy else None,
                            rows=gem, comments=comments)
     cuda_line = next((c for f in floors.values() for c in f["comments"] if c.startswith("cuda runtime")), None)
+    # MFU and the attention floor use the highest dense rate measured in OUT (the conservative
+    # choice: a dense GEMM that ran slow once would otherwise inflate MFU)
+    rates = {tok: f["dense_tflops"] for tok, f in floors.items() if f["dense_tflops"]}
+    dense_max = max(rates.values()) if rates else None
 
     ns = sorted({r["n"] for r in rows if r["n"]})
     odd = sorted({r["params"] for r in rows if r["params"] and int(r["params"]) != N_PARAMS})
@@ -130,7 +134,7 @@ def main():
         tok = B * T
         fl = floors.get(tok)
         gemm_ms = fl["gemm_ms"] if fl else None
-        dense = fl["dense_tflops"] if fl else None
+        dense = dense_max
         bw = fl["copy_gbps"] if fl else None
         attn_ms = attn_flops(B, T) / (dense * 1e12) * 1e3 if dense else None
         ew_bytes = elementwise_bytes(tok, optim)
@@ -181,9 +185,10 @@ def main():
         p()
         p(f"- GEMM floor: {fmt(gemm_ms, '.3f')} ms = sum over the step's GEMMs of count x measured median ms at that shape "
           f"(`gemm_floor_N{tok}.csv`, table below)")
+        src = ", ".join(f"{rates[k]:.1f} with the {k}-token floors" for k in sorted(rates))
         p(f"- attention: {attn_flops(B, T) / 1e12:.4f} TFLOP (causal, forward + backward) at the measured dense rate "
-          f"{fmt(dense, '.1f')} TFLOP/s ({fl['dense_name'] if fl else 'n/a'}) = {fmt(attn_ms, '.3f')} ms; "
-          "this is a compute floor: attention's memory traffic is not counted")
+          f"{fmt(dense, '.1f')} TFLOP/s (dense_8192, the highest of this OUT's measurements: {src}) = "
+          f"{fmt(attn_ms, '.3f')} ms; this is a compute floor: attention's memory traffic is not counted")
         p(f"- element-wise and optimizer: {ew_bytes / 1e9:.3f} GB at the measured copy bandwidth {fmt(bw, '.1f')} GB/s "
           f"= {fmt(ew_ms, '.3f')} ms (how the bytes are counted: below)")
         p(f"- roofline = GEMM + attention + element-wise = {fmt(roof, '.3f')} ms")
@@ -226,7 +231,8 @@ def main():
     p(f"- **element-wise floor**: {' '.join(elementwise_bytes.__doc__.split())}")
     p(f"- **MFU**: {' '.join(palm_flops.__doc__.split())} N_PARAMS = {N_PARAMS} = all parameters with the tied "
       "embedding / LM head matrix counted once, so 6 N covers the LM head's matmul (the embedding lookup itself has no "
-      "FLOPs); norm weights are in it. Divided by the step time and by the dense rate measured in the same run. "
+      "FLOPs); norm weights are in it. Divided by the step time and by the dense rate measured in the same run (the "
+      "highest where OUT holds several dense measurements). "
       "Recompute is not counted (it is work the model FLOPs do not include).")
     p("- **step / roofline**: step time over GEMM floor + attention floor + element-wise floor, each for the "
       "configuration's tokens and optimizer.")
