@@ -114,7 +114,7 @@ struct sc_cuda {
     long long launches;
     char name[256];
     int smem_optin;
-    int sm90a; /* compute capability 9.0 and this build holds sm_90a code: the wgmma kernels run */
+    int sm90a; /* compute capability 9.0: the sm_90a kernels (wgmma) run */
     int attn_mode; /* SC__ATTN_*: which attention kernels bf16 mode takes (benchmarks, cross-checks) */
     void *attn_ws;        /* the model's dS workspace for the next attention backward (sc_cuda_attention_workspace) */
     size_t attn_ws_bytes;
@@ -1543,17 +1543,6 @@ __device__ __forceinline__ void wg_mma_rs_t(float (&d)[16][4], const uint32_t (&
 }
 #endif
 
-/* Whether this build holds the sm_90a code: a build for plain sm_90 (or PTX JIT-compiled for it)
-   has only the __trap() bodies below, so such a context keeps the mma.sync kernels. */
-__global__ void k_has_wgmma(int *ok)
-{
-#ifdef SC__HAVE_WGMMA
-    *ok = 1;
-#else
-    *ok = 0;
-#endif
-}
-
 /* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
 __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
                                                       int KV, float sl2)
@@ -1617,7 +1606,7 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
     fa_fwd_store<D>(out, lse, o, m, l, wm, T_, H, h, b, g, t);
 #else
     (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
-    __trap(); /* launched only where cu->sm90a holds (k_has_wgmma found the sm_90a code) */
+    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
 #endif
 }
 
@@ -2130,7 +2119,7 @@ __global__ void __launch_bounds__(NWG * 128) k_fa_dkv_wg(bf16 *dqk, bf16 *dqkv, 
 #else
     (void)dqk; (void)dqkv; (void)ds; (void)dout; (void)qk; (void)qkv; (void)lse; (void)Di; (void)T_; (void)H; (void)KV;
     (void)sl2; (void)scale;
-    __trap(); /* launched only where cu->sm90a holds (k_has_wgmma found the sm_90a code) */
+    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
 #endif
 }
 #define SC__WG_DKV_SMEM(NWG) ((size_t)(2 * 64 * (NWG) + 4 * 64) * 128 * 2 + 4 * 64 * sizeof(float) + 1024)
@@ -2665,24 +2654,6 @@ SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k)
     SC__CK(cu, cudaStreamWaitEvent(cu->stream, (*cu->comm_done)[k - 1], 0));
 }
 
-/* Runs k_has_wgmma once at creation. Any failure only leaves the wgmma kernels off: the error
-   is cleared here and does not become the context's. */
-static bool sc__probe_wgmma(sc_cuda *cu)
-{
-    int *d = NULL, h = 0;
-    if (cudaMalloc((void **)&d, sizeof(int)) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    k_has_wgmma<<<1, 1, 0, cu->stream>>>(d);
-    bool ok = cudaGetLastError() == cudaSuccess &&
-              cudaMemcpyAsync(&h, d, sizeof(int), cudaMemcpyDeviceToHost, cu->stream) == cudaSuccess &&
-              cudaStreamSynchronize(cu->stream) == cudaSuccess;
-    (void)cudaFree(d);
-    (void)cudaGetLastError();
-    return ok && h == 1;
-}
-
 SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
 {
     if (!out) return SC_ERROR_INVALID_ARGS;
@@ -2707,7 +2678,6 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->d2h_stream, cudaStreamNonBlocking));
-    if (sc__ok(cu) && cu->sm90a) cu->sm90a = sc__probe_wgmma(cu);
     SC__CKB(cu, cublasLtCreate(&cu->lt));
     cu->owned = new std::vector<cudaEvent_t>();
     SC__CK(cu, cudaHostAlloc((void **)&cu->kc_host, SC__KC * sizeof(sc_optim_consts), cudaHostAllocPortable));
