@@ -4,7 +4,9 @@
    Build (Hopper):
      nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=sm_90 \
           -Xcompiler -Wall,-Wextra,-Werror -I. -c slidecheck_cuda.cu -o build/slidecheck_cuda.o
-   and link with -lcublasLt -lcublas -lcudart -lstdc++.
+   and link with -lcublasLt -lcublas -lcudart -lstdc++. On compute capability 9.0 the attention
+   forward and dK/dV take the wgmma kernels, which exist only in the sm_90a code: a build for
+   plain sm_90 alone stops (__trap) at the first attention call on an H100/H200.
 
    Design notes
    - Storage: activations/weights in `A` (float, or __nv_bfloat16 with cfg.bf16), parameter
