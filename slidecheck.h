@@ -878,6 +878,8 @@ SCDEF void sc_cpu_attention_backward(float *dqk, float *dqkv, const float *dout,
 /* m[N,I] = silu(gu[:, :I]) * gu[:, I:] */
 SCDEF void sc_cpu_swiglu_forward(float *m, const float *gu, int N, int I);
 SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, int N, int I);
+/* both: dgu as sc_cpu_swiglu_backward and m as sc_cpu_swiglu_forward (the same bits), one pass */
+SCDEF void sc_cpu_swiglu_backward_remat(float *dgu, float *m, const float *dm, const float *gu, int N, int I);
 /* Cross-entropy over rows of logits[n, V] with target[n] (< 0: row ignored). Writes
    dlogits = (softmax - onehot) * scale for kept rows, 0 for ignored rows (may alias logits),
    and rowloss[n] (0 for ignored rows); the caller sums row losses in a fixed order. */
@@ -1154,7 +1156,8 @@ SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" i
    the default kernels, but dQ by the kernel that recomputes S and dP instead of reading dS (the
    path of sequences too long for the dS workspace); 4 the mma.sync kernels where the Hopper ones
    (wgmma forward and dK/dV, head_dim 128 on compute capability 9.0) would run: with mode 2 the
-   bitwise cross-check of the mma.sync tilings. */
+   bitwise cross-check of the mma.sync tilings; 5 the wgmma forward without its software pipeline
+   (the default's bits: the cross-check of the pipeline). */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode);
 /* The dS workspace (sc_attention_ds_bytes) the next attention backward uses; NULL: a scratch
    buffer of the context's own. The model passes one from its caching allocator, so that the
@@ -1220,6 +1223,10 @@ SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k);
 SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
 SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
+/* zeroes dst on a side stream behind the compute stream's work so far, overlapping what comes
+   next; sc_cuda_side_join makes the compute stream wait for it (sc_cuda_synchronize does too) */
+SC_CUDA_DEF void sc_cuda_memset0_behind(sc_cuda *cu, void *dst, size_t bytes);
+SC_CUDA_DEF void sc_cuda_side_join(sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
 SC_CUDA_DEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes); /* waits */
 SC_CUDA_DEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n);
@@ -1250,6 +1257,7 @@ SC_CUDA_DEF void sc_cuda_attention_backward(sc_cuda *cu, void *dqk, void *dqkv, 
                                       const void *qkv, const void *out, const float *lse, int B, int T, int H, int KV, int D);
 SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I);
 SC_CUDA_DEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I);
+SC_CUDA_DEF void sc_cuda_swiglu_backward_remat(sc_cuda *cu, void *dgu, void *m, const void *dm, const void *gu, int N, int I);
 SC_CUDA_DEF void sc_cuda_crossentropy_forward_backward(sc_cuda *cu, void *dlogits, float *rowloss, const void *logits,
                                                  const int32_t *target, int n, int V, float scale);
 SC_CUDA_DEF void sc_cuda_crossentropy_slice_stats(sc_cuda *cu, float *ms, float *tl, const void *logits,
@@ -6018,6 +6026,12 @@ SCDEF void sc_cpu_swiglu_backward(float *dgu, const float *dm, const float *gu, 
     }
 }
 
+SCDEF void sc_cpu_swiglu_backward_remat(float *dgu, float *m, const float *dm, const float *gu, int N, int I)
+{
+    sc_cpu_swiglu_backward(dgu, dm, gu, N, I);
+    sc_cpu_swiglu_forward(m, gu, N, I);
+}
+
 SCDEF void sc_cpu_crossentropy_forward_backward(float *dlogits, float *rowloss, const float *logits,
                                                 const int32_t *target, int n, int V, float scale)
 {
@@ -7728,6 +7742,11 @@ static float *sc__head_ptr(sc_model *m, int grad, int norm)
     return grad ? sc__at(m->grads, off, m->gb) : sc__at(m->params, off, m->pb);
 }
 
+/* sc__layer_fill's mask bit: leave the SwiGLU output m to the backward that follows (a
+   recompute of the layer about to be back-propagated), which writes it beside its own
+   gradient from the same loads (sc__layer_backward) */
+#define SC__FILL_M_LATER (1u << 31)
+
 /* Compute every activation of layer l that is missing, from what is there (x at least).
    The forward pass is this on an empty layer; a recompute is this on a partial one, so both
    run the very same arithmetic. `mask` = slots to keep afterwards (the others are freed at
@@ -7803,7 +7822,7 @@ static sc_result sc__layer_fill(sc_model *m, int l, unsigned mask)
         sc__round(m, A[SC__A_GU], (size_t)N * 2 * I);
     }
     if (SC__HAVE(SC__A_B)) { SC__DONE(SC__A_B); SC__DONE(SC__A_RSTD2); }
-    if (!SC__HAVE(SC__A_M)) {
+    if (!SC__HAVE(SC__A_M) && !(mask & SC__FILL_M_LATER)) {
         SC__TRY(sc__act_get(m, l, SC__A_M));
         SC__OP(m, swiglu_forward, A[SC__A_M], A[SC__A_GU], N, I);
         sc__round(m, A[SC__A_M], (size_t)N * I);
@@ -7843,6 +7862,7 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
     float **A = m->acts[l];
     float *dbig = NULL, *dsmall = NULL, *dc = NULL, *dS = NULL;
+    int remat = A[SC__A_M] == NULL; /* the recompute left m to the SwiGLU backward */
     size_t big = (size_t)N * (size_t)(2 * I > Q + (H + KV) * D ? 2 * I : Q + (H + KV) * D);
     size_t small = (size_t)N * (size_t)(I > H * D ? I : H * D);
     size_t dsb = sc_attention_ds_bytes(B, T, H, D, m->ab);
@@ -7850,15 +7870,23 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     if ((r = sc__alloc_act(m, &dbig, big, "backward scratch")) != SC_SUCCESS ||
         (r = sc__alloc_act(m, &dsmall, small, "backward scratch")) != SC_SUCCESS ||
         (r = sc__alloc_act(m, &dc, (size_t)N * C, "backward scratch")) != SC_SUCCESS ||
-        (dsb && (r = sc__alloc_bytes(m, &dS, dsb, 1, "attention dS (backward scratch)")) != SC_SUCCESS)) {
+        (dsb && (r = sc__alloc_bytes(m, &dS, dsb, 1, "attention dS (backward scratch)")) != SC_SUCCESS) ||
+        (remat && (r = sc__act_get(m, l, SC__A_M)) != SC_SUCCESS)) {
         sc__free(m, dbig);
         sc__free(m, dsmall);
         sc__free(m, dc);
         return r;
     }
     /* MLP: out = x2 + down(swiglu(gate_up(ln2(x2)))) */
-    SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
-    SC__OP(m, swiglu_backward, dbig, dsmall, A[SC__A_GU], N, I);
+    if (!remat) {
+        SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
+        SC__OP(m, swiglu_backward, dbig, dsmall, A[SC__A_GU], N, I);
+    } else { /* dm first; then m (the forward's bits) with dgate_up from one pass over gate_up; then dW */
+        SC__OP(m, matmul_backward, dsmall, NULL, NULL, dres, NULL, sc__lw(m, l, o.wd), N, I, C);
+        SC__OP(m, swiglu_backward_remat, dbig, A[SC__A_M], dsmall, A[SC__A_GU], N, I);
+        sc__round(m, A[SC__A_M], (size_t)N * I);
+        SC__OP(m, matmul_backward, NULL, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
+    }
     SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wgu), NULL, dbig, A[SC__A_B], sc__lw(m, l, o.wgu), N, C, 2 * I);
     SC__OP(m, rmsnorm_backward, dres, sc__lg(m, l, o.ln2), dc, A[SC__A_X2], sc__lw(m, l, o.ln2), A[SC__A_RSTD2], N, C);
     /* attention: x2 = x + o_proj(attn(rope(qknorm(qkv(ln1(x)))))) */
@@ -8807,7 +8835,7 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
     if (plan->seg[l] >= 0 && sc__seg_end(plan, l) == l + 1) {
         for (int j = plan->seg[l]; j <= l; j++) {
             sp = sc__span_begin(m, "layer", SC_PHASE_RECOMPUTE, j);
-            SC__TRY(sc__layer_fill(m, j, ~0u));
+            SC__TRY(sc__layer_fill(m, j, j < l ? ~SC__FILL_M_LATER : ~0u));
             if (j < l) SC__TRY(sc__layer_output(m, j, ~0u));
             sc__span_end(m, sp);
         }
@@ -8894,6 +8922,9 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     sc__span_end(m, sp);
     for (int l = 0; l < L; l++) SC__TRY(sc__layer_forward(m, plan, l));
     if (k == 0) m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_side_join(m->cu); /* the gradients' zeroing (sc__resident_step) ran beside the forward */
+#endif
     sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
     sc_result r = sc__head_forward_backward(m, &dres);
     m->dres0[k] = dres;
@@ -9008,8 +9039,19 @@ static sc_result sc__resident_update(sc_model *m)
 
 static sc_result sc__resident_step(sc_model *m, const sc_plan *plan, int update)
 {
-    sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
-    for (int k = 0; k < m->accum; k++) SC__TRY(sc__resident_pass(m, plan, k));
+#ifdef SLIDECHECK_CUDA
+    /* on the GPU the zeroing overlaps the first forward (the first write waits for it) */
+    if (m->cu) sc_cuda_memset0_behind(m->cu, m->grads, m->nparams * (size_t)m->gb);
+    else
+#endif
+        sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
+    for (int k = 0; k < m->accum; k++) {
+        sc_result r = sc__resident_pass(m, plan, k);
+#ifdef SLIDECHECK_CUDA
+        if (m->cu) sc_cuda_side_join(m->cu); /* also where the forward failed */
+#endif
+        SC__TRY(r);
+    }
     sc__embedding_backward(m);
     sc__grads_sum(m, m->cfg.num_layers + 1); /* the embedding: last to complete */
 #ifdef SLIDECHECK_CUDA

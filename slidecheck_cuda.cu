@@ -48,6 +48,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -83,7 +84,7 @@ struct sc__gemm_entry {
 
 #define SC__KC 4
 
-enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_DS = 3, SC__SCR_COUNT = 4 };
+enum { SC__SCR_PART = 0, SC__SCR_ROWS = 1, SC__SCR_BUCKET = 2, SC__SCR_DS = 3, SC__SCR_PART1 = 4, SC__SCR_COUNT = 5 };
 
 /* Per-kernel profile (sc_cuda_profile_ops): an event after every launch on the compute stream;
    a kernel's time is from the previous mark to its own, accumulated per name (GEMMs per shape). */
@@ -108,6 +109,9 @@ struct sc_cuda {
     std::vector<cudaEvent_t> *comm_done;          /* events after the step's collectives, kept for reuse */
     size_t comm_n;                                /* how many of them this step recorded */
     cudaEvent_t hand;                             /* handoff: compute -> comm stream */
+    cudaStream_t side;                            /* sc_cuda_memset0_behind's zeroing */
+    cudaEvent_t side_fork, side_done;
+    int side_pending;                             /* the compute stream has not yet waited for side_done */
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_size;
@@ -473,6 +477,30 @@ template <typename T, int W> __global__ void k_swiglu_bwd(T *dgu, const T *dm, c
     }
 }
 
+/* k_swiglu_bwd and, from the same loads, k_swiglu_fwd's m (the same expression: the same bits) */
+template <typename T, int W> __global__ void k_swiglu_bwd_remat(T *dgu, T *mo, const T *dm, const T *gu, int N, int I)
+{
+    size_t total = (size_t)N * I / W;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t e = i * W, n = e / (size_t)I, j = e % (size_t)I;
+        float g[W], u[W], d[W], dg[W], du[W], mv[W];
+        ldv<W>(g, gu + n * 2 * I + j);
+        ldv<W>(u, gu + n * 2 * I + I + j);
+        ldv<W>(d, dm + e);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            float sg = 1.0f / (1.0f + expf(-g[k]));
+            float s = g[k] * sg;
+            du[k] = d[k] * s;
+            dg[k] = d[k] * u[k] * sg * (1.0f + g[k] * (1.0f - sg));
+            mv[k] = g[k] / (1.0f + expf(-g[k])) * u[k];
+        }
+        stv<W>(dgu + n * 2 * I + I + j, du);
+        stv<W>(dgu + n * 2 * I + j, dg);
+        stv<W>(mo + e, mv);
+    }
+}
+
 /* out[n, o] = bias[o] (the GEMM then adds with beta = 1) */
 template <typename T> __global__ void k_bias_fill(T *out, const T *bias, int N, int OC)
 {
@@ -483,13 +511,26 @@ template <typename T> __global__ void k_bias_fill(T *out, const T *bias, int N, 
 
 /* The optimizers round every operation on its own (no FMA contraction): the host optimizer of
    slide mode (sc_cpu_adamw_range) does the very same arithmetic, so both give the same bits. */
-template <typename P, typename Gt>
+__device__ __forceinline__ float sgd_elem(float p, float g, float lr, float wd)
+{
+    return __fsub_rn(p, __fmul_rn(lr, __fadd_rn(g, __fmul_rn(wd, p))));
+}
+
+/* W = 8 where p and g are 16-byte aligned (vector loads: the 2-byte ones left this stream at
+   1.8 TB/s on an H100), then the last n % 8 one by one; the same arithmetic per element */
+template <typename P, typename Gt, int W>
 __global__ void k_sgd(P *p, const Gt *g, size_t n, float lr, float wd)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float pi = ldf(p + i);
-        stf(p + i, __fsub_rn(pi, __fmul_rn(lr, __fadd_rn(ldf(g + i), __fmul_rn(wd, pi)))));
+    size_t nv = n / W, t0 = blockIdx.x * (size_t)blockDim.x + threadIdx.x, st = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = t0; i < nv; i += st) {
+        float pi[W], gi[W];
+        ldv<W>(pi, p + i * W);
+        ldv<W>(gi, g + i * W);
+#pragma unroll
+        for (int j = 0; j < W; j++) pi[j] = sgd_elem(pi[j], gi[j], lr, wd);
+        stv<W>(p + i * W, pi);
     }
+    for (size_t i = nv * W + t0; i < n; i += st) stf(p + i, sgd_elem(ldf(p + i), ldf(g + i), lr, wd));
 }
 
 /* one AdamW element: p, m, v updated in place from g */
@@ -621,6 +662,61 @@ __global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_dx(T *dinp, co
 #pragma unroll
         for (int e = 0; e < W; e++) vd[e] = vd[e] + (vy[e] * vw[e] * r - vx[e] * k);
         stv<W>(dx + c, vd);
+    }
+}
+
+/* The input gradient of k_rmsnorm_bwd_dx (the same arithmetic) and, from the same loads, the
+   weight gradient's column partials over rows [p R, p R + R), rows in order:
+   part[p, c] = sum_n dy[n, c] * x[n, c] * rstd[n]. One block a chunk of rows: the norm backward
+   and the weight-gradient reduction read dy and x once instead of twice (the partials are
+   summed by sc__colsum). Thread j owns columns (j + k blockDim) W .. + W - 1, k < NI. */
+template <typename T, int W, int NI>
+__global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_fused(T *dinp, float *part, const T *dout, const T *inp,
+                                                                       const T *w, const float *rstd, int N, int C, int R)
+{
+    float vw[NI][W], acc[NI][W];
+#pragma unroll
+    for (int i = 0; i < NI; i++) {
+        int c = (threadIdx.x + i * blockDim.x) * W;
+#pragma unroll
+        for (int k = 0; k < W; k++) vw[i][k] = acc[i][k] = 0.0f;
+        if (c < C) ldv<W>(vw[i], w + c);
+    }
+    const int r0 = blockIdx.x * R, r1 = min(N, r0 + R);
+    for (int row = r0; row < r1; row++) {
+        const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+        T *dx = dinp + (size_t)row * C;
+        float vy[NI][W], vx[NI][W], vd[NI][W], r = rstd[row], dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NI; i++) {
+            int c = (threadIdx.x + i * blockDim.x) * W;
+            if (c >= C) continue;
+            ldv<W>(vy[i], dy + c);
+            ldv<W>(vx[i], x + c);
+            ldv<W>(vd[i], dx + c);
+#pragma unroll
+            for (int k = 0; k < W; k++) dot += vy[i][k] * vw[i][k] * vx[i][k];
+        }
+        dot = block_sum(dot);
+        float kk = dot * r * r * r / (float)C;
+#pragma unroll
+        for (int i = 0; i < NI; i++) {
+            int c = (threadIdx.x + i * blockDim.x) * W;
+            if (c >= C) continue;
+#pragma unroll
+            for (int e = 0; e < W; e++) {
+                vd[i][e] = vd[i][e] + (vy[i][e] * vw[i][e] * r - vx[i][e] * kk);
+                acc[i][e] += vy[i][e] * vx[i][e] * r;
+            }
+            stv<W>(dx + c, vd[i]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < NI; i++) {
+        int c = (threadIdx.x + i * blockDim.x) * W;
+        if (c >= C) continue;
+#pragma unroll
+        for (int e = 0; e < W; e++) part[(size_t)blockIdx.x * C + c + e] = acc[i][e];
     }
 }
 
@@ -768,6 +864,63 @@ __global__ void k_qknorm_rope_fwd(T *qk, float *rstd, const T *qkv, const T *qw,
     }
 }
 
+/* The same op with 16-byte accesses: L = D / 16 lanes an item (row, head), each lane 8 elements
+   of the first half and their RoPE partners in the second (one vector each), 32 / L items a warp;
+   the row's sum of squares is summed by the L lanes (their own tree: other bits than
+   k_qknorm_rope_fwd's, taken by every path of a shape alike). bf16, D / 16 a power of two. */
+template <int L>
+__global__ void __launch_bounds__(256) k_qknorm_rope_fwd8(bf16 *qk, float *rstd, const bf16 *qkv, const bf16 *qw,
+                                                         const bf16 *kw, const float *cosb, const float *sinb, int N, int T_,
+                                                         int H, int KV, float eps)
+{
+    constexpr int D = 16 * L, half = 8 * L;
+    const int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, j = threadIdx.x % L;
+    const long long total = (long long)N * NH;
+    long long item = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / L;
+    const bool ok = item < total; /* no early return: the lanes of a warp shuffle together */
+    if (!ok) item = total - 1;
+    const int n = (int)(item / NH), h = (int)(item % NH), t = n % T_, i = 8 * j;
+    const bf16 *x = qkv + (size_t)n * Q + (size_t)h * D;
+    bf16 *y = qk + (size_t)n * K + (size_t)h * D;
+    float a[8], b[8], c[8], sv[8];
+    ld8(a, x + i);
+    ld8(b, x + i + half);
+    const float4 *cs = reinterpret_cast<const float4 *>(cosb + (size_t)t * half + i);
+    const float4 *sn = reinterpret_cast<const float4 *>(sinb + (size_t)t * half + i);
+    float4 c0 = cs[0], c1 = cs[1], s0 = sn[0], s1 = sn[1];
+    c[0] = c0.x, c[1] = c0.y, c[2] = c0.z, c[3] = c0.w, c[4] = c1.x, c[5] = c1.y, c[6] = c1.z, c[7] = c1.w;
+    sv[0] = s0.x, sv[1] = s0.y, sv[2] = s0.z, sv[3] = s0.w, sv[4] = s1.x, sv[5] = s1.y, sv[6] = s1.z, sv[7] = s1.w;
+    if (qw) {
+        float ss = 0.0f, w0[8], w1[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            ss = __fmaf_rn(a[k], a[k], ss);
+            ss = __fmaf_rn(b[k], b[k], ss);
+        }
+#pragma unroll
+        for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        const float r = 1.0f / sqrtf(ss / (float)D + eps);
+        if (ok && j == 0) rstd[(size_t)n * NH + h] = r;
+        const bf16 *w = h < H ? qw : kw;
+        ld8(w0, w + i);
+        ld8(w1, w + i + half);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            a[k] = (a[k] * r) * w0[k];
+            b[k] = (b[k] * r) * w1[k];
+        }
+    }
+    float y0[8], y1[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        y0[k] = a[k] * c[k] - b[k] * sv[k];
+        y1[k] = b[k] * c[k] + a[k] * sv[k];
+    }
+    if (!ok) return;
+    st8(y + i, y0);
+    st8(y + i + half, y1);
+}
+
 template <typename T, int W>
 __global__ void k_qknorm_rope_bwd(T *dqkv, const T *dqk, const T *qkv, const T *qw, const T *kw, const float *rstd,
                                   const float *cosb, const float *sinb, int N, int T_, int H, int KV, int D)
@@ -825,6 +978,98 @@ __global__ void k_qknorm_rope_bwd(T *dqkv, const T *dqk, const T *qkv, const T *
             dot = warp_sum(dot);
             k = dot * r * r * r / (float)D;
         }
+    }
+}
+
+/* k_qknorm_rope_bwd with q/k norms (the same arithmetic per element) and, from the same loads,
+   the norm weights' gradient partials. Block (chunk p of R rows, group gi of up to 8 heads of
+   one kind: ceil(H/8) q groups, then ceil(KV/8) k groups), warp w owns head h0 + w and runs
+   over the chunk's rows in order; the block's warps are then summed in order into
+   part[row, D]: q rows gi P + p first, then the k rows (gi - GQ) P + p (summed by sc__colsum).
+   Lane l owns the pairs (i, i + half) for i = (l + 32 j) W, j < NI. */
+template <typename T, int W, int NI>
+__global__ void __launch_bounds__(256) k_qknorm_rope_bwd_fused(T *dqkv, float *part, const T *dqk, const T *qkv,
+                                                              const T *qw, const T *kw, const float *rstd,
+                                                              const float *cosb, const float *sinb, int N, int T_,
+                                                              int H, int KV, int D, int R)
+{
+    __shared__ float sh[8][2 * 32 * W * NI];
+    const int NH = H + KV, Q = (H + 2 * KV) * D, K = NH * D, half = D / 2, GQ = (H + 7) / 8;
+    const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5, p = blockIdx.x, gi = blockIdx.y;
+    const int h = gi < GQ ? 8 * gi + wi : H + 8 * (gi - GQ) + wi;
+    const bool live = gi < GQ ? h < H : h < NH;
+    const T *w = gi < GQ ? qw : kw;
+    float w0[NI][W], w1[NI][W], acc0[NI][W], acc1[NI][W];
+#pragma unroll
+    for (int j = 0; j < NI; j++) {
+        int i = (lane + 32 * j) * W;
+#pragma unroll
+        for (int e = 0; e < W; e++) w0[j][e] = w1[j][e] = acc0[j][e] = acc1[j][e] = 0.0f;
+        if (live && i < half) {
+            ldv<W>(w0[j], w + i);
+            ldv<W>(w1[j], w + i + half);
+        }
+    }
+    const int r0 = p * R, r1 = min(N, r0 + R);
+    for (int n = r0; live && n < r1; n++) {
+        const int t = n % T_;
+        const T *g = dqk + (size_t)n * K + (size_t)h * D, *x = qkv + (size_t)n * Q + (size_t)h * D;
+        T *dx = dqkv + (size_t)n * Q + (size_t)h * D;
+        const float *cs = cosb + (size_t)t * half, *sn = sinb + (size_t)t * half;
+        const float r = rstd[(size_t)n * NH + h];
+        float d0[NI][W], d1[NI][W], x0[NI][W], x1[NI][W], dot = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NI; j++) {
+            int i = (lane + 32 * j) * W;
+            if (i >= half) continue;
+            float g0[W], g1[W], c[W], sv[W];
+            ldv<W>(g0, g + i);
+            ldv<W>(g1, g + i + half);
+            ldv<W>(c, cs + i, 0);
+            ldv<W>(sv, sn + i, 0);
+            ldv<W>(x0[j], x + i);
+            ldv<W>(x1[j], x + i + half);
+#pragma unroll
+            for (int e = 0; e < W; e++) {
+                d0[j][e] = g0[e] * c[e] + g1[e] * sv[e];
+                d1[j][e] = g1[e] * c[e] - g0[e] * sv[e];
+                dot += d0[j][e] * w0[j][e] * x0[j][e];
+                dot += d1[j][e] * w1[j][e] * x1[j][e];
+            }
+        }
+        dot = warp_sum(dot);
+        const float k = dot * r * r * r / (float)D;
+#pragma unroll
+        for (int j = 0; j < NI; j++) {
+            int i = (lane + 32 * j) * W;
+            if (i >= half) continue;
+            float o0[W], o1[W];
+#pragma unroll
+            for (int e = 0; e < W; e++) {
+                acc0[j][e] += d0[j][e] * x0[j][e] * r;
+                acc1[j][e] += d1[j][e] * x1[j][e] * r;
+                o0[e] = d0[j][e] * w0[j][e] * r - x0[j][e] * k;
+                o1[e] = d1[j][e] * w1[j][e] * r - x1[j][e] * k;
+            }
+            stv<W>(dx + i, o0);
+            stv<W>(dx + i + half, o1);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            sh[wi][(lane + 32 * j) * W + e] = acc0[j][e];
+            sh[wi][32 * W * NI + (lane + 32 * j) * W + e] = acc1[j][e];
+        }
+    __syncthreads();
+    const int P = gridDim.x, row = gi < GQ ? gi * P + p : GQ * P + (gi - GQ) * P + p;
+    for (int c = threadIdx.x; c < D; c += blockDim.x) {
+        int hi = c >= half, i = hi ? c - half : c, at = hi * 32 * W * NI + i;
+        float s = sh[0][at];
+#pragma unroll
+        for (int y = 1; y < 8; y++) s += sh[y][at];
+        part[(size_t)row * D + c] = s;
     }
 }
 
@@ -1167,7 +1412,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
    Tensor-core attention (bf16 storage only; D in {64, 128}; 16-byte aligned operands).
    FlashAttention-2 style, mma.sync m16n8k16 bf16 -> f32, operands staged in shared memory by
    cp.async (rows padded by 16 bytes: conflict-free ldmatrix), softmax statistics in f32 (log2
-   domain, exp2f). Each warp owns 16 rows, or MT m-tiles of 16 (queries in fwd / dQ, keys in dK/dV).
+   domain, fa_exp2). Each warp owns 16 rows, or MT m-tiles of 16 (queries in fwd / dQ, keys in dK/dV).
    - forward: grid (q tiles of 16*MT*NW rows, H, B); loops over 64-key tiles up to the diagonal,
      double-buffered; online softmax; writes out (bf16) and lse (natural log).
    - backward, no atomics: Di = rowsum(dout * out) (row dots), then dK/dV (grid over key tiles of
@@ -1184,6 +1429,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
 #define SC__ATTN_ONE_MTILE 2
 #define SC__ATTN_RECOMPUTE_DQ 3 /* the default tiling, dQ by the recomputing kernel (the long-sequence path) */
 #define SC__ATTN_MMA_SYNC 4     /* mma.sync kernels where wgmma ones would run (the tiling cross-check's pair) */
+#define SC__ATTN_WG_SERIAL 5    /* the wgmma forward without its software pipeline (cross-check, benchmark) */
 /* warpgroups a block of the wgmma dK/dV kernel, measured on the H100 at 4 x 2048 (2026-11-25):
    one (two blocks an SM) 751 us a layer in the step, two 785 */
 #define SC__WG_DKV 1
@@ -1309,31 +1555,43 @@ __device__ __forceinline__ void fa_mma_rows(float (&acc)[MT][D / 8][4], const fl
    max m (scaled, log2 domain) and sum l, rescales the output accumulators o (NO chunks) and
    leaves p in s. The row max of the raw scores is scaled once (sl2 > 0, so max(s) * sl2 is the
    max of the scaled scores bit for bit); then p = exp2(s * sl2 - m) in one FFMA + EX2. */
-template <int NC, int NO>
-__device__ __forceinline__ void fa_softmax_rows(float (&s)[NC][4], float (&o)[NO][4], float (&m)[2], float (&l)[2], int k0,
-                                                int row0, bool diag, float sl2, int t)
+/* 2^x by the special-function unit alone (ex2.approx.ftz: exp2f's extra instructions only keep
+   results below 2^-126 as denormals; these flush to 0). Every attention kernel takes its
+   exponentials from here. */
+__device__ __forceinline__ float fa_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* the online softmax of one key tile without the accumulator's rescale: s becomes p, m and l
+   move on, alpha is the factor the accumulator takes before p V is added */
+template <int NC>
+__device__ __forceinline__ void fa_softmax_scores(float (&s)[NC][4], float (&alpha)[2], float (&m)[2], float (&l)[2], int k0,
+                                                  int row0, bool diag, float sl2, int t)
 {
     float mx[2] = {-INFINITY, -INFINITY};
+    if (diag) /* (a branch of its own: the other tiles spend no instruction on the mask) */
+#pragma unroll
+        for (int nt = 0; nt < NC; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row0 + 8;
+                if (j > i) s[nt][e] = -INFINITY;
+            }
 #pragma unroll
     for (int nt = 0; nt < NC; nt++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            float v = s[nt][e];
-            if (diag) {
-                int j = k0 + nt * 8 + 2 * t + (e & 1), i = (e < 2) ? row0 : row0 + 8;
-                if (j > i) v = -INFINITY;
-            }
-            s[nt][e] = v;
-            mx[e >> 1] = fmaxf(mx[e >> 1], v);
-        }
-    float alpha[2], mb[2];
+        for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
+    float mb[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
         float mn = fmaxf(m[r], mx[r] * sl2);
         mb[r] = mn == -INFINITY ? 0.0f : mn;
-        alpha[r] = exp2f(m[r] - mb[r]);
+        alpha[r] = fa_exp2(m[r] - mb[r]);
         m[r] = mn;
     }
     float ps[2] = {0.0f, 0.0f};
@@ -1341,12 +1599,16 @@ __device__ __forceinline__ void fa_softmax_rows(float (&s)[NC][4], float (&o)[NO
     for (int nt = 0; nt < NC; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            float p = exp2f(fmaf(s[nt][e], sl2, -mb[e >> 1]));
+            float p = fa_exp2(fmaf(s[nt][e], sl2, -mb[e >> 1]));
             s[nt][e] = p;
             ps[e >> 1] += p;
         }
     l[0] = l[0] * alpha[0] + ps[0];
     l[1] = l[1] * alpha[1] + ps[1];
+}
+
+template <int NO> __device__ __forceinline__ void fa_rescale(float (&o)[NO][4], const float (&alpha)[2])
+{
 #pragma unroll
     for (int i = 0; i < NO; i++) {
         o[i][0] *= alpha[0];
@@ -1354,6 +1616,16 @@ __device__ __forceinline__ void fa_softmax_rows(float (&s)[NC][4], float (&o)[NO
         o[i][2] *= alpha[1];
         o[i][3] *= alpha[1];
     }
+}
+
+/* the online softmax of one key tile (fa_softmax_scores), then o *= alpha */
+template <int NC, int NO>
+__device__ __forceinline__ void fa_softmax_rows(float (&s)[NC][4], float (&o)[NO][4], float (&m)[2], float (&l)[2], int k0,
+                                                int row0, bool diag, float sl2, int t)
+{
+    float alpha[2];
+    fa_softmax_scores<NC>(s, alpha, m, l, k0, row0, diag, sl2, t);
+    fa_rescale<NO>(o, alpha);
 }
 
 /* the forward's epilogue for one 16-row m-tile: out = o / l (bf16), lse = m + log2(l) in natural log */
@@ -1612,6 +1884,113 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
 #endif
 }
 
+/* k_fa_fwd_wg software-pipelined as FlashAttention-3 does within a warpgroup: the tensor cores
+   compute S_{n+1} = Q K_{n+1}^T and then O += P_n V_n while the warpgroup's softmax of S_{n+1}
+   runs; O's rescale by tile n+1's factor waits for P_n V_n. O thus goes through the serial
+   kernel's operations in the same order (o *= alpha_n, o += P_n V_n, o *= alpha_{n+1}, ...): the
+   same bits (test_gpu compares them; sc_cuda_set_attention_reference mode 5 runs k_fa_fwd_wg).
+   K is staged two tiles ahead and V one, so that each buffer is refilled one iteration after
+   its last reader finished. */
+#ifdef SC__HAVE_WGMMA
+/* ties d's registers to this point: the compiler may not move their uses above a wgmma wait */
+__device__ __forceinline__ void wg_keep(float (&d)[16][4]) { asm volatile("" : SC__WG_D64(d)::"memory"); }
+__device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
+
+/* s = Q K^T for one key tile (issued, not waited for) */
+__device__ __forceinline__ void fa_wg_qk(float (&s)[16][4], uint32_t aQ, uint32_t aK)
+{
+#pragma unroll
+    for (int kk = 0; kk < 128 / 16; kk++)
+        wg_mma_ss(s, wg_desc(aQ + (kk >> 2) * SC__WG_BM * 128 + (kk & 3) * 32, 16, 1024),
+                  wg_desc(aK + (kk >> 2) * SC__WG_BN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+    wg_commit();
+}
+#endif
+
+/* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
+__global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_,
+                                                       int H, int KV, float sl2)
+{
+#ifdef SC__HAVE_WGMMA
+    constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, NT = 256;
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sQ = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023)), *sK = sQ + BM * D, *sV = sK + 2 * BN * D;
+    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
+    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
+    const int q0 = qt * BM, wg = threadIdx.x >> 7, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int wm = q0 + 64 * wg + 16 * ((threadIdx.x >> 5) & 3);
+    const size_t rowbase = (size_t)b * T_;
+    const int nq = min(BM, T_ - q0);
+    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
+    const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
+    const int ntile = (q0 + nq - 1) / BN + 1;
+    fa_load_sw<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
+    fa_load_sw<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
+    fa_commit();
+    if (ntile > 1) fa_load_sw<BN, D, NT>(sK + BN * D, kbase + (size_t)BN * K, (size_t)K, min(BN, T_ - BN));
+    fa_load_sw<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    fa_commit();
+    fa_wait<1>(); /* Q and K_0 */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const uint32_t aQ = fa_saddr(sQ) + wg * 64 * 128;
+    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4], alpha[2];
+    uint32_t a[BN / 16][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    wg_fence();
+    fa_wg_qk(s, aQ, fa_saddr(sK));
+    wg_wait0();
+    wg_keep(s);
+    fa_softmax_scores<BN / 8>(s, alpha, m, l, 0, wm + g, BN - 1 > wm, sl2, t);
+    fa_rescale<D / 8>(o, alpha);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+    /* key tile n: S_{n+1} and P_n V_n issued, the softmax of S_{n+1} under P_n V_n (more: n + 1 < ntile;
+       the last tile is peeled off, so that no wgmma is issued under a branch) */
+    auto tile = [&](int n, auto more_c) {
+        constexpr bool more = decltype(more_c)::value;
+        fa_wait<0>(); /* K_{n+1} and V_n, queued one iteration ago */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads(); /* and both warpgroups are done with K_n and V_{n-1} */
+        if (n + 2 < ntile) {
+            int kn = (n + 2) * BN;
+            fa_load_sw<BN, D, NT>(sK + (n & 1) * BN * D, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
+        }
+        if (more) {
+            int kn = (n + 1) * BN;
+            fa_load_sw<BN, D, NT>(sV + ((n + 1) & 1) * BN * D, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+        }
+        fa_commit();
+        wg_fence();
+        if constexpr (more) fa_wg_qk(s, aQ, fa_saddr(sK + ((n + 1) & 1) * BN * D));
+        const uint32_t aV = fa_saddr(sV + (n & 1) * BN * D);
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
+        wg_commit();
+        if constexpr (more) {
+            const int k0 = (n + 1) * BN;
+            wg_wait1(); /* S_{n+1}; P_n V_n may still run */
+            wg_keep(s);
+            fa_softmax_scores<BN / 8>(s, alpha, m, l, k0, wm + g, k0 + BN - 1 > wm, sl2, t);
+        }
+        wg_wait0();
+        wg_keep(o);
+        if constexpr (more) {
+            fa_rescale<D / 8>(o, alpha);
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+        }
+    };
+    for (int n = 0; n + 1 < ntile; n++) tile(n, std::true_type());
+    tile(ntile - 1, std::false_type());
+    fa_fwd_store<D>(out, lse, o, m, l, wm, T_, H, h, b, g, t);
+#else
+    (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
+    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
+#endif
+}
+
 /* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j, with
    Di = rowsum(dO * O) (as FlashAttention does; fa_rowdots). An earlier version recomputed
    Di = sum_j p_ij dp_ij in a first pass over the keys, so that each row of dS summed to zero in
@@ -1757,7 +2136,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, float *Di, const b
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             int r = e >> 1;
-                            float p = exp2f(fmaf(s[mt][nt][e], sl2, -L[mt][r]));
+                            float p = fa_exp2(fmaf(s[mt][nt][e], sl2, -L[mt][r]));
                             if (diag) {
                                 int j = k0 + c + nt * 8 + 2 * t + (e & 1), i = r ? row1 : row0;
                                 if (j > i) p = 0.0f;
@@ -1886,20 +2265,28 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dqs(bf16 *dqk, const bf16 *ds, c
 /* dS^T of a warp's 16 keys (rows j0, j0 + 8) over NC chunks of 8 queries from query ic (columns;
    lse and Di of those queries in cL, cD, log2 domain): s = P^T and dp = dS^T = P^T (dP^T - Di) on
    return; masked (need) where a key follows the query or the query is past T. */
-template <int NC>
-__device__ __forceinline__ void fa_dsT(float (&s)[NC][4], float (&dp)[NC][4], const float *cL, const float *cD, int ic, int j0,
-                                       bool need, float sl2, int t, int T_)
+template <int NC, bool NEED>
+__device__ __forceinline__ void fa_dsT_(float (&s)[NC][4], float (&dp)[NC][4], const float *cL, const float *cD, int ic, int j0,
+                                        float sl2, int t, int T_)
 {
 #pragma unroll
     for (int nt = 0; nt < NC; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int ci = nt * 8 + 2 * t + (e & 1), i = ic + ci, j = (e < 2) ? j0 : j0 + 8;
-            float p = exp2f(fmaf(s[nt][e], sl2, -cL[ci]));
-            if (need && (j > i || i >= T_)) p = 0.0f;
+            float p = fa_exp2(fmaf(s[nt][e], sl2, -cL[ci]));
+            if (NEED && (j > i || i >= T_)) p = 0.0f;
             s[nt][e] = p;
             dp[nt][e] = p * (dp[nt][e] - cD[ci]);
         }
+}
+template <int NC>
+__device__ __forceinline__ void fa_dsT(float (&s)[NC][4], float (&dp)[NC][4], const float *cL, const float *cD, int ic, int j0,
+                                       bool need, float sl2, int t, int T_)
+{
+    /* two copies: the chunks that need no mask (most of them) spend no instruction on it */
+    if (need) fa_dsT_<NC, true>(s, dp, cL, cD, ic, j0, sl2, t, T_);
+    else fa_dsT_<NC, false>(s, dp, cL, cD, ic, j0, sl2, t, T_);
 }
 /* the 16 x 16 block (query block qb, key block jb) of dS^T, as its A fragment, for the dS K kernel */
 __device__ __forceinline__ void fa_ds_put(bf16 *ds, const uint32_t (&as)[4], int plane, int qb, int jb, int T_, int lane)
@@ -2680,6 +3067,9 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->d2h_stream, cudaStreamNonBlocking));
+    SC__CK(cu, cudaStreamCreateWithFlags(&cu->side, cudaStreamNonBlocking));
+    SC__CK(cu, cudaEventCreateWithFlags(&cu->side_fork, cudaEventDisableTiming));
+    SC__CK(cu, cudaEventCreateWithFlags(&cu->side_done, cudaEventDisableTiming));
     SC__CKB(cu, cublasLtCreate(&cu->lt));
     cu->owned = new std::vector<cudaEvent_t>();
     SC__CK(cu, cudaHostAlloc((void **)&cu->kc_host, SC__KC * sizeof(sc_optim_consts), cudaHostAllocPortable));
@@ -2733,6 +3123,9 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
     if (cu->stream) (void)cudaStreamDestroy(cu->stream);
     if (cu->copy_stream) (void)cudaStreamDestroy(cu->copy_stream);
     if (cu->d2h_stream) (void)cudaStreamDestroy(cu->d2h_stream);
+    if (cu->side) (void)cudaStreamDestroy(cu->side);
+    if (cu->side_fork) (void)cudaEventDestroy(cu->side_fork);
+    if (cu->side_done) (void)cudaEventDestroy(cu->side_done);
     sc__nccl_close(cu);
     free(cu);
 }
@@ -2752,6 +3145,7 @@ SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu)
 SC_CUDA_DEF sc_result sc_cuda_synchronize(sc_cuda *cu)
 {
     if (!cu) return SC_ERROR_INVALID_ARGS;
+    sc_cuda_side_join(cu);
     SC__CK(cu, cudaStreamSynchronize(cu->stream));
     SC__CK(cu, cudaStreamSynchronize(cu->copy_stream));
     SC__CK(cu, cudaStreamSynchronize(cu->d2h_stream));
@@ -2803,6 +3197,7 @@ SC_CUDA_DEF sc_result sc_cuda_graph_end(sc_cuda *cu, void **out)
     *out = NULL;
     sc__graph *g = cu ? cu->cap : NULL;
     if (!g) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_graph_end: no capture open");
+    sc_cuda_side_join(cu); /* a capture must end joined */
     cu->cap = NULL;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cu->stream, &graph);
@@ -3080,6 +3475,29 @@ SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes)
     if (cu->prof && sc__ok(cu)) sc__prof_mark(cu, "memset");
 }
 
+/* Zeroes dst on the side stream once the compute stream's work so far is done, so that it
+   overlaps what the compute stream does next (the step's forward, before any gradient is
+   written); sc_cuda_side_join orders the compute stream after it. In a capture the fork and
+   the join are edges of the graph. */
+SC_CUDA_DEF void sc_cuda_memset0_behind(sc_cuda *cu, void *dst, size_t bytes)
+{
+    if (!sc__ok(cu) || !bytes) return;
+    if (cu->prof) { sc_cuda_memset0(cu, dst, bytes); return; } /* --op-times: one stream, every kernel timed */
+    sc_cuda_side_join(cu);
+    SC__CK(cu, cudaEventRecord(cu->side_fork, cu->stream));
+    SC__CK(cu, cudaStreamWaitEvent(cu->side, cu->side_fork, 0));
+    SC__CK(cu, cudaMemsetAsync(dst, 0, bytes, cu->side));
+    SC__CK(cu, cudaEventRecord(cu->side_done, cu->side));
+    cu->side_pending = sc__ok(cu);
+}
+
+SC_CUDA_DEF void sc_cuda_side_join(sc_cuda *cu)
+{
+    if (!cu || !cu->side_pending) return;
+    cu->side_pending = 0;
+    SC__CK(cu, cudaStreamWaitEvent(cu->stream, cu->side_done, 0));
+}
+
 SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes)
 {
     if (!sc__ok(cu) || !bytes) return;
@@ -3242,10 +3660,40 @@ static void sc__colsum(sc_cuda *cu, G *dw, const T *a, const T *b, const float *
     sc__launched(cu, "column sums");
 }
 
+/* k_rmsnorm_bwd_fused for NI = ceil(C / (threads W)) <= 4: false where C is wider */
+template <typename T, int W>
+static bool sc__rmsnorm_bwd_fused(sc_cuda *cu, T *dinp, float *part, const T *dout, const T *inp, const T *w,
+                                  const float *rstd, int N, int C, int R)
+{
+    const int ni = (C + SC__NORM_THREADS * W - 1) / (SC__NORM_THREADS * W), P = (N + R - 1) / R;
+    switch (ni) {
+    case 1: k_rmsnorm_bwd_fused<T, W, 1><<<(unsigned)P, SC__NORM_THREADS, 0, cu->stream>>>(dinp, part, dout, inp, w, rstd, N, C, R); break;
+    case 2: k_rmsnorm_bwd_fused<T, W, 2><<<(unsigned)P, SC__NORM_THREADS, 0, cu->stream>>>(dinp, part, dout, inp, w, rstd, N, C, R); break;
+    case 4: k_rmsnorm_bwd_fused<T, W, 4><<<(unsigned)P, SC__NORM_THREADS, 0, cu->stream>>>(dinp, part, dout, inp, w, rstd, N, C, R); break;
+    case 3: k_rmsnorm_bwd_fused<T, W, 3><<<(unsigned)P, SC__NORM_THREADS, 0, cu->stream>>>(dinp, part, dout, inp, w, rstd, N, C, R); break;
+    default: return false;
+    }
+    return true;
+}
+
 template <typename T, typename G>
 static void op_rmsnorm_bwd(sc_cuda *cu, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                            const float *rstd, int N, int C)
 {
+    if (dw && dinp) {
+        /* one pass for dx and the weight gradient's partials: chunks of R rows, at most 512 of
+           them (R depends on N alone, so every policy and mode sums in the same order) */
+        int R = (N + 511) / 512, P = (N + R - 1) / R;
+        float *part = (float *)sc__scratch(cu, SC__SCR_PART1, (size_t)P * C * sizeof(float));
+        if (!part) return;
+        bool v8 = sc__v8(C, {dinp, dout, inp, w});
+        if (v8 ? sc__rmsnorm_bwd_fused<T, 8>(cu, (T *)dinp, part, (const T *)dout, (const T *)inp, (const T *)w, rstd, N, C, R)
+               : sc__rmsnorm_bwd_fused<T, 1>(cu, (T *)dinp, part, (const T *)dout, (const T *)inp, (const T *)w, rstd, N, C, R)) {
+            sc__launched(cu, "rmsnorm_backward + weight partials");
+            sc__colsum<float, G>(cu, (G *)dw, part, NULL, NULL, P, C, 0);
+            return;
+        }
+    }
     if (dw) sc__colsum<T, G>(cu, (G *)dw, (const T *)dout, (const T *)inp, rstd, N, C, 1);
     if (dinp) {
         if (sc__v8(C, {dinp, dout, inp, w}))
@@ -3334,7 +3782,16 @@ static void op_qknorm_rope_fwd(sc_cuda *cu, void *qk, float *rstd, const void *q
 {
     size_t warps = (size_t)B * T_ * (H + KV);
     unsigned grd = (unsigned)((warps + 7) / 8);
-    if (sc__pairs(D, {qk, qkv, qw, kw}))
+    if (std::is_same<T, bf16>::value && (D == 64 || D == 128) && sc__v8(D, {qk, qkv, qw, kw, cosb, sinb})) {
+        size_t thr = (size_t)B * T_ * (H + KV) * (D / 16);
+        unsigned g8 = (unsigned)((thr + 255) / 256);
+        if (D == 128)
+            k_qknorm_rope_fwd8<8><<<g8, 256, 0, cu->stream>>>((bf16 *)qk, rstd, (const bf16 *)qkv, (const bf16 *)qw,
+                                                              (const bf16 *)kw, cosb, sinb, B * T_, T_, H, KV, eps);
+        else
+            k_qknorm_rope_fwd8<4><<<g8, 256, 0, cu->stream>>>((bf16 *)qk, rstd, (const bf16 *)qkv, (const bf16 *)qw,
+                                                              (const bf16 *)kw, cosb, sinb, B * T_, T_, H, KV, eps);
+    } else if (sc__pairs(D, {qk, qkv, qw, kw}))
         k_qknorm_rope_fwd<T, 2><<<grd, 256, 0, cu->stream>>>((T *)qk, rstd, (const T *)qkv, (const T *)qw, (const T *)kw, cosb,
                                                             sinb, B * T_, T_, H, KV, D, eps);
     else
@@ -3358,6 +3815,30 @@ static void op_qknorm_rope_bwd(sc_cuda *cu, void *dqkv, void *dqw, void *dkw, co
                                int B, int T_, int H, int KV, int D)
 {
     int N = B * T_;
+    if (qw && dqw && dkw && D % 2 == 0 && D <= 256) {
+        /* one pass for dqkv and the norm weights' partials: chunks of R rows, at most 1024 of
+           them (R depends on N alone, so every policy and mode sums in the same order) */
+        int R = (N + 1023) / 1024, P = (N + R - 1) / R, GQ = (H + 7) / 8, GK = (KV + 7) / 8;
+        float *part = (float *)sc__scratch(cu, SC__SCR_PART1, (size_t)(GQ + GK) * P * D * sizeof(float));
+        if (!part) return;
+        dim3 grd((unsigned)P, (unsigned)(GQ + GK));
+        bool pairs = sc__pairs(D, {dqkv, dqk, qkv, qw, kw});
+        int ni = (D / 2 + 32 * (pairs ? 2 : 1) - 1) / (32 * (pairs ? 2 : 1));
+#define SC__QKF(W, NI)                                                                                              \
+    k_qknorm_rope_bwd_fused<T, W, NI><<<grd, 256, 0, cu->stream>>>((T *)dqkv, part, (const T *)dqk, (const T *)qkv, \
+                                                                   (const T *)qw, (const T *)kw, rstd, cosb, sinb, N, \
+                                                                   T_, H, KV, D, R)
+        if (pairs && ni == 1) SC__QKF(2, 1);
+        else if (pairs) SC__QKF(2, 2);
+        else if (ni == 1) SC__QKF(1, 1);
+        else if (ni == 2) SC__QKF(1, 2);
+        else SC__QKF(1, 4);
+#undef SC__QKF
+        sc__launched(cu, "qknorm_rope_backward + weight partials");
+        sc__colsum<float, G>(cu, (G *)dqw, part, NULL, NULL, GQ * P, D, 0);
+        sc__colsum<float, G>(cu, (G *)dkw, part + (size_t)GQ * P * D, NULL, NULL, GK * P, D, 0);
+        return;
+    }
     if (qw && (dqw || dkw)) {
         int R, P;
         sc__chunking(N, &R, &P);
@@ -3496,12 +3977,20 @@ static void fa_fwd_launch(sc_cuda *cu, void *out, float *lse, const void *qk, co
 template <int D>
 static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
-    if (D == 128 && cu->sm90a && (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ)) { /* wgmma */
+    if (D == 128 && cu->sm90a && (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ)) { /* wgmma, pipelined */
+        if (!sc__set_smem(cu, k_fa_fwd_wgp, SC__WG_SMEM)) return;
+        dim3 grd((unsigned)((T_ + SC__WG_BM - 1) / SC__WG_BM), (unsigned)H, (unsigned)B);
+        k_fa_fwd_wgp<<<grd, 256, SC__WG_SMEM, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H,
+                                                             KV, 1.4426950408889634f / sqrtf((float)D));
+        sc__launched(cu, "attention_forward (wgmma)");
+        return;
+    }
+    if (D == 128 && cu->sm90a && cu->attn_mode == SC__ATTN_WG_SERIAL) { /* wgmma, one phase after the other */
         if (!sc__set_smem(cu, k_fa_fwd_wg, SC__WG_SMEM)) return;
         dim3 grd((unsigned)((T_ + SC__WG_BM - 1) / SC__WG_BM), (unsigned)H, (unsigned)B);
         k_fa_fwd_wg<<<grd, 256, SC__WG_SMEM, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV,
                                                             1.4426950408889634f / sqrtf((float)D));
-        sc__launched(cu, "attention_forward (wgmma)");
+        sc__launched(cu, "attention_forward (wgmma, unpipelined)");
         return;
     }
     if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_fwd_launch<D, 8, 1>(cu, out, lse, qk, qkv, B, T_, H, KV);
@@ -3630,7 +4119,8 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
    tiled f32-arithmetic kernels even in bf16 mode; 2: the tensor-core kernels with one m-tile per
    warp (the same bits as the default, slower: test_gpu's cross-check); 3: the default tiling
    with the dQ kernel that recomputes S and dP (the path of sequences too long for the dS
-   workspace); 4: the mma.sync kernels where the wgmma ones would run. */
+   workspace); 4: the mma.sync kernels where the wgmma ones would run; 5: the wgmma forward
+   without its software pipeline (the same bits as 0). */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
 {
     if (cu) cu->attn_mode = mode;
@@ -3666,6 +4156,24 @@ template <typename T> static void op_swiglu_bwd(sc_cuda *cu, void *dgu, const vo
     else
         k_swiglu_bwd<T, 1><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)dgu, (const T *)dm, (const T *)gu, N, I);
     sc__launched(cu, "swiglu_backward");
+}
+
+template <typename T>
+static void op_swiglu_bwd_remat(sc_cuda *cu, void *dgu, void *m, const void *dm, const void *gu, int N, int I)
+{
+    if (sc__v8(I, {dgu, m, dm, gu}))
+        k_swiglu_bwd_remat<T, 8><<<sc__grid((size_t)N * I / 8, 256), 256, 0, cu->stream>>>((T *)dgu, (T *)m, (const T *)dm,
+                                                                                          (const T *)gu, N, I);
+    else
+        k_swiglu_bwd_remat<T, 1><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)dgu, (T *)m, (const T *)dm,
+                                                                                      (const T *)gu, N, I);
+    sc__launched(cu, "swiglu_backward + forward output");
+}
+
+SC_CUDA_DEF void sc_cuda_swiglu_backward_remat(sc_cuda *cu, void *dgu, void *m, const void *dm, const void *gu, int N, int I)
+{
+    if (!sc__ok(cu) || N <= 0 || I <= 0) return;
+    SC__DISPATCH_A(cu, op_swiglu_bwd_remat, dgu, m, dm, gu, N, I);
 }
 
 SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I)
@@ -3742,12 +4250,19 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
                               float weight_decay)
 {
     if (!sc__ok(cu) || !n) return;
-    unsigned gr = sc__grid(n, 256);
-    if (pt == SC_F32 && gt == SC_F32) k_sgd<float, float><<<gr, 256, 0, cu->stream>>>((float *)p, (const float *)g, n, lr, weight_decay);
-    else if (pt == SC_F32 && gt == SC_BF16) k_sgd<float, bf16><<<gr, 256, 0, cu->stream>>>((float *)p, (const bf16 *)g, n, lr, weight_decay);
-    else if (pt == SC_BF16 && gt == SC_F32) k_sgd<bf16, float><<<gr, 256, 0, cu->stream>>>((bf16 *)p, (const float *)g, n, lr, weight_decay);
-    else if (pt == SC_BF16 && gt == SC_BF16) k_sgd<bf16, bf16><<<gr, 256, 0, cu->stream>>>((bf16 *)p, (const bf16 *)g, n, lr, weight_decay);
+    bool v8 = sc__v8(8, {p, g});
+    unsigned gr = v8 ? sc__grid(n / 8 + 1, 256) : sc__grid(n, 256);
+#define SC__SGD(P, G)                                                                                               \
+    do {                                                                                                            \
+        if (v8) k_sgd<P, G, 8><<<gr, 256, 0, cu->stream>>>((P *)p, (const G *)g, n, lr, weight_decay);             \
+        else k_sgd<P, G, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (const G *)g, n, lr, weight_decay);                 \
+    } while (0)
+    if (pt == SC_F32 && gt == SC_F32) SC__SGD(float, float);
+    else if (pt == SC_F32 && gt == SC_BF16) SC__SGD(float, bf16);
+    else if (pt == SC_BF16 && gt == SC_F32) SC__SGD(bf16, float);
+    else if (pt == SC_BF16 && gt == SC_BF16) SC__SGD(bf16, bf16);
     else { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sgd_update: dtypes %d/%d", (int)pt, (int)gt); return; }
+#undef SC__SGD
     sc__launched(cu, "sgd_update");
 }
 

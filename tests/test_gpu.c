@@ -6,7 +6,8 @@
           -lcublas -lcudart -lstdc++ -lm)
    Run:   build/test_gpu            all checks
           build/test_gpu --quick    small sizes only (for compute-sanitizer)
-          build/test_gpu --bench    the step-time table (no checks) */
+          build/test_gpu --bench    the step-time table (no checks)
+          build/test_gpu --bench-attention   the attention kernels alone (no checks) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 
@@ -393,6 +394,19 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         name_of(nm, sizeof nm, t, what);
         check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the replay differs");
         free(got2); free(gl2);
+        if (t->bf16 && D == 128) { /* the wgmma forward with and without its software pipeline: the same bits */
+            dnan(t, dout, (size_t)N * HD, t->adt);
+            dnan(t, dlse, (size_t)N * H, SC_F32);
+            sc_cuda_set_attention_reference(t->cu, 5);
+            sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
+            sc_cuda_set_attention_reference(t->cu, 0);
+            got2 = dget(t, dout, (size_t)N * HD, t->adt), gl2 = dget(t, dlse, (size_t)N * H, SC_F32);
+            snprintf(what, sizeof what, "attention_forward pipelined == unpipelined bitwise B=%d T=%d H=%d KV=%d D=%d", B, T,
+                     H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the schedules differ");
+            free(got2); free(gl2);
+        }
         if (t->bf16 && (D == 64 || D == 128)) { /* mma.sync, one m-tile per warp: the same bits (the tiling is not arithmetic) */
             float *go[2], *gs[2];
             for (int k = 0; k < 2; k++) {
@@ -1766,11 +1780,11 @@ static void bench_attention(void)
     double ffl = 4.0 * B * H * (double)T * T / 2 * D, bfl = 2.5 * ffl;
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
-    static const int modes[] = {1, 3, 2, 4, 0};
+    static const int modes[] = {1, 3, 2, 4, 5, 0};
     static const char *mname[] = {"default (wgmma on sm_90)", "f32 tiled reference", "one m-tile a warp (8 warps)",
-                                  "dQ recomputing S and dP", "mma.sync (4 warps x 2 m-tiles)"};
+                                  "dQ recomputing S and dP", "mma.sync (4 warps x 2 m-tiles)", "wgmma fwd unpipelined"};
     float *ref = NULL;
-    for (int mi = 0; mi < 5; mi++) {
+    for (int mi = 0; mi < 6; mi++) {
         int mode = modes[mi];
         sc_cuda_set_attention_reference(cu, mode);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);
@@ -1879,6 +1893,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) g_quick = 1;
         else if (!strcmp(argv[i], "--bench")) do_bench = 1;
+        else if (!strcmp(argv[i], "--bench-attention")) do_bench = 2; /* attention alone (for a profiler) */
     }
     if (sc_cuda_available() != SC_SUCCESS) {
         printf("SKIP: %s; GPU tests not run\n0 passed, 0 failed\n", sc_last_error());
@@ -1886,7 +1901,8 @@ int main(int argc, char **argv)
     }
     g_rng = sc_rng_seed(20261121);
     if (do_bench) {
-        bench();
+        if (do_bench == 2) bench_attention();
+        else bench();
         return 0;
     }
     run_op_tests(0, 0);
