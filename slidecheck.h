@@ -57,7 +57,7 @@ USAGE
      sc_cpu_add_rmsnorm_forward              sc_cpu_add_forward
      sc_cpu_matmul_{forward,backward}        sc_rope_table
      sc_cpu_qknorm_rope_{forward,backward}   sc_cpu_attention_{forward,backward}
-     sc_cpu_swiglu_{forward,backward}        sc_cpu_crossentropy_forward_backward
+     sc_cpu_swiglu_{forward,backward,backward_remat}   sc_cpu_crossentropy_forward_backward
      sc_cpu_sgd_update                       sc_cpu_adamw_update (torch.optim.AdamW semantics)
 
    Checkpoint policies and planner
@@ -111,7 +111,8 @@ USAGE
      error_message / set_attention_reference / attention_workspace (with sc_attention_ds_bytes) /
      synchronize / device_name / launch_count /
      raw_alloc / raw_free / event_* /
-     mem_get_info / memset0 / upload / download / upload_f32 / download_f32 / convert,
+     mem_get_info / memset0 / memset0_behind / side_join / upload / download / upload_f32 /
+     download_f32 / convert,
      nccl_unique_id / nccl_open / comm_wait / allreduce_sum / comm_join / comm_settle (data
      parallel), graph_begin / graph_end / graph_launch / graph_kernels / graph_destroy (CUDA
      graphs), and the ops above.

@@ -442,6 +442,8 @@ __global__ void k_iota(int *p, int n)
 
 /* SwiGLU over gate_up = [g | u] per row; W consecutive columns per thread (W = 8 where I % 8 == 0
    and the rows are 16-byte aligned: the same arithmetic per element, a quarter of the loads) */
+__device__ __forceinline__ float swiglu_m(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
 template <typename T, int W> __global__ void k_swiglu_fwd(T *m, const T *gu, int N, int I)
 {
     size_t total = (size_t)N * I / W;
@@ -451,12 +453,14 @@ template <typename T, int W> __global__ void k_swiglu_fwd(T *m, const T *gu, int
         ldv<W>(g, gu + n * 2 * I + j);
         ldv<W>(u, gu + n * 2 * I + I + j);
 #pragma unroll
-        for (int k = 0; k < W; k++) g[k] = g[k] / (1.0f + expf(-g[k])) * u[k];
+        for (int k = 0; k < W; k++) g[k] = swiglu_m(g[k], u[k]);
         stv<W>(m + e, g);
     }
 }
 
-template <typename T, int W> __global__ void k_swiglu_bwd(T *dgu, const T *dm, const T *gu, int N, int I)
+/* dgu from dm; where mo is given, also the forward's m (swiglu_m: the same bits as
+   k_swiglu_fwd) from the same loads of gate_up, for a recompute that left m to the backward */
+template <typename T, int W> __global__ void k_swiglu_bwd(T *dgu, T *mo, const T *dm, const T *gu, int N, int I)
 {
     size_t total = (size_t)N * I / W;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
@@ -474,30 +478,11 @@ template <typename T, int W> __global__ void k_swiglu_bwd(T *dgu, const T *dm, c
         }
         stv<W>(dgu + n * 2 * I + I + j, du);
         stv<W>(dgu + n * 2 * I + j, dg);
-    }
-}
-
-/* k_swiglu_bwd and, from the same loads, k_swiglu_fwd's m (the same expression: the same bits) */
-template <typename T, int W> __global__ void k_swiglu_bwd_remat(T *dgu, T *mo, const T *dm, const T *gu, int N, int I)
-{
-    size_t total = (size_t)N * I / W;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t e = i * W, n = e / (size_t)I, j = e % (size_t)I;
-        float g[W], u[W], d[W], dg[W], du[W], mv[W];
-        ldv<W>(g, gu + n * 2 * I + j);
-        ldv<W>(u, gu + n * 2 * I + I + j);
-        ldv<W>(d, dm + e);
+        if (mo) {
 #pragma unroll
-        for (int k = 0; k < W; k++) {
-            float sg = 1.0f / (1.0f + expf(-g[k]));
-            float s = g[k] * sg;
-            du[k] = d[k] * s;
-            dg[k] = d[k] * u[k] * sg * (1.0f + g[k] * (1.0f - sg));
-            mv[k] = g[k] / (1.0f + expf(-g[k])) * u[k];
+            for (int k = 0; k < W; k++) g[k] = swiglu_m(g[k], u[k]);
+            stv<W>(mo + e, g);
         }
-        stv<W>(dgu + n * 2 * I + I + j, du);
-        stv<W>(dgu + n * 2 * I + j, dg);
-        stv<W>(mo + e, mv);
     }
 }
 
@@ -1815,7 +1800,50 @@ __device__ __forceinline__ void wg_mma_rs_t(float (&d)[16][4], const uint32_t (&
                  : SC__WG_D64(d)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+/* ties d's registers to this point: the compiler may not move their uses above a wgmma wait */
+__device__ __forceinline__ void wg_keep(float (&d)[16][4]) { asm volatile("" : SC__WG_D64(d)::"memory"); }
+__device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
+
+/* s = Q K^T for one key tile of the forward (issued and committed, not waited for) */
+__device__ __forceinline__ void fa_wg_qk(float (&s)[16][4], uint32_t aQ, uint32_t aK)
+{
+#pragma unroll
+    for (int kk = 0; kk < 128 / 16; kk++)
+        wg_mma_ss(s, wg_desc(aQ + (kk >> 2) * SC__WG_BM * 128 + (kk & 3) * 32, 16, 1024),
+                  wg_desc(aK + (kk >> 2) * SC__WG_BN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+    wg_commit();
+}
 #endif
+
+/* Where a block of the wgmma forwards works: its shared-memory tiles (Q, then K and V double-
+   buffered; the swizzle pattern repeats every 1024 bytes, so the atoms start 1024-aligned), its
+   query tile (heaviest first), this thread's warpgroup and first row, and the K / V rows of its
+   kv head. grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128. */
+struct fa_wg_block {
+    bf16 *sQ, *sK, *sV;
+    const bf16 *qrow, *kbase, *vbase;
+    int K, Qw, h, b, q0, nq, ntile, wg, g, t, wm;
+};
+__device__ __forceinline__ fa_wg_block fa_wg_setup(unsigned char *smem, const bf16 *qk, const bf16 *qkv, int T_, int H, int KV)
+{
+    constexpr int D = 128;
+    fa_wg_block k;
+    k.sQ = (bf16 *)(smem + ((1024 - (fa_saddr(smem) & 1023)) & 1023));
+    k.sK = k.sQ + SC__WG_BM * D;
+    k.sV = k.sK + 2 * SC__WG_BN * D;
+    k.K = (H + KV) * D, k.Qw = (H + 2 * KV) * D;
+    const int kh = blockIdx.y / (H / KV);
+    k.h = blockIdx.y, k.b = blockIdx.z, k.q0 = (gridDim.x - 1 - blockIdx.x) * SC__WG_BM;
+    k.wg = threadIdx.x >> 7, k.g = (threadIdx.x & 31) >> 2, k.t = threadIdx.x & 3;
+    k.wm = k.q0 + 64 * k.wg + 16 * ((threadIdx.x >> 5) & 3); /* this warp's first row */
+    k.nq = min(SC__WG_BM, T_ - k.q0);
+    k.ntile = (k.q0 + k.nq - 1) / SC__WG_BN + 1;
+    const size_t rowbase = (size_t)k.b * T_;
+    k.qrow = qk + (rowbase + k.q0) * k.K + (size_t)k.h * D;
+    k.kbase = qk + rowbase * k.K + (size_t)(H + kh) * D;
+    k.vbase = qkv + rowbase * k.Qw + k.K + (size_t)kh * D;
+    return k;
+}
 
 /* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
 __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
@@ -1824,31 +1852,21 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
 #ifdef SC__HAVE_WGMMA
     constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, NT = 256;
     extern __shared__ __align__(16) unsigned char fa_smem[];
-    /* the swizzle pattern repeats every 1024 bytes: atoms start 1024-aligned */
-    bf16 *sQ = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023)), *sK = sQ + BM * D, *sV = sK + 2 * BN * D;
-    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
-    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
-    const int q0 = qt * BM, wg = threadIdx.x >> 7, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int wm = q0 + 64 * wg + 16 * ((threadIdx.x >> 5) & 3); /* this warp's first row */
-    const size_t rowbase = (size_t)b * T_;
-    const int nq = min(BM, T_ - q0);
-    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
-    const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
-    fa_load_sw<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
-    fa_load_sw<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
-    fa_load_sw<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    const fa_wg_block k = fa_wg_setup(fa_smem, qk, qkv, T_, H, KV);
+    fa_load_sw<BM, D, NT>(k.sQ, k.qrow, (size_t)k.K, k.nq);
+    fa_load_sw<BN, D, NT>(k.sK, k.kbase, (size_t)k.K, min(BN, T_));
+    fa_load_sw<BN, D, NT>(k.sV, k.vbase, (size_t)k.Qw, min(BN, T_));
     fa_commit();
-    const int ntile = (q0 + nq - 1) / BN + 1;
-    const uint32_t aQ = fa_saddr(sQ) + wg * 64 * 128;
+    const uint32_t aQ = fa_saddr(k.sQ) + k.wg * 64 * 128;
     float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-    for (int n = 0; n < ntile; n++) {
+    for (int n = 0; n < k.ntile; n++) {
         const int k0 = n * BN;
-        if (n + 1 < ntile) {
+        if (n + 1 < k.ntile) {
             int kn = k0 + BN;
-            fa_load_sw<BN, D, NT>(sK + ((n + 1) & 1) * BN * D, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
-            fa_load_sw<BN, D, NT>(sV + ((n + 1) & 1) * BN * D, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+            fa_load_sw<BN, D, NT>(k.sK + ((n + 1) & 1) * BN * D, k.kbase + (size_t)kn * k.K, (size_t)k.K, min(BN, T_ - kn));
+            fa_load_sw<BN, D, NT>(k.sV + ((n + 1) & 1) * BN * D, k.vbase + (size_t)kn * k.Qw, (size_t)k.Qw, min(BN, T_ - kn));
             fa_commit();
             fa_wait<1>();
         } else {
@@ -1857,16 +1875,12 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
         /* cp.async wrote through the generic proxy; wgmma reads through the async proxy */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
-        const uint32_t aK = fa_saddr(sK + (n & 1) * BN * D), aV = fa_saddr(sV + (n & 1) * BN * D);
+        const uint32_t aK = fa_saddr(k.sK + (n & 1) * BN * D), aV = fa_saddr(k.sV + (n & 1) * BN * D);
         float s[BN / 8][4];
         wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            wg_mma_ss(s, wg_desc(aQ + (kk >> 2) * BM * 128 + (kk & 3) * 32, 16, 1024),
-                      wg_desc(aK + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-        wg_commit();
+        fa_wg_qk(s, aQ, aK);
         wg_wait0();
-        fa_softmax_rows<BN / 8, D / 8>(s, o, m, l, k0, wm + g, k0 + BN - 1 > wm, sl2, t);
+        fa_softmax_rows<BN / 8, D / 8>(s, o, m, l, k0, k.wm + k.g, k0 + BN - 1 > k.wm, sl2, k.t);
         uint32_t a[BN / 16][4];
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
@@ -1877,7 +1891,7 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
         wg_wait0();
         __syncthreads();
     }
-    fa_fwd_store<D>(out, lse, o, m, l, wm, T_, H, h, b, g, t);
+    fa_fwd_store<D>(out, lse, o, m, l, k.wm, T_, H, k.h, k.b, k.g, k.t);
 #else
     (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
     __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
@@ -1891,22 +1905,6 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
    same bits (test_gpu compares them; sc_cuda_set_attention_reference mode 5 runs k_fa_fwd_wg).
    K is staged two tiles ahead and V one, so that each buffer is refilled one iteration after
    its last reader finished. */
-#ifdef SC__HAVE_WGMMA
-/* ties d's registers to this point: the compiler may not move their uses above a wgmma wait */
-__device__ __forceinline__ void wg_keep(float (&d)[16][4]) { asm volatile("" : SC__WG_D64(d)::"memory"); }
-__device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
-
-/* s = Q K^T for one key tile (issued, not waited for) */
-__device__ __forceinline__ void fa_wg_qk(float (&s)[16][4], uint32_t aQ, uint32_t aK)
-{
-#pragma unroll
-    for (int kk = 0; kk < 128 / 16; kk++)
-        wg_mma_ss(s, wg_desc(aQ + (kk >> 2) * SC__WG_BM * 128 + (kk & 3) * 32, 16, 1024),
-                  wg_desc(aK + (kk >> 2) * SC__WG_BN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-    wg_commit();
-}
-#endif
-
 /* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
 __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_,
                                                        int H, int KV, float sl2)
@@ -1914,35 +1912,26 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
 #ifdef SC__HAVE_WGMMA
     constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, NT = 256;
     extern __shared__ __align__(16) unsigned char fa_smem[];
-    bf16 *sQ = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023)), *sK = sQ + BM * D, *sV = sK + 2 * BN * D;
-    const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
-    const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
-    const int q0 = qt * BM, wg = threadIdx.x >> 7, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int wm = q0 + 64 * wg + 16 * ((threadIdx.x >> 5) & 3);
-    const size_t rowbase = (size_t)b * T_;
-    const int nq = min(BM, T_ - q0);
-    const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
-    const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
-    const int ntile = (q0 + nq - 1) / BN + 1;
-    fa_load_sw<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
-    fa_load_sw<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
+    const fa_wg_block k = fa_wg_setup(fa_smem, qk, qkv, T_, H, KV);
+    fa_load_sw<BM, D, NT>(k.sQ, k.qrow, (size_t)k.K, k.nq);
+    fa_load_sw<BN, D, NT>(k.sK, k.kbase, (size_t)k.K, min(BN, T_));
     fa_commit();
-    if (ntile > 1) fa_load_sw<BN, D, NT>(sK + BN * D, kbase + (size_t)BN * K, (size_t)K, min(BN, T_ - BN));
-    fa_load_sw<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    if (k.ntile > 1) fa_load_sw<BN, D, NT>(k.sK + BN * D, k.kbase + (size_t)BN * k.K, (size_t)k.K, min(BN, T_ - BN));
+    fa_load_sw<BN, D, NT>(k.sV, k.vbase, (size_t)k.Qw, min(BN, T_));
     fa_commit();
     fa_wait<1>(); /* Q and K_0 */
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    const uint32_t aQ = fa_saddr(sQ) + wg * 64 * 128;
+    const uint32_t aQ = fa_saddr(k.sQ) + k.wg * 64 * 128;
     float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4], alpha[2];
     uint32_t a[BN / 16][4];
 #pragma unroll
     for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
     wg_fence();
-    fa_wg_qk(s, aQ, fa_saddr(sK));
+    fa_wg_qk(s, aQ, fa_saddr(k.sK));
     wg_wait0();
     wg_keep(s);
-    fa_softmax_scores<BN / 8>(s, alpha, m, l, 0, wm + g, BN - 1 > wm, sl2, t);
+    fa_softmax_scores<BN / 8>(s, alpha, m, l, 0, k.wm + k.g, BN - 1 > k.wm, sl2, k.t);
     fa_rescale<D / 8>(o, alpha);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
@@ -1953,18 +1942,18 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
         fa_wait<0>(); /* K_{n+1} and V_n, queued one iteration ago */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads(); /* and both warpgroups are done with K_n and V_{n-1} */
-        if (n + 2 < ntile) {
+        if (n + 2 < k.ntile) {
             int kn = (n + 2) * BN;
-            fa_load_sw<BN, D, NT>(sK + (n & 1) * BN * D, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
+            fa_load_sw<BN, D, NT>(k.sK + (n & 1) * BN * D, k.kbase + (size_t)kn * k.K, (size_t)k.K, min(BN, T_ - kn));
         }
         if (more) {
             int kn = (n + 1) * BN;
-            fa_load_sw<BN, D, NT>(sV + ((n + 1) & 1) * BN * D, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+            fa_load_sw<BN, D, NT>(k.sV + ((n + 1) & 1) * BN * D, k.vbase + (size_t)kn * k.Qw, (size_t)k.Qw, min(BN, T_ - kn));
         }
         fa_commit();
         wg_fence();
-        if constexpr (more) fa_wg_qk(s, aQ, fa_saddr(sK + ((n + 1) & 1) * BN * D));
-        const uint32_t aV = fa_saddr(sV + (n & 1) * BN * D);
+        if constexpr (more) fa_wg_qk(s, aQ, fa_saddr(k.sK + ((n + 1) & 1) * BN * D));
+        const uint32_t aV = fa_saddr(k.sV + (n & 1) * BN * D);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
         wg_commit();
@@ -1972,7 +1961,7 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
             const int k0 = (n + 1) * BN;
             wg_wait1(); /* S_{n+1}; P_n V_n may still run */
             wg_keep(s);
-            fa_softmax_scores<BN / 8>(s, alpha, m, l, k0, wm + g, k0 + BN - 1 > wm, sl2, t);
+            fa_softmax_scores<BN / 8>(s, alpha, m, l, k0, k.wm + k.g, k0 + BN - 1 > k.wm, sl2, k.t);
         }
         wg_wait0();
         wg_keep(o);
@@ -1982,9 +1971,9 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
             for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
         }
     };
-    for (int n = 0; n + 1 < ntile; n++) tile(n, std::true_type());
-    tile(ntile - 1, std::false_type());
-    fa_fwd_store<D>(out, lse, o, m, l, wm, T_, H, h, b, g, t);
+    for (int n = 0; n + 1 < k.ntile; n++) tile(n, std::true_type());
+    tile(k.ntile - 1, std::false_type());
+    fa_fwd_store<D>(out, lse, o, m, l, k.wm, T_, H, k.h, k.b, k.g, k.t);
 #else
     (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
     __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
@@ -4149,31 +4138,23 @@ template <typename T> static void op_swiglu_fwd(sc_cuda *cu, void *m, const void
         k_swiglu_fwd<T, 1><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)m, (const T *)gu, N, I);
     sc__launched(cu, "swiglu_forward");
 }
-template <typename T> static void op_swiglu_bwd(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I)
-{
-    if (sc__v8(I, {dgu, dm, gu}))
-        k_swiglu_bwd<T, 8><<<sc__grid((size_t)N * I / 8, 256), 256, 0, cu->stream>>>((T *)dgu, (const T *)dm, (const T *)gu, N, I);
-    else
-        k_swiglu_bwd<T, 1><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)dgu, (const T *)dm, (const T *)gu, N, I);
-    sc__launched(cu, "swiglu_backward");
-}
-
+/* m: NULL, or where the forward's output is written too */
 template <typename T>
-static void op_swiglu_bwd_remat(sc_cuda *cu, void *dgu, void *m, const void *dm, const void *gu, int N, int I)
+static void op_swiglu_bwd(sc_cuda *cu, void *dgu, void *m, const void *dm, const void *gu, int N, int I)
 {
     if (sc__v8(I, {dgu, m, dm, gu}))
-        k_swiglu_bwd_remat<T, 8><<<sc__grid((size_t)N * I / 8, 256), 256, 0, cu->stream>>>((T *)dgu, (T *)m, (const T *)dm,
-                                                                                          (const T *)gu, N, I);
+        k_swiglu_bwd<T, 8><<<sc__grid((size_t)N * I / 8, 256), 256, 0, cu->stream>>>((T *)dgu, (T *)m, (const T *)dm,
+                                                                                    (const T *)gu, N, I);
     else
-        k_swiglu_bwd_remat<T, 1><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)dgu, (T *)m, (const T *)dm,
-                                                                                      (const T *)gu, N, I);
-    sc__launched(cu, "swiglu_backward + forward output");
+        k_swiglu_bwd<T, 1><<<sc__grid((size_t)N * I, 256), 256, 0, cu->stream>>>((T *)dgu, (T *)m, (const T *)dm,
+                                                                                (const T *)gu, N, I);
+    sc__launched(cu, m ? "swiglu_backward + forward output" : "swiglu_backward");
 }
 
 SC_CUDA_DEF void sc_cuda_swiglu_backward_remat(sc_cuda *cu, void *dgu, void *m, const void *dm, const void *gu, int N, int I)
 {
     if (!sc__ok(cu) || N <= 0 || I <= 0) return;
-    SC__DISPATCH_A(cu, op_swiglu_bwd_remat, dgu, m, dm, gu, N, I);
+    SC__DISPATCH_A(cu, op_swiglu_bwd, dgu, m, dm, gu, N, I);
 }
 
 SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, int N, int I)
@@ -4185,7 +4166,7 @@ SC_CUDA_DEF void sc_cuda_swiglu_forward(sc_cuda *cu, void *m, const void *gu, in
 SC_CUDA_DEF void sc_cuda_swiglu_backward(sc_cuda *cu, void *dgu, const void *dm, const void *gu, int N, int I)
 {
     if (!sc__ok(cu) || N <= 0 || I <= 0) return;
-    SC__DISPATCH_A(cu, op_swiglu_bwd, dgu, dm, gu, N, I);
+    SC__DISPATCH_A(cu, op_swiglu_bwd, dgu, NULL, dm, gu, N, I);
 }
 
 template <typename T>

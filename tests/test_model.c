@@ -472,9 +472,34 @@ static void test_cpu_attention(void)
 #endif
 }
 
+/* the SwiGLU backward that also writes m (what a recompute leaves to it): the bits of the
+   separate backward and forward */
+static void test_swiglu_remat(void)
+{
+    const int N = 37, I = 53;
+    size_t n = (size_t)N * I;
+    float *gu = (float *)malloc(sizeof(float) * 2 * n), *dm = (float *)malloc(sizeof(float) * n);
+    float *dgu0 = (float *)malloc(sizeof(float) * 2 * n), *m0 = (float *)malloc(sizeof(float) * n);
+    float *dgu1 = (float *)malloc(sizeof(float) * 2 * n), *m1 = (float *)malloc(sizeof(float) * n);
+    sc_rng rng = sc_rng_seed(11);
+    if (!gu || !dm || !dgu0 || !m0 || !dgu1 || !m1) { CHECK(0, "swiglu remat: host memory"); goto out; }
+    for (size_t i = 0; i < 2 * n; i++) gu[i] = 3.0f * sc_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++) dm[i] = sc_rng_normal(&rng);
+    sc_cpu_swiglu_backward(dgu0, dm, gu, N, I);
+    sc_cpu_swiglu_forward(m0, gu, N, I);
+    for (size_t i = 0; i < n; i++) m1[i] = NAN;
+    for (size_t i = 0; i < 2 * n; i++) dgu1[i] = NAN;
+    sc_cpu_swiglu_backward_remat(dgu1, m1, dm, gu, N, I);
+    CHECK(!memcmp(dgu0, dgu1, sizeof(float) * 2 * n) && !memcmp(m0, m1, sizeof(float) * n),
+          "swiglu_backward_remat: dgate_up and m bitwise equal to swiglu_backward + swiglu_forward (N=%d, I=%d)", N, I);
+out:
+    free(gu); free(dm); free(dgu0); free(m0); free(dgu1); free(m1);
+}
+
 int main(void)
 {
     test_oom_recovery();
+    test_swiglu_remat();
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
         fixture f;
