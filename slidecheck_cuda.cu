@@ -1534,12 +1534,6 @@ __device__ __forceinline__ void fa_mma_rows(float (&acc)[MT][D / 8][4], const fl
     }
 }
 
-/* The online softmax of one 16-row m-tile over a key tile (FlashAttention-2): s holds the raw
-   scores of rows row0 and row0 + 8 over NC chunks of 8 keys from k0 (accumulator layout, the
-   same for mma.sync and wgmma); keys after the row are masked when diag. Updates the running
-   max m (scaled, log2 domain) and sum l, rescales the output accumulators o (NO chunks) and
-   leaves p in s. The row max of the raw scores is scaled once (sl2 > 0, so max(s) * sl2 is the
-   max of the scaled scores bit for bit); then p = exp2(s * sl2 - m) in one FFMA + EX2. */
 /* 2^x by the special-function unit alone (ex2.approx.ftz: exp2f's extra instructions only keep
    results below 2^-126 as denormals; these flush to 0). Every attention kernel takes its
    exponentials from here. */
@@ -1550,8 +1544,13 @@ __device__ __forceinline__ float fa_exp2(float x)
     return y;
 }
 
-/* the online softmax of one key tile without the accumulator's rescale: s becomes p, m and l
-   move on, alpha is the factor the accumulator takes before p V is added */
+/* The online softmax of one 16-row m-tile over a key tile (FlashAttention-2): s holds the raw
+   scores of rows row0 and row0 + 8 over NC chunks of 8 keys from k0 (accumulator layout, the
+   same for mma.sync and wgmma); keys after the row are masked when diag. Updates the running
+   max m (scaled, log2 domain) and sum l, leaves p in s and in alpha the factor the output
+   accumulator takes before p V is added (fa_rescale; fa_softmax_rows does both). The row max of
+   the raw scores is scaled once (sl2 > 0, so max(s) * sl2 is the max of the scaled scores bit
+   for bit); then p = exp2(s * sl2 - m) in one FFMA + EX2. */
 template <int NC>
 __device__ __forceinline__ void fa_softmax_scores(float (&s)[NC][4], float (&alpha)[2], float (&m)[2], float (&l)[2], int k0,
                                                   int row0, bool diag, float sl2, int t)
