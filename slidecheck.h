@@ -1158,7 +1158,8 @@ SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" i
    path of sequences too long for the dS workspace); 4 the mma.sync kernels where the Hopper ones
    (wgmma forward and dK/dV, head_dim 128 on compute capability 9.0) would run: with mode 2 the
    bitwise cross-check of the mma.sync tilings; 5 the wgmma forward without its software pipeline
-   (the default's bits: the cross-check of the pipeline). */
+   (the default's bits: the cross-check of the pipeline); 6 the pipelined wgmma forward without
+   its TMA producer warp (the default's bits; the default where the driver has no TMA). */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode);
 /* The dS workspace (sc_attention_ds_bytes) the next attention backward uses; NULL: a scratch
    buffer of the context's own. The model passes one from its caching allocator, so that the
@@ -1391,7 +1392,8 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    Several processes (data parallel): the launch environment and the rendezvous. A launcher
    (torchrun, MPI, Slurm, or `--gpus N`) starts one process per GPU with RANK, LOCAL_RANK,
    WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, as PyTorch's env:// does. Rank 0 listens on
-   MASTER_ADDR:MASTER_PORT; every other rank connects, says who it is and what it runs (a hash
+   MASTER_ADDR:MASTER_PORT (the port after it where torchrun's agent holds MASTER_PORT for its
+   own store; SLIDECHECK_RENDEZVOUS_PORT overrides both); every other rank connects, says who it is and what it runs (a hash
    of the model config, shapes and token file), and receives rank 0's blob (the NCCL unique id).
    A rank that never arrives, a rank 0 that cannot be reached and a mismatch all end in a clear
    error on every rank within the timeout, never a hang.
@@ -1399,7 +1401,8 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
 typedef struct sc_dist_env {
     int rank, local_rank, world_size, local_world_size;
     char master_addr[256];
-    int master_port;
+    int master_port; /* the rendezvous port: SLIDECHECK_RENDEZVOUS_PORT, else MASTER_PORT (+ 1 under
+                        torchrun's agent store, TORCHELASTIC_USE_AGENT_STORE=True) */
     double timeout_s; /* SLIDECHECK_RENDEZVOUS_TIMEOUT, default 60 */
 } sc_dist_env;
 
@@ -10576,6 +10579,14 @@ SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
     if (!sc__env_int("MASTER_PORT", 1, 65535, &e->master_port, &hp) || !hp)
         return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_PORT='%s': need a port in [1, 65535]",
                         getenv("MASTER_PORT") ? getenv("MASTER_PORT") : "");
+    /* torchrun's agent serves its own TCP store on MASTER_PORT and tells its workers so with
+       TORCHELASTIC_USE_AGENT_STORE=True; the rendezvous then takes the port after it */
+    const char *as = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    int rp = e->master_port + (as && !strcmp(as, "True") && e->master_port < 65535);
+    if (!sc__env_int("SLIDECHECK_RENDEZVOUS_PORT", 1, 65535, &rp, &hp))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLIDECHECK_RENDEZVOUS_PORT='%s': need a port in [1, 65535]",
+                        getenv("SLIDECHECK_RENDEZVOUS_PORT"));
+    e->master_port = rp;
     return SC_SUCCESS;
 }
 

@@ -41,6 +41,8 @@
      synchronises). Their sizes depend on the shapes only, so they reach their final size in the
      first step and do not change afterwards.
    - sc_cuda_launch_count counts kernel launches and GEMM calls (not memsets or copies). */
+#include <cuda.h> /* CUtensorMap and its enums only: the driver entry point comes through the runtime */
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cublasLt.h>
@@ -121,6 +123,9 @@ struct sc_cuda {
     char name[256];
     int smem_optin;
     int sm90a; /* compute capability 9.0: the sm_90a kernels (wgmma) run */
+    int sms;   /* streaming multiprocessors (the persistent kernels' grid) */
+    void *tmap_encode; /* cuTensorMapEncodeTiled, NULL where the driver lacks it */
+    int tmap_tried;
     int attn_mode; /* SC__ATTN_*: which attention kernels bf16 mode takes (benchmarks, cross-checks) */
     void *attn_ws;        /* the model's dS workspace for the next attention backward (sc_cuda_attention_workspace) */
     size_t attn_ws_bytes;
@@ -1415,6 +1420,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
 #define SC__ATTN_RECOMPUTE_DQ 3 /* the default tiling, dQ by the recomputing kernel (the long-sequence path) */
 #define SC__ATTN_MMA_SYNC 4     /* mma.sync kernels where wgmma ones would run (the tiling cross-check's pair) */
 #define SC__ATTN_WG_SERIAL 5    /* the wgmma forward without its software pipeline (cross-check, benchmark) */
+#define SC__ATTN_WG_NOTMA 6     /* the pipelined wgmma forward without the producer warp (the same bits) */
 /* warpgroups a block of the wgmma dK/dV kernel, measured on the H100 at 4 x 2048 (2026-11-25):
    one (two blocks an SM) 751 us a layer in the step, two 785 */
 #define SC__WG_DKV 1
@@ -1975,6 +1981,189 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
     fa_fwd_store<D>(out, lse, o, m, l, k.wm, T_, H, k.h, k.b, k.g, k.t);
 #else
     (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
+    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
+#endif
+}
+
+/* ------------------------------------------------------------------------------------------
+   The wgmma forward with FlashAttention-3's division of labour: a producer warp copies Q, K and
+   V tiles with the Tensor Memory Accelerator (one thread issues a 64-column x 128-row box, the
+   hardware writes it in the 128-byte swizzled layout, OOB rows as zeros), and the two consumer
+   warpgroups compute exactly as k_fa_fwd_wgp does (the same operations in the same order: the
+   same bits; test_gpu compares them). Stages are handed over by mbarriers (full: the copy
+   landed; empty: all 8 consumer warps are done reading), so the warpgroups neither issue copies
+   nor meet at a block barrier, and each runs ahead as far as its own data allows (the layout of
+   FA3's kernel: the producer is a third warpgroup, so that registers can move to the consumers,
+   2 x 240 + 24 a thread of each scheduler's 512; with 9 warps the cap would be 168). The kernel is
+   persistent: one block an SM walks the (query tile, head, batch) tiles heaviest first, and the
+   producer loads the next tile's Q and K while the consumers store the last one's output.
+   ------------------------------------------------------------------------------------------ */
+#ifndef SC__WS_STAGES
+#define SC__WS_STAGES 2 /* K and V buffers each */
+#endif
+#define SC__WS_THREADS 384 /* two consumer warpgroups, then the producer's */
+#define SC__WS_SMEM ((size_t)(SC__WG_BM + 2 * SC__WS_STAGES * SC__WG_BN) * 128 * 2 + 1024 + 128)
+
+#ifdef SC__HAVE_WGMMA
+__device__ __forceinline__ void mb_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/* the producer: this phase completes once tx more bytes have landed */
+__device__ __forceinline__ void mb_expect(uint32_t bar, uint32_t tx)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(tx) : "memory");
+}
+__device__ __forceinline__ void mb_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/* waits until the phase of the given parity has completed */
+__device__ __forceinline__ void mb_wait(uint32_t bar, uint32_t parity)
+{
+    asm volatile("{\n.reg .pred p;\nSC_MB_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra SC_MB_WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* one box of a 3-D tensor map (columns, rows, batch) into shared memory; completes on bar */
+__device__ __forceinline__ void tma_load3(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+/* a 128-row x 128-column tile: two boxes of 64 columns (one 128-byte swizzle atom each) */
+__device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap *map, int col, int row, int b, uint32_t bar)
+{
+    tma_load3(dst, map, col, row, b, bar);
+    tma_load3(dst + 128 * 128, map, col + 64, row, b, bar);
+}
+#endif
+
+/* tile L of the persistent walk: query tile (heaviest first), head, batch */
+struct fa_ws_tile {
+    int q0, h, b, kh, ntile;
+};
+__device__ __forceinline__ fa_ws_tile fa_ws_decode(int L, int T_, int H, int KV, int B)
+{
+    fa_ws_tile w;
+    const int nqt = (T_ + SC__WG_BM - 1) / SC__WG_BM, hb = L % (H * B);
+    w.q0 = (nqt - 1 - L / (H * B)) * SC__WG_BM;
+    w.h = hb % H, w.b = hb / H, w.kh = w.h / (H / KV);
+    w.ntile = (w.q0 + min(SC__WG_BM, T_ - w.q0) - 1) / SC__WG_BN + 1;
+    return w;
+}
+
+/* grid min(tiles, SMs), SC__WS_THREADS threads; tq: qk as (H + KV) * 128 columns x T x B, tv: qkv
+   as (H + 2 KV) * 128 columns x T x B, both bf16 with 64 x 128 boxes and the 128-byte swizzle */
+__global__ void __launch_bounds__(SC__WS_THREADS, 1) k_fa_fwd_ws(bf16 *out, float *lse, const __grid_constant__ CUtensorMap tq,
+                                                             const __grid_constant__ CUtensorMap tv, int T_, int H, int KV,
+                                                             int B, float sl2)
+{
+#ifdef SC__HAVE_WGMMA
+    constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, S = SC__WS_STAGES;
+    constexpr uint32_t TILE = BN * D * 2; /* bytes of a K or V tile (and of Q: BM == BN) */
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sQ = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023));
+    bf16 *sK = sQ + BM * D, *sV = sK + S * BN * D;
+    /* mbarriers: Q full / empty, then K full, K empty, V full, V empty per stage */
+    const uint32_t bq = fa_saddr(sV + S * BN * D), bkf = bq + 16, bke = bkf + 8 * S, bvf = bke + 8 * S, bve = bvf + 8 * S;
+    const int ntiles = ((T_ + BM - 1) / BM) * H * B;
+    if (threadIdx.x == 0) {
+        mb_init(bq, 1), mb_init(bq + 8, 8);
+        for (int s = 0; s < S; s++) mb_init(bkf + 8 * s, 1), mb_init(bke + 8 * s, 8), mb_init(bvf + 8 * s, 1), mb_init(bve + 8 * s, 8);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* Registers are split per scheduler, and each of the 4 holds one warp of every warpgroup: the
+       producer's warpgroup gives back what the consumers take (2 x 240 + 24 of 512 a thread) */
+    if (warp >= 8) { /* the producer warpgroup; one thread of it issues the copies */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+        if (warp == 8 && lane == 0) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tq) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tv) : "memory");
+            int it = 0, qi = 0; /* K / V tiles and query tiles this block has loaded */
+            for (int L = blockIdx.x; L < ntiles; L += gridDim.x, qi++) {
+                const fa_ws_tile w = fa_ws_decode(L, T_, H, KV, B);
+                if (qi > 0) mb_wait(bq + 8, (qi - 1) & 1);
+                mb_expect(bq, TILE);
+                tma_tile(fa_saddr(sQ), &tq, w.h * D, w.q0, w.b, bq);
+                for (int n = 0; n < w.ntile; n++, it++) {
+                    const int s = it % S, u = it / S;
+                    if (u > 0) mb_wait(bke + 8 * s, (u - 1) & 1);
+                    mb_expect(bkf + 8 * s, TILE);
+                    tma_tile(fa_saddr(sK + s * BN * D), &tq, (H + w.kh) * D, n * BN, w.b, bkf + 8 * s);
+                    if (u > 0) mb_wait(bve + 8 * s, (u - 1) & 1);
+                    mb_expect(bvf + 8 * s, TILE);
+                    tma_tile(fa_saddr(sV + s * BN * D), &tv, (H + KV + w.kh) * D, n * BN, w.b, bvf + 8 * s);
+                }
+            }
+        }
+        return;
+    }
+    /* the consumers: warpgroup wg owns rows 64 wg .. 64 wg + 63 of each query tile */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    const int wg = warp >> 2, g = lane >> 2, t = lane & 3;
+    const uint32_t aQ = fa_saddr(sQ) + wg * 64 * 128;
+    int it = 0, qi = 0;
+    for (int L = blockIdx.x; L < ntiles; L += gridDim.x, qi++) {
+        const fa_ws_tile w = fa_ws_decode(L, T_, H, KV, B);
+        const int wm = w.q0 + 64 * wg + 16 * (warp & 3); /* this warp's first row */
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4], alpha[2];
+        uint32_t a[BN / 16][4];
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+        mb_wait(bq, qi & 1);
+        mb_wait(bkf + 8 * (it % S), (it / S) & 1);
+        wg_fence();
+        fa_wg_qk(s, aQ, fa_saddr(sK + (it % S) * BN * D));
+        wg_wait0();
+        wg_keep(s);
+        if (lane == 0) mb_arrive(bke + 8 * (it % S));
+        fa_softmax_scores<BN / 8>(s, alpha, m, l, 0, wm + g, BN - 1 > wm, sl2, t);
+        fa_rescale<D / 8>(o, alpha);
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+        /* key tile n (the block's tile c): S_{n+1} and P_n V_n issued, the softmax of S_{n+1}
+           under P_n V_n, as in k_fa_fwd_wgp (the last tile peeled off: no wgmma under a branch) */
+        auto tile = [&](int n, auto more_c) {
+            constexpr bool more = decltype(more_c)::value;
+            const int c = it + n, sc = c % S, sn = (c + 1) % S;
+            if constexpr (more) mb_wait(bkf + 8 * sn, ((c + 1) / S) & 1);
+            mb_wait(bvf + 8 * sc, (c / S) & 1);
+            wg_fence();
+            if constexpr (more) fa_wg_qk(s, aQ, fa_saddr(sK + sn * BN * D));
+            const uint32_t aV = fa_saddr(sV + sc * BN * D);
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
+            wg_commit();
+            if constexpr (more) {
+                const int k0 = (n + 1) * BN;
+                wg_wait1(); /* S_{n+1}; P_n V_n may still run */
+                wg_keep(s);
+                if (lane == 0) mb_arrive(bke + 8 * sn);
+                fa_softmax_scores<BN / 8>(s, alpha, m, l, k0, wm + g, k0 + BN - 1 > wm, sl2, t);
+            }
+            wg_wait0();
+            wg_keep(o);
+            if (lane == 0) mb_arrive(bve + 8 * sc);
+            if constexpr (more) {
+                fa_rescale<D / 8>(o, alpha);
+#pragma unroll
+                for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+            }
+        };
+        for (int n = 0; n + 1 < w.ntile; n++) tile(n, std::true_type());
+        tile(w.ntile - 1, std::false_type());
+        if (lane == 0) mb_arrive(bq + 8); /* every S of this tile is done: Q may be replaced */
+        it += w.ntile;
+        fa_fwd_store<D>(out, lse, o, m, l, wm, T_, H, w.h, w.b, g, t);
+    }
+#else
+    (void)out; (void)lse; (void)tq; (void)tv; (void)T_; (void)H; (void)KV; (void)B; (void)sl2;
     __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
 #endif
 }
@@ -3051,6 +3240,7 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
         snprintf(cu->name, sizeof cu->name, "%s", prop.name);
         cu->smem_optin = (int)prop.sharedMemPerBlockOptin;
         cu->sm90a = prop.major == 9 && prop.minor == 0;
+        cu->sms = prop.multiProcessorCount;
     }
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
@@ -3962,10 +4152,52 @@ static void fa_fwd_launch(sc_cuda *cu, void *out, float *lse, const void *qk, co
     sc__launched(cu, "attention_forward (tensor cores)");
 }
 
+/* cuTensorMapEncodeTiled from the driver, through the runtime (no -lcuda); NULL where absent */
+static PFN_cuTensorMapEncodeTiled_v12000 sc__tmap_fn(sc_cuda *cu)
+{
+    if (!cu->tmap_tried) {
+        cu->tmap_tried = 1;
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            cu->tmap_encode = p;
+        else
+            (void)cudaGetLastError(); /* not sticky: the forward without TMA runs instead */
+    }
+    return (PFN_cuTensorMapEncodeTiled_v12000)cu->tmap_encode;
+}
+
+/* a bf16 tensor of B x T rows of cols columns as a 3-D tensor map of 64-column x 128-row boxes
+   in the 128-byte swizzle (rows past T read as zeros); false where TMA is unavailable */
+static bool sc__tmap_rows(sc_cuda *cu, CUtensorMap *m, const void *base, int cols, int T_, int B)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 f = sc__tmap_fn(cu);
+    if (!f || ((uintptr_t)base & 15) || (cols * 2) % 16) return false;
+    cuuint64_t dim[3] = {(cuuint64_t)cols, (cuuint64_t)T_, (cuuint64_t)B};
+    cuuint64_t stride[2] = {(cuuint64_t)cols * 2, (cuuint64_t)cols * 2 * (cuuint64_t)T_};
+    cuuint32_t box[3] = {64, 128, 1}, es[3] = {1, 1, 1};
+    return f(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <int D>
 static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
-    if (D == 128 && cu->sm90a && (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ)) { /* wgmma, pipelined */
+    CUtensorMap tq, tv;
+    if (D == 128 && cu->sm90a && (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ) &&
+        sc__tmap_rows(cu, &tq, qk, (H + KV) * D, T_, B) && sc__tmap_rows(cu, &tv, qkv, (H + 2 * KV) * D, T_, B)) {
+        /* wgmma, pipelined, fed by a TMA producer warp; persistent */
+        if (!sc__set_smem(cu, k_fa_fwd_ws, SC__WS_SMEM)) return;
+        int ntiles = ((T_ + SC__WG_BM - 1) / SC__WG_BM) * H * B;
+        unsigned grd = (unsigned)std::min(ntiles, std::max(cu->sms, 1));
+        k_fa_fwd_ws<<<grd, SC__WS_THREADS, SC__WS_SMEM, cu->stream>>>((bf16 *)out, lse, tq, tv, T_, H, KV, B,
+                                                                    1.4426950408889634f / sqrtf((float)D));
+        sc__launched(cu, "attention_forward (wgmma)");
+        return;
+    }
+    if (D == 128 && cu->sm90a &&
+        (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ || cu->attn_mode == SC__ATTN_WG_NOTMA)) { /* wgmma, pipelined */
         if (!sc__set_smem(cu, k_fa_fwd_wgp, SC__WG_SMEM)) return;
         dim3 grd((unsigned)((T_ + SC__WG_BM - 1) / SC__WG_BM), (unsigned)H, (unsigned)B);
         k_fa_fwd_wgp<<<grd, 256, SC__WG_SMEM, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H,
@@ -4108,7 +4340,8 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
    warp (the same bits as the default, slower: test_gpu's cross-check); 3: the default tiling
    with the dQ kernel that recomputes S and dP (the path of sequences too long for the dS
    workspace); 4: the mma.sync kernels where the wgmma ones would run; 5: the wgmma forward
-   without its software pipeline (the same bits as 0). */
+   without its software pipeline (the same bits as 0); 6: the pipelined wgmma forward without the
+   TMA producer warp (the same bits as 0; the default where the driver lacks TMA). */
 SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
 {
     if (cu) cu->attn_mode = mode;

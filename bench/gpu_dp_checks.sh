@@ -55,6 +55,15 @@ for dt in fp32 bf16; do
         echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
 done
+# launched by torchrun (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) instead of --gpus:
+# the same bytes as the --gpus 2 run
+if command -v torchrun > /dev/null; then
+    torchrun --nproc_per_node=2 --no-python "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --save "$O/save_torchrun" \
+        > "$O/torchrun.log" 2>&1 || { echo "torchrun launch: exit $?"; tail -n 5 "$O/torchrun.log"; fail=1; }
+    if cmp -s "$O/save_resident_bf16_a/model.safetensors" "$O/save_torchrun/model.safetensors"; then
+        echo "torchrun --nproc_per_node=2 --no-python: the same weights as --gpus 2 (bitwise): PASS"
+    else echo "torchrun launch and --gpus 2 differ: FAIL"; fail=1; fi
+fi
 # a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang)
 "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 > "$O/kill.log" 2>&1 &
 L=$!; sleep 20

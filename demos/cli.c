@@ -22,6 +22,7 @@
 
 /* strict C11 hides these POSIX declarations; glibc exports them */
 extern int setenv(const char *name, const char *value, int overwrite);
+extern int unsetenv(const char *name);
 
 typedef struct cli_opts {
     const char *hf, *model, *tokens, *out, *save, *ckpt, *device, *dtype, *optim;
@@ -586,6 +587,8 @@ static int launch_ranks(int n, int argc, char **argv)
             setenv("RANK", v[0], 1), setenv("LOCAL_RANK", v[0], 1);
             setenv("WORLD_SIZE", v[1], 1), setenv("LOCAL_WORLD_SIZE", v[1], 1);
             setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", v[2], 1);
+            /* the port picked here is the rendezvous port, whatever an outer launcher said */
+            unsetenv("TORCHELASTIC_USE_AGENT_STORE"), unsetenv("SLIDECHECK_RENDEZVOUS_PORT");
             execv("/proc/self/exe", args);
             execvp(argv[0], args);
             fprintf(stderr, "slidecheck: --gpus: cannot start %s: %s\n", argv[0], strerror(errno));

@@ -57,6 +57,22 @@ static void test_env(void)
     const char *to[7] = {"0", "2", NULL, NULL, "localhost", "1234", "2.5"};
     CHECK(env_try(to, &e) == SC_SUCCESS && e.timeout_s == 2.5 && e.local_rank == 0,
           "SLIDECHECK_RENDEZVOUS_TIMEOUT=2.5 read; LOCAL_RANK defaults to RANK");
+    /* torchrun's agent holds MASTER_PORT for its own store (it ran so on the device: "Address
+       already in use"); the rendezvous takes the next port, or SLIDECHECK_RENDEZVOUS_PORT */
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    CHECK(env_try(tr, &e) == SC_SUCCESS && e.master_port == 29501, "under torchrun's agent store: port 29501 (%d)",
+          e.master_port);
+    setenv("SLIDECHECK_RENDEZVOUS_PORT", "31000", 1);
+    CHECK(env_try(tr, &e) == SC_SUCCESS && e.master_port == 31000, "SLIDECHECK_RENDEZVOUS_PORT=31000 wins (%d)",
+          e.master_port);
+    setenv("SLIDECHECK_RENDEZVOUS_PORT", "0", 1);
+    CHECK(env_try(tr, &e) == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "SLIDECHECK_RENDEZVOUS_PORT='0'"),
+          "SLIDECHECK_RENDEZVOUS_PORT=0 rejected: %s", sc_last_error());
+    unsetenv("SLIDECHECK_RENDEZVOUS_PORT");
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
+    CHECK(env_try(tr, &e) == SC_SUCCESS && e.master_port == 29500, "agent store False: MASTER_PORT itself (%d)",
+          e.master_port);
+    unsetenv("TORCHELASTIC_USE_AGENT_STORE");
     struct { const char *v[7], *want, *what; } bad[] = {
         {{"2", "2", NULL, NULL, "127.0.0.1", "29500", NULL}, "RANK=2 is not below WORLD_SIZE=2", "rank >= world"},
         {{"x", "2", NULL, NULL, "127.0.0.1", "29500", NULL}, "RANK='x'", "malformed RANK"},

@@ -394,15 +394,17 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         name_of(nm, sizeof nm, t, what);
         check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the replay differs");
         free(got2); free(gl2);
-        if (t->bf16 && D == 128) { /* the wgmma forward with and without its software pipeline: the same bits */
+        /* the wgmma forward (TMA producer, persistent) against the same without its producer warp
+           (mode 6) and without its software pipeline (mode 5): the same bits */
+        for (int mode = 5; mode <= 6 && t->bf16 && D == 128; mode++) {
             dnan(t, dout, (size_t)N * HD, t->adt);
             dnan(t, dlse, (size_t)N * H, SC_F32);
-            sc_cuda_set_attention_reference(t->cu, 5);
+            sc_cuda_set_attention_reference(t->cu, mode);
             sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
             sc_cuda_set_attention_reference(t->cu, 0);
             got2 = dget(t, dout, (size_t)N * HD, t->adt), gl2 = dget(t, dlse, (size_t)N * H, SC_F32);
-            snprintf(what, sizeof what, "attention_forward pipelined == unpipelined bitwise B=%d T=%d H=%d KV=%d D=%d", B, T,
-                     H, KV, D);
+            snprintf(what, sizeof what, "attention_forward default == %s bitwise B=%d T=%d H=%d KV=%d D=%d",
+                     mode == 5 ? "unpipelined" : "without TMA producer", B, T, H, KV, D);
             name_of(nm, sizeof nm, t, what);
             check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the schedules differ");
             free(got2); free(gl2);
@@ -1780,11 +1782,12 @@ static void bench_attention(void)
     double ffl = 4.0 * B * H * (double)T * T / 2 * D, bfl = 2.5 * ffl;
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
-    static const int modes[] = {1, 3, 2, 4, 5, 0};
+    static const int modes[] = {1, 3, 2, 4, 5, 6, 0};
     static const char *mname[] = {"default (wgmma on sm_90)", "f32 tiled reference", "one m-tile a warp (8 warps)",
-                                  "dQ recomputing S and dP", "mma.sync (4 warps x 2 m-tiles)", "wgmma fwd unpipelined"};
+                                  "dQ recomputing S and dP", "mma.sync (4 warps x 2 m-tiles)", "wgmma fwd unpipelined",
+                                  "wgmma fwd without TMA"};
     float *ref = NULL;
-    for (int mi = 0; mi < 6; mi++) {
+    for (int mi = 0; mi < 7; mi++) {
         int mode = modes[mi];
         sc_cuda_set_attention_reference(cu, mode);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);
