@@ -21,8 +21,8 @@
      rows of every query head of the kv head in order) and one for dQ (parallel over query tiles);
      the same holds for the tensor-core attention used in bf16 mode for head_dim 64 / 128 (see
      "Tensor-core attention": mma.sync, and on compute capability 9.0 wgmma for the forward and
-     dK/dV at head_dim 128; dK/dV stores dS, and dQ = dS K reads it in key order; other
-     head_dims use the tiled f32 kernels).
+     dK/dV at head_dim 128, the forward fed by a TMA producer warpgroup; dK/dV stores dS, and
+     dQ = dS K reads it in key order; other head_dims use the tiled f32 kernels).
      GEMMs go through cuBLASLt with CUBLAS_COMPUTE_32F (no TF32); the algorithm for a given
      (shape, dtypes, pointer alignments) is chosen once by the heuristic and cached, so a replay
      (recompute) runs the same algorithm as the first call. One stream, fixed workspace.
