@@ -1903,6 +1903,59 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, con
 #endif
 }
 
+#ifdef SC__HAVE_WGMMA
+/* The pipelined forward's steps, shared by k_fa_fwd_wgp (cp.async by every thread, a block
+   barrier a tile) and k_fa_fwd_ws (a TMA producer, mbarriers). s_done runs once S has landed (its
+   K tile is free), o_done once P V has (its V tile is free). */
+static_assert(SC__WG_BN == 128, "the pipelined steps hold 64 x 128 tiles of S and O (head_dim 128)");
+/* the first key tile: S_0 = Q K_0^T, its softmax, O's rescale, P_0 packed */
+template <typename F>
+__device__ __forceinline__ void fa_wg_first(float (&o)[16][4], float (&s)[16][4], uint32_t (&a)[8][4], float (&m)[2],
+                                            float (&l)[2], uint32_t aQ, uint32_t aK, int row, int wm, float sl2, int t,
+                                            F s_done)
+{
+    float alpha[2];
+    wg_fence();
+    fa_wg_qk(s, aQ, aK);
+    wg_wait0();
+    wg_keep(s);
+    s_done();
+    fa_softmax_scores<16>(s, alpha, m, l, 0, row, SC__WG_BN - 1 > wm, sl2, t);
+    fa_rescale<16>(o, alpha);
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+}
+/* key tile n: S_{n+1} = Q K_{n+1}^T (more: n + 1 < ntile) and O += P_n V_n issued together, the
+   softmax of S_{n+1} (keys from k0) under P_n V_n, then O's rescale and P_{n+1} packed. The
+   callers peel the last tile off (more false), so that no wgmma is issued under a branch. */
+template <bool more, typename F1, typename F2>
+__device__ __forceinline__ void fa_wg_step(float (&o)[16][4], float (&s)[16][4], uint32_t (&a)[8][4], float (&m)[2],
+                                           float (&l)[2], uint32_t aQ, uint32_t aK, uint32_t aV, int k0, int row, int wm,
+                                           float sl2, int t, F1 s_done, F2 o_done)
+{
+    float alpha[2];
+    wg_fence();
+    if constexpr (more) fa_wg_qk(s, aQ, aK);
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, SC__WG_BN * 128, 1024));
+    wg_commit();
+    if constexpr (more) {
+        wg_wait1(); /* S_{n+1}; P_n V_n may still run */
+        wg_keep(s);
+        s_done();
+        fa_softmax_scores<16>(s, alpha, m, l, k0, row, k0 + SC__WG_BN - 1 > wm, sl2, t);
+    }
+    wg_wait0();
+    wg_keep(o);
+    o_done();
+    if constexpr (more) {
+        fa_rescale<16>(o, alpha);
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+    }
+}
+#endif
+
 /* k_fa_fwd_wg software-pipelined as FlashAttention-3 does within a warpgroup: the tensor cores
    compute S_{n+1} = Q K_{n+1}^T and then O += P_n V_n while the warpgroup's softmax of S_{n+1}
    runs; O's rescale by tile n+1's factor waits for P_n V_n. O thus goes through the serial
@@ -1928,20 +1981,11 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     const uint32_t aQ = fa_saddr(k.sQ) + k.wg * 64 * 128;
-    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4], alpha[2];
+    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4];
     uint32_t a[BN / 16][4];
 #pragma unroll
     for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-    wg_fence();
-    fa_wg_qk(s, aQ, fa_saddr(k.sK));
-    wg_wait0();
-    wg_keep(s);
-    fa_softmax_scores<BN / 8>(s, alpha, m, l, 0, k.wm + k.g, BN - 1 > k.wm, sl2, k.t);
-    fa_rescale<D / 8>(o, alpha);
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-    /* key tile n: S_{n+1} and P_n V_n issued, the softmax of S_{n+1} under P_n V_n (more: n + 1 < ntile;
-       the last tile is peeled off, so that no wgmma is issued under a branch) */
+    fa_wg_first(o, s, a, m, l, aQ, fa_saddr(k.sK), k.wm + k.g, k.wm, sl2, k.t, [] {});
     auto tile = [&](int n, auto more_c) {
         constexpr bool more = decltype(more_c)::value;
         fa_wait<0>(); /* K_{n+1} and V_n, queued one iteration ago */
@@ -1956,25 +2000,8 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
             fa_load_sw<BN, D, NT>(k.sV + ((n + 1) & 1) * BN * D, k.vbase + (size_t)kn * k.Qw, (size_t)k.Qw, min(BN, T_ - kn));
         }
         fa_commit();
-        wg_fence();
-        if constexpr (more) fa_wg_qk(s, aQ, fa_saddr(k.sK + ((n + 1) & 1) * BN * D));
-        const uint32_t aV = fa_saddr(k.sV + (n & 1) * BN * D);
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
-        wg_commit();
-        if constexpr (more) {
-            const int k0 = (n + 1) * BN;
-            wg_wait1(); /* S_{n+1}; P_n V_n may still run */
-            wg_keep(s);
-            fa_softmax_scores<BN / 8>(s, alpha, m, l, k0, k.wm + k.g, k0 + BN - 1 > k.wm, sl2, k.t);
-        }
-        wg_wait0();
-        wg_keep(o);
-        if constexpr (more) {
-            fa_rescale<D / 8>(o, alpha);
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-        }
+        fa_wg_step<more>(o, s, a, m, l, aQ, fa_saddr(k.sK + ((n + 1) & 1) * BN * D), fa_saddr(k.sV + (n & 1) * BN * D),
+                         (n + 1) * BN, k.wm + k.g, k.wm, sl2, k.t, [] {}, [] {});
     };
     for (int n = 0; n + 1 < k.ntile; n++) tile(n, std::true_type());
     tile(k.ntile - 1, std::false_type());
@@ -2112,49 +2139,23 @@ __global__ void __launch_bounds__(SC__WS_THREADS, 1) k_fa_fwd_ws(bf16 *out, floa
     for (int L = blockIdx.x; L < ntiles; L += gridDim.x, qi++) {
         const fa_ws_tile w = fa_ws_decode(L, T_, H, KV, B);
         const int wm = w.q0 + 64 * wg + 16 * (warp & 3); /* this warp's first row */
-        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4], alpha[2];
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4];
         uint32_t a[BN / 16][4];
 #pragma unroll
         for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
         mb_wait(bq, qi & 1);
         mb_wait(bkf + 8 * (it % S), (it / S) & 1);
-        wg_fence();
-        fa_wg_qk(s, aQ, fa_saddr(sK + (it % S) * BN * D));
-        wg_wait0();
-        wg_keep(s);
-        if (lane == 0) mb_arrive(bke + 8 * (it % S));
-        fa_softmax_scores<BN / 8>(s, alpha, m, l, 0, wm + g, BN - 1 > wm, sl2, t);
-        fa_rescale<D / 8>(o, alpha);
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-        /* key tile n (the block's tile c): S_{n+1} and P_n V_n issued, the softmax of S_{n+1}
-           under P_n V_n, as in k_fa_fwd_wgp (the last tile peeled off: no wgmma under a branch) */
+        fa_wg_first(o, s, a, m, l, aQ, fa_saddr(sK + (it % S) * BN * D), wm + g, wm, sl2, t,
+                    [&] { if (lane == 0) mb_arrive(bke + 8 * (it % S)); });
+        /* key tile n, the block's K / V tile c (the last tile peeled off: no wgmma under a branch) */
         auto tile = [&](int n, auto more_c) {
             constexpr bool more = decltype(more_c)::value;
             const int c = it + n, sc = c % S, sn = (c + 1) % S;
             if constexpr (more) mb_wait(bkf + 8 * sn, ((c + 1) / S) & 1);
             mb_wait(bvf + 8 * sc, (c / S) & 1);
-            wg_fence();
-            if constexpr (more) fa_wg_qk(s, aQ, fa_saddr(sK + sn * BN * D));
-            const uint32_t aV = fa_saddr(sV + sc * BN * D);
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
-            wg_commit();
-            if constexpr (more) {
-                const int k0 = (n + 1) * BN;
-                wg_wait1(); /* S_{n+1}; P_n V_n may still run */
-                wg_keep(s);
-                if (lane == 0) mb_arrive(bke + 8 * sn);
-                fa_softmax_scores<BN / 8>(s, alpha, m, l, k0, wm + g, k0 + BN - 1 > wm, sl2, t);
-            }
-            wg_wait0();
-            wg_keep(o);
-            if (lane == 0) mb_arrive(bve + 8 * sc);
-            if constexpr (more) {
-                fa_rescale<D / 8>(o, alpha);
-#pragma unroll
-                for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-            }
+            fa_wg_step<more>(o, s, a, m, l, aQ, fa_saddr(sK + sn * BN * D), fa_saddr(sV + sc * BN * D), (n + 1) * BN, wm + g,
+                             wm, sl2, t, [&] { if (lane == 0) mb_arrive(bke + 8 * sn); },
+                             [&] { if (lane == 0) mb_arrive(bve + 8 * sc); });
         };
         for (int n = 0; n + 1 < w.ntile; n++) tile(n, std::true_type());
         tile(w.ntile - 1, std::false_type());
