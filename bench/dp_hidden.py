@@ -33,8 +33,8 @@ ev = json.load(open(sys.argv[3]))['traceEvents']
 names = {e['tid']: e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
 comm = [t for t, n in names.items() if n.startswith('nccl')]
 comp = [t for t, n in names.items() if n in ('gpu compute', 'cpu compute')]
-W = 2
-m = re.search(r'--gpus (\d+)', open(sys.argv[2]).read())
+W = 2  # the ranks: from the tool's "data parallel: N ranks" line
+m = re.search(r'data parallel: (\d+) ranks', open(sys.argv[2]).read())
 if m:
     W = int(m.group(1))
 fr = []

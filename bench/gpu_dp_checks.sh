@@ -6,13 +6,14 @@
 #     (slide's ZeRO-1: the same bytes as slide without it);
 #     a rank killed mid-run stops the other within the timeout, with a message;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
-#     1 GPU against 2 (scaling = 2 x step(1) / step(2)), and 2 with ZeRO-1 (peak memory), with traces: the fraction of the
+#     1 GPU against N (scaling = N x step(1) / step(N)), and N with ZeRO-1 (peak memory), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
-#                                         EQUAL_ONLY=1: part 1 only)
+#                                         EQUAL_ONLY=1: part 1 only; GPUS=N: part 2 on N GPUs,
+#                                         default 2; part 1 always compares 2 ranks)
 set -u
-O=${1:-build/gpu_dp}; BIN=${BIN:-build}; mkdir -p "$O"
+O=${1:-build/gpu_dp}; BIN=${BIN:-build}; NG=${GPUS:-2}; mkdir -p "$O"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$O/machine.txt"; cat "$O/machine.txt"
 tiny="train --model tiny --device cuda --seq 64 --steps 5 --warmup 1 --optim adamw --lr 1e-3"
@@ -76,21 +77,21 @@ else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail
 if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"; exit $fail; fi
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
-"$BIN/slidecheck" $big --gpus 2 --out "$O/speed2" > "$O/speed2.log" 2>&1
-"$BIN/slidecheck" $big --gpus 2 --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
+"$BIN/slidecheck" $big --gpus $NG --out "$O/speed2" > "$O/speed2.log" 2>&1
+"$BIN/slidecheck" $big --gpus $NG --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
 grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speedz.log"
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json"
 echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json"
-# slide on 1 and 2 GPUs (each rank's host optimizer on half the cores: they share one host)
-sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / 2 - 1 ))"
+# slide on 1 and NG GPUs (each rank's host optimizer on its share of the cores: they share one host)
+sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / NG - 1 ))"
 "$BIN/slidecheck" $sl --out "$O/slide1" > "$O/slide1.log" 2>&1
-"$BIN/slidecheck" $sl --gpus 2 --out "$O/slide2" > "$O/slide2.log" 2>&1
+"$BIN/slidecheck" $sl --gpus $NG --out "$O/slide2" > "$O/slide2.log" 2>&1
 # ZeRO-1: rank 0's pageable host memory (the summary's 'pageable') drops by its share of the layers' AdamW state
-"$BIN/slidecheck" $sl --gpus 2 --zero 1 --out "$O/slidez" > "$O/slidez.log" 2>&1
+"$BIN/slidecheck" $sl --gpus $NG --zero 1 --out "$O/slidez" > "$O/slidez.log" 2>&1
 grep -h '^summary' "$O/slide1.log" "$O/slide2.log" "$O/slidez.log"
 echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/slide2/trace.json"
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
-torchrun --nproc_per_node=2 bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
+torchrun --nproc_per_node=$NG bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
 grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"
 echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"
 exit $fail
