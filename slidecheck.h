@@ -10706,7 +10706,8 @@ static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_stor
     if (bind(lfd, (const struct sockaddr *)ss, len) || listen(lfd, W)) {
         int err = errno;
         close(lfd);
-        return sc__fail(SC_ERROR_IO, "rendezvous: rank 0 cannot listen on %s: %s", where, strerror(err));
+        return sc__fail(SC_ERROR_IO, "rendezvous: rank 0 cannot listen on %s: %s%s", where, strerror(err),
+                        err == EADDRINUSE ? " (another program holds the port: set SLIDECHECK_RENDEZVOUS_PORT)" : "");
     }
     int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
     if (!fds) { close(lfd); return sc__fail(SC_ERROR_OUT_OF_MEMORY, "rendezvous: host malloc failed"); }

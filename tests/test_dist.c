@@ -211,6 +211,26 @@ static void test_rendezvous(void)
               x1 == 10 - (int)SC_ERROR_INVALID_ARGS && x2 == 10 - (int)SC_ERROR_INVALID_ARGS,
           "a duplicate rank stops everyone: %s (exits %d, %d)", sc_last_error(), x1, x2);
 
+    /* the port taken by another program (as torchrun's agent store takes MASTER_PORT): rank 0
+       says so at once and names the variable that moves the rendezvous */
+    {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(0x7f000001u);
+        socklen_t l = sizeof a;
+        int held = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 1) == 0 &&
+                   getsockname(fd, (struct sockaddr *)&a, &l) == 0;
+        e = env_of(0, 2, held ? ntohs(a.sin_port) : 0, 5.0);
+        t0 = now_s();
+        r = held ? sc_dist_rendezvous(&e, 77, b, BLOB) : SC_SUCCESS;
+        dt = now_s() - t0;
+        CHECK(held && r == SC_ERROR_IO && strstr(sc_last_error(), "SLIDECHECK_RENDEZVOUS_PORT") && dt < 1.0,
+              "a port held by another listener: rank 0 stops after %.2f s: %s", dt, sc_last_error());
+        if (fd >= 0) close(fd);
+    }
+
     /* bad arguments and a host name under strict C */
     e = env_of(0, 2, port, 1.0);
     CHECK(sc_dist_rendezvous(&e, 1, b, 70000) == SC_ERROR_INVALID_ARGS, "a blob over 64 KiB is refused: %s",
