@@ -1,8 +1,11 @@
 """Data parallel on the GPU: scaling and how much of the all-reduce hides behind compute.
-    python3 bench/dp_hidden.py ONE_GPU.log TWO_GPU.log TRACE.json
+    python3 bench/dp_hidden.py ONE_GPU.log TWO_GPU.log TRACE.json [ONE_GPU_TRACE.json]
 scaling = W x step(1 GPU) / step(W GPUs), from the tool's summary lines (median step, per rank's
 batch the same). hidden = per step, the all-reduce spans' time (stream "nccl") that overlaps a
-compute-stream span, over all of their time; median over the steps after the first."""
+compute-stream span, over all of their time; median over the steps after the first.
+With the 1-GPU trace: where the W-GPU step loses its time, phase by phase (the median over the
+steps after the first two of each phase's spans summed per step), and how much of the W-GPU
+backward layers' time has a collective running beside it."""
 import json, re, statistics, sys
 
 
@@ -52,3 +55,34 @@ if fr:
         100 * statistics.median(fr[1:] or fr), len(fr), 100 * min(fr), 100 * max(fr)))
 else:
     print('no all-reduce spans in the trace')
+
+
+def phases(path):
+    """per phase: the median over steps (after the first two) of its spans' summed time, ms; and
+    the backward layer spans of those steps"""
+    ev = json.load(open(path))['traceEvents']
+    steps = sorted((e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'), key=lambda e: e['ts'])[2:]
+    per, bwd = {}, []
+    for st in steps:
+        t0, t1 = st['ts'], st['ts'] + st['dur']
+        tot = {}
+        for e in ev:
+            if e['ph'] == 'X' and e.get('cat') not in ('step', 'comm') and t0 <= e['ts'] < t1 and e.get('name') != 'allreduce':
+                tot[e['cat']] = tot.get(e['cat'], 0.0) + e['dur']
+                if e['cat'] == 'bwd' and e.get('name') == 'layer':
+                    bwd.append((e['ts'], e['ts'] + e['dur']))
+        for k, v in tot.items():
+            per.setdefault(k, []).append(v / 1000.0)
+    return {k: statistics.median(v) for k, v in per.items()}, bwd
+
+
+if len(sys.argv) > 4:
+    p1, _ = phases(sys.argv[4])
+    pw, bwd = phases(sys.argv[3])
+    print('phases, median ms a step (1 GPU -> %d GPUs): %s' % (W, ', '.join(
+        '%s %.2f -> %.2f' % (k, p1.get(k, 0.0), pw.get(k, 0.0)) for k in sorted(set(p1) | set(pw)))))
+    ar = merge([(e['ts'], e['ts'] + e['dur']) for e in ev if e['ph'] == 'X' and e['tid'] in comm])
+    busy = sum(overlap(a, b, ar) for a, b in bwd)
+    span = sum(b - a for a, b in bwd)
+    if span > 0:
+        print('backward layers: a collective runs beside them %.1f%% of their time' % (100.0 * busy / span))

@@ -80,8 +80,8 @@ big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --
 "$BIN/slidecheck" $big --gpus $NG --out "$O/speed2" > "$O/speed2.log" 2>&1
 "$BIN/slidecheck" $big --gpus $NG --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
 grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speedz.log"
-python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json"
-echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json"
+python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json" "$O/speed1/trace.json"
+echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json" "$O/speed1/trace.json"
 # slide on 1 and NG GPUs (each rank's host optimizer on its share of the cores: they share one host)
 sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / NG - 1 ))"
 "$BIN/slidecheck" $sl --out "$O/slide1" > "$O/slide1.log" 2>&1
@@ -89,7 +89,7 @@ sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / NG - 1 ))"
 # ZeRO-1: rank 0's pageable host memory (the summary's 'pageable') drops by its share of the layers' AdamW state
 "$BIN/slidecheck" $sl --gpus $NG --zero 1 --out "$O/slidez" > "$O/slidez.log" 2>&1
 grep -h '^summary' "$O/slide1.log" "$O/slide2.log" "$O/slidez.log"
-echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/slide2/trace.json"
+echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/slide2/trace.json" "$O/slide1/trace.json"
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
 torchrun --nproc_per_node=$NG bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
 grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"
