@@ -2013,17 +2013,20 @@ __global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, co
 }
 
 /* ------------------------------------------------------------------------------------------
-   The wgmma forward with FlashAttention-3's division of labour: a producer warp copies Q, K and
-   V tiles with the Tensor Memory Accelerator (one thread issues a 64-column x 128-row box, the
-   hardware writes it in the 128-byte swizzled layout, OOB rows as zeros), and the two consumer
-   warpgroups compute exactly as k_fa_fwd_wgp does (the same operations in the same order: the
-   same bits; test_gpu compares them). Stages are handed over by mbarriers (full: the copy
-   landed; empty: all 8 consumer warps are done reading), so the warpgroups neither issue copies
-   nor meet at a block barrier, and each runs ahead as far as its own data allows (the layout of
-   FA3's kernel: the producer is a third warpgroup, so that registers can move to the consumers,
-   2 x 240 + 24 a thread of each scheduler's 512; with 9 warps the cap would be 168). The kernel is
-   persistent: one block an SM walks the (query tile, head, batch) tiles heaviest first, and the
-   producer loads the next tile's Q and K while the consumers store the last one's output.
+   The wgmma forward with FlashAttention-3's division of labour. A producer warpgroup copies Q, K
+   and V tiles with the Tensor Memory Accelerator: one of its threads issues 64-column x 128-row
+   boxes, which the hardware writes in the 128-byte swizzled layout, rows past T as zeros. The
+   two consumer warpgroups compute exactly as k_fa_fwd_wgp does (fa_wg_first / fa_wg_step: the
+   same operations in the same order, the same bits; test_gpu compares them).
+   - Stages are handed over by mbarriers (full: the copy landed; empty: all 8 consumer warps are
+     done reading), so the consumers neither issue copies nor meet at a block barrier.
+   - The producer is a whole warpgroup so that its registers can move to the consumers
+     (setmaxnreg): each scheduler holds one warp of each warpgroup, 2 x 240 + 24 of its 512
+     registers a lane. With 9 warps, ptxas capped every thread at 168 and spilled.
+   - Persistent: one block an SM walks the (query tile, head, batch) tiles heaviest first, and the
+     producer loads the next tile's Q and K while the consumers store the last one's output.
+   Measured on an H100 at 4 x 2048, 16/8 heads of 128 (2026-11-25): 0.151 ms, against 0.256 for
+   k_fa_fwd_wgp; three K/V stages 0.150.
    ------------------------------------------------------------------------------------------ */
 #ifndef SC__WS_STAGES
 #define SC__WS_STAGES 2 /* K and V buffers each */
