@@ -92,8 +92,8 @@ static void test_env(void)
     env_clear();
 }
 
-/* A port nobody listens on now (the kernel's pick; a race with other programs is possible but rare). */
-static int free_port(void)
+/* A TCP socket on 127.0.0.1 at a port the kernel picks (*port), listening if asked; -1 on failure. */
+static int loopback_socket(int listening, int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
@@ -101,9 +101,20 @@ static int free_port(void)
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(0x7f000001u);
     socklen_t l = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-        port = ntohs(a.sin_port);
+    if (fd < 0) return -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || (listening && listen(fd, 1)) ||
+        getsockname(fd, (struct sockaddr *)&a, &l)) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A port nobody listens on now (the kernel's pick; a race with other programs is possible but rare). */
+static int free_port(void)
+{
+    int port = -1, fd = loopback_socket(0, &port);
     if (fd >= 0) close(fd);
     return port;
 }
@@ -214,19 +225,12 @@ static void test_rendezvous(void)
     /* the port taken by another program (as torchrun's agent store takes MASTER_PORT): rank 0
        says so at once and names the variable that moves the rendezvous */
     {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a;
-        memset(&a, 0, sizeof a);
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(0x7f000001u);
-        socklen_t l = sizeof a;
-        int held = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 1) == 0 &&
-                   getsockname(fd, (struct sockaddr *)&a, &l) == 0;
-        e = env_of(0, 2, held ? ntohs(a.sin_port) : 0, 5.0);
+        int held = 0, fd = loopback_socket(1, &held);
+        e = env_of(0, 2, held, 5.0);
         t0 = now_s();
-        r = held ? sc_dist_rendezvous(&e, 77, b, BLOB) : SC_SUCCESS;
+        r = fd >= 0 ? sc_dist_rendezvous(&e, 77, b, BLOB) : SC_SUCCESS;
         dt = now_s() - t0;
-        CHECK(held && r == SC_ERROR_IO && strstr(sc_last_error(), "SLIDECHECK_RENDEZVOUS_PORT") && dt < 1.0,
+        CHECK(fd >= 0 && r == SC_ERROR_IO && strstr(sc_last_error(), "SLIDECHECK_RENDEZVOUS_PORT") && dt < 1.0,
               "a port held by another listener: rank 0 stops after %.2f s: %s", dt, sc_last_error());
         if (fd >= 0) close(fd);
     }
