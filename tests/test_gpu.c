@@ -8,6 +8,7 @@
           build/test_gpu --quick    small sizes only (for compute-sanitizer)
           build/test_gpu --bench    the step-time table (no checks)
           build/test_gpu --bench-attention   the attention kernels alone (no checks) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime and CLOCK_MONOTONIC under -std=c11 */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 
@@ -921,7 +922,7 @@ static void test_nccl_one_rank(tctx *t)
     char nm[160], id[SC_NCCL_ID_BYTES];
     name_of(nm, sizeof nm, t, "NCCL, one rank: allreduce_sum, reduce_scatter_sum, allgather on the comm stream, ordered both ways");
     if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id) != SC_SUCCESS) {
-        check(0, nm, sc_last_error());
+        check(0, nm, "%s", sc_last_error());
         return;
     }
     size_t n = (size_t)3 << 20; /* 12 MiB in f32: a copy that takes long enough to race if unordered */
@@ -940,7 +941,7 @@ static void test_nccl_one_rank(tctx *t)
     sc_result st = sc_cuda_comm_settle(t->cu, 10.0); /* the collective finished: settles at once */
     float *a = dget(t, e, n, dt), *xr = hcopy(x, n);
     if (dt == SC_BF16) sc_round_bf16_inplace(xr, n);
-    check(st == SC_SUCCESS && sc_cuda_status(t->cu) == SC_SUCCESS && !memcmp(a, xr, n * 4), nm,
+    check(st == SC_SUCCESS && sc_cuda_status(t->cu) == SC_SUCCESS && !memcmp(a, xr, n * 4), nm, "%s",
           sc_cuda_status(t->cu) != SC_SUCCESS ? sc_cuda_error_message(t->cu) : "the buffer changed");
     free(x); free(xr); free(a);
     dfree(t, d); dfree(t, e);
