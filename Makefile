@@ -7,6 +7,13 @@ SANFLAGS = -std=c11 -O1 -g -Wall -Wextra -Werror -fopenmp -fsanitize=address,und
 LDLIBS   = -lm -pthread
 HDRS     = slidecheck.h
 
+# stb headers (demos/plot.h and tests/check_outputs.c include <stb/...>). Default: the system's
+# (Debian's libstb-dev, /usr/include/stb/). STB_INCLUDE=dir uses a copy instead: dir must hold a
+# folder stb/ with stb_image_write.h, stb_truetype.h (and stb_image.h for check_outputs), as
+# bench/carry_stb.sh writes under build/stb: `make STB_INCLUDE=build/stb demos`.
+STB_INCLUDE ?=
+STB_CFLAGS = $(if $(STB_INCLUDE),-I$(STB_INCLUDE))
+
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifeq ($(wildcard slidecheck_cuda.cu),)
 NVCC :=
@@ -44,11 +51,11 @@ build/slidecheck_cuda.o: slidecheck_cuda.cu $(HDRS)
 
 build/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
 
 build/asan/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build/asan
-	$(CC) $(SANFLAGS) -I. $< -o $@ $(LDLIBS)
+	$(CC) $(SANFLAGS) -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
 
 # ThreadSanitizer on slide mode's copy threads, host optimizer and their event ordering (without
 # OpenMP, whose runtime is not instrumented: the optimizer's threads would be false reports)
@@ -62,7 +69,32 @@ build/cpp_check: tests/test_model.c $(HDRS)
 	$(CC) -std=c11 -DSLIDECHECK_STATIC -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
 	@touch $@
 
-test: all build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS)) \
+# Every .c file under both compilers, syntax only: gcc with the warnings Ubuntu's gcc adds by
+# default (-Wformat -Wformat-security), and clang -std=c11. tests/test_gpu.c needs the CUDA
+# headers and is checked only where nvcc is found.
+CHECK_GCC   ?= gcc
+CHECK_CLANG ?= clang
+CHECK_SRCS   = $(wildcard demos/*.c tests/*.c bench/*.c)
+ifeq ($(NVCC),)
+CHECK_SRCS  := $(filter-out tests/test_gpu.c,$(CHECK_SRCS))
+endif
+CHECK_WARN   = -std=c11 -Wall -Wextra -Werror -fopenmp
+check_extra  = $(if $(filter tests/test_gpu.c,$<),-DSLIDECHECK_CUDA -I$(CUDA_HOME)/include)
+
+.PHONY: check-compilers
+check-compilers: $(CHECK_SRCS:%.c=build/check/gcc/%.ok) $(CHECK_SRCS:%.c=build/check/clang/%.ok)
+
+build/check/gcc/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CHECK_GCC) $(CHECK_WARN) -Wformat -Wformat-security -I. $(STB_CFLAGS) $(check_extra) -fsyntax-only $<
+	@touch $@
+
+build/check/clang/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CHECK_CLANG) $(CHECK_WARN) -I. $(STB_CFLAGS) $(check_extra) -fsyntax-only $<
+	@touch $@
+
+test: all check-compilers build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS)) \
       build/tsan/test_slide $(addprefix build/cpu/,$(DEMOS)) build/check_outputs
 	@sh tests/run.sh $(TESTS)
 
@@ -74,7 +106,7 @@ build/test_gpu: tests/test_gpu.c $(HDRS) build/slidecheck_cuda.o
 
 build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_DEPS)
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. demos/recompute_tradeoff.c -o $@ $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. $(STB_CFLAGS) demos/recompute_tradeoff.c -o $@ $(CLI_LIBS)
 
 # The demos (see demos/README in the top README): each one .c file over demos/demo.h, plot.h
 # and the shared figure recipes; with nvcc present they run on the GPU too.
@@ -82,16 +114,16 @@ demos: $(addprefix build/,$(DEMOS)) build/recompute_tradeoff
 
 $(addprefix build/,$(DEMOS)): build/%: demos/%.c $(HDRS) $(DEMO_HDRS) $(CLI_DEPS)
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. $< -o $@ $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. $(STB_CFLAGS) $< -o $@ $(CLI_LIBS)
 
 # CPU builds of the demos for the tests (no CUDA, so that they run the same everywhere)
 build/cpu/%: demos/%.c $(HDRS) $(DEMO_HDRS)
 	@mkdir -p build/cpu
-	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
 
 build/check_outputs: tests/check_outputs.c
 	@mkdir -p build
-	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
 
 demo:
 	sh demos/run

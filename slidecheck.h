@@ -101,6 +101,8 @@ USAGE
      sc_safetensors_open / open_memory / close / find / meta / read_f32 / read_i32 / write
      sc_hf_read_config / sc_hf_read_params / sc_hf_write
      sc_tokens_read / sc_tokens_write / sc_tokens_check / sc_tokens_free
+     sc_data_open(&d, "train_??.bin", &dc) / next / seek / position / close   token shards
+                                            (llm.c .bin or 1-D .npy, mmap'd; POSIX); sc_data_write_shard
 
    Several processes (data parallel)
      sc_dist_env_read / sc_dist_rendezvous / sc_hash_bytes
@@ -558,6 +560,7 @@ typedef struct sc_step_metrics {
     int64_t cpu_rss, cpu_peak_rss;          /* bytes: at step end, and true peak in the step */
     int cpu_peak_method;                    /* 0 none, 1 clear_refs+VmHWM, 2 samples */
     sc_tracer_mem gpu;
+    double lr, grad_norm, val_loss;         /* training notes (sc_tracer_step_note); NaN when none */
     /* private: where this step's spans and layer cells live */
     int64_t span_first, span_count;
     int64_t layer_first;
@@ -650,6 +653,9 @@ SCDEF sc_stats sc_stats_compute(const double *x, int n);
 /* Results. sc_tracer_step_get returns NULL when i is out of range; i counts finished
    steps from 0. sc_tracer_layer_ms returns 0 for a cell the step did not have. */
 SCDEF int64_t sc_tracer_step_count(const sc_tracer *tr);
+/* Notes on step i (after its step_end) for step_metrics.csv's lr, grad_norm and val_loss
+   columns; NaN leaves a value as it is. */
+SCDEF void sc_tracer_step_note(sc_tracer *tr, int64_t i, double lr, double grad_norm, double val_loss);
 SCDEF const sc_step_metrics *sc_tracer_step_get(const sc_tracer *tr, int64_t i);
 SCDEF double sc_tracer_layer_ms(const sc_tracer *tr, int64_t i, int layer, sc_phase phase);
 /* Statistics of a (layer, phase) cell, or of a step-level phase total, over the steps
@@ -827,6 +833,46 @@ SCDEF sc_result sc_tokens_write(const char *path, const int32_t *ids, int B, int
 /* Check every id is in [0, vocab_size) and T <= max_position (SC_ERROR_RANGE otherwise). */
 SCDEF sc_result sc_tokens_check(const int32_t *ids, int B, int T, const sc_config *cfg);
 SCDEF void sc_tokens_free(int32_t *ids);
+
+/* ---- token shards (training data) ----
+   A glob(3) pattern names the shards, taken in strcmp order of their paths. Each shard is
+   llm.c's format (a 256 x int32 little-endian header: magic 20240520 with uint16 tokens or
+   20240801 with uint32 tokens, version 1, token count; then the tokens) or a 1-D .npy of
+   '<u2', '<u4' or '<i4' (told apart by the "\x93NUMPY" magic, not the extension). Shards are
+   memory-mapped read-only, so a dataset larger than RAM works. A batch is the next B*T
+   tokens of the current shard (B rows of T); a shard's tail shorter than B*T is skipped, and
+   after the last shard the first comes again (a new epoch). With `world` data-parallel ranks,
+   rank r takes global batches r, r+W, r+2W, ... of this one stream. POSIX only (mmap, glob):
+   elsewhere sc_data_open fails with SC_ERROR_UNSUPPORTED. */
+typedef struct sc_data_config {
+    int B, T;               /* rows and tokens a row of one batch */
+    int rank, world;        /* data parallel: rank r takes global batches r, r+W, ... (0, 0 -> 0 of 1) */
+    int shuffle;            /* 1: permute each shard's batches, per epoch, from shuffle_seed */
+    uint64_t shuffle_seed;
+    int vocab_size;         /* > 0: every token is checked < vocab_size when the shards open */
+} sc_data_config;
+typedef struct sc_data sc_data; /* opaque */
+/* Open the shards matching pattern. No match -> IO naming the pattern; a file that cannot be
+   opened -> IO; bad magic or version, or a size that disagrees with the token count (short or
+   long) -> FORMAT; a .npy not 1-D, in Fortran order or of another dtype -> SHAPE; a token >=
+   vocab_size (or negative, or >= 2^31) -> RANGE with the position in its shard and the value;
+   each naming the file. No shard holding one batch, or bad B/T/rank/world -> INVALID_ARGS.
+   sc_data_next returns RANGE for a negative or >= 2^31 token when vocab_size was 0. */
+SCDEF sc_result sc_data_open(sc_data **out, const char *pattern, const sc_data_config *cfg);
+SCDEF void sc_data_close(sc_data *d);
+SCDEF sc_result sc_data_next(sc_data *d, int32_t *ids);     /* this rank's next batch: B*T tokens */
+SCDEF int64_t sc_data_position(const sc_data *d);            /* global batches consumed so far (all ranks) */
+SCDEF sc_result sc_data_seek(sc_data *d, int64_t position);  /* continue as if `position` global batches were read */
+SCDEF int64_t sc_data_epoch_batches(const sc_data *d);       /* batches in one pass over all shards */
+SCDEF int sc_data_shard_count(const sc_data *d);
+SCDEF const char *sc_data_shard_name(const sc_data *d, int i);
+SCDEF uint64_t sc_data_shard_tokens(const sc_data *d, int i);
+/* Of the shards' file names (without directories, so a moved dataset still matches), token
+   counts and widths, and B, T, shuffle and shuffle_seed (not rank or world: every rank, and
+   a resume on another number of ranks, sees the same global stream). */
+SCDEF uint64_t sc_data_hash(const sc_data *d);
+/* Writes tokens as one llm.c shard: uint16 (magic 20240520) when every token < 65536 and !force_u32, else uint32 (20240801). */
+SCDEF sc_result sc_data_write_shard(const char *path, const int32_t *tokens, size_t n, int force_u32);
 /* ------------------------------------------------------------------------------------------
    Layer ops (CPU reference). Size letters, as in llm.c:
      B batch, T sequence, N = B*T rows, C hidden, I intermediate, H query heads, KV kv heads,
@@ -915,6 +961,8 @@ typedef struct sc_optim_consts {
     float omb1, omb2; /* 1 - beta1, 1 - beta2 */
     float step;       /* lr / (1 - beta1^t) */
     float bc2s;       /* sqrt(1 - beta2^t) */
+    float gscale;     /* each gradient is first multiplied by this (gradient clipping; 1 by default:
+                         g * 1 == g, the same bits as without) */
 } sc_optim_consts;
 SCDEF sc_optim_consts sc_optim_consts_make(float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 /* AdamW / SGD over [0, n) on the calling thread (AVX-512 / AVX2 chosen at run time). */
@@ -929,6 +977,31 @@ SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint1
                          const sc_optim_consts *k, int threads);
 /* "avx512", "avx2" or "scalar": the path the range functions take on this CPU. */
 SCDEF const char *sc_cpu_optim_isa(void);
+/* Gradient clipping, torch.nn.utils.clip_grad_norm_'s semantics. sc_grad_norm: the 2-norm of
+   g[0, n) (dtype gt), summed in f64 in a fixed order that the CUDA kernel repeats (chunks of
+   SC_GRAD_NORM_CHUNK; in each, 256 lanes of strided sums meet in a halving tree; the chunk sums
+   likewise): the same bits on the host and the device, for any thread count. sc_clip_scale: the
+   factor min(1, max_norm / (norm + 1e-6)) every gradient is multiplied by (NaN stays NaN, as
+   in torch). */
+#define SC_GRAD_NORM_CHUNK 65536
+SCDEF double sc_grad_norm(const void *g, sc_dtype gt, size_t n, int threads);
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+static inline float sc_clip_scale(double norm, float max_norm)
+{
+    double c = (double)max_norm / (norm + 1e-6);
+    return (c < 1.0 || c != c) ? (float)c : 1.0f;
+}
+/* Learning-rate schedules, transformers' formulas (get_constant_schedule_with_warmup,
+   get_linear_schedule_with_warmup, get_cosine_with_min_lr_schedule_with_warmup): the factor of
+   the base rate at optimizer step `step` (0-based) of `total`; warm-up from 0 (step 0 has lr 0
+   when warmup > 0). */
+typedef enum sc_lr_schedule { SC_LR_CONSTANT = 0, SC_LR_LINEAR = 1, SC_LR_COSINE = 2 } sc_lr_schedule;
+SCDEF double sc_lr_factor(sc_lr_schedule s, int64_t step, int64_t warmup, int64_t total, double min_lr_ratio);
+/* "constant", "linear" or "cosine"; SC_ERROR_INVALID_ARGS for anything else */
+SCDEF sc_result sc_lr_schedule_parse(const char *name, sc_lr_schedule *out);
+SCDEF const char *sc_lr_schedule_name(sc_lr_schedule s);
 /* Test hook (private): forces "avx512", "avx2" or "scalar"; returns 0 if this CPU cannot run it. NULL: automatic. */
 SCDEF int sc__cpu_optim_force(const char *isa);
 /* Test / bench hook (private): wout's stores, 1 non-temporal (the default), 0 ordinary; returns the previous
@@ -983,6 +1056,10 @@ typedef enum sc_optim { SC_OPTIM_SGD = 0, SC_OPTIM_ADAMW = 1 } sc_optim;
    it while the device works on the layers below. The arithmetic is that of resident mode: losses,
    gradients and weights are bitwise equal, for every checkpoint policy. */
 typedef enum sc_mode { SC_MODE_RESIDENT = 0, SC_MODE_SLIDE = 1 } sc_mode;
+/* The whole-step CUDA graph. AUTO (zero, the default) uses it where it works: the CUDA backend,
+   resident mode, one process, no keep_logits. Each shape's second step is captured and the later
+   ones replay it: the same bits as eager steps. ON fails where it cannot be; OFF runs eagerly. */
+typedef enum sc_cuda_graph { SC_CUDA_GRAPH_AUTO = 0, SC_CUDA_GRAPH_ON = 1, SC_CUDA_GRAPH_OFF = 2 } sc_cuda_graph;
 
 typedef struct sc_model_config {
     sc_device device;          /* SC_DEVICE_CPU (default) or SC_DEVICE_CUDA */
@@ -1000,8 +1077,8 @@ typedef struct sc_model_config {
                                   f32 master weights, 8 instead of 12 bytes per parameter of state
                                   and master on the host. Other arithmetic than f32 state. */
     sc_mode mode;              /* SC_MODE_RESIDENT (default) or SC_MODE_SLIDE */
-    int prefetch;              /* slide: layers uploaded ahead of the one computing (0 -> 1) */
-    int cpu_threads;           /* slide: threads of the host optimizer (0 -> all cores but one) */
+    int slide_prefetch;        /* slide: layers uploaded ahead of the one computing (0 -> 1) */
+    int slide_cpu_threads;     /* slide: threads of the host optimizer (0 -> all cores but one) */
     int head_slice;            /* 0: the LM head in one piece. R > 0: in vocabulary slices of R rows,
                                   the loss by an online log-sum-exp over two passes; slide mode then
                                   streams the head slice by slice and, for one micro-batch of at most
@@ -1055,10 +1132,13 @@ typedef struct sc_model_config {
                                   layer (the split its host updates), the embedding, final norm and
                                   head's whole on every rank */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
-    int cuda_graph;            /* whole-step CUDA graph: 0 (default) where it works (CUDA, resident
-                                  mode, one process, no keep_logits): each shape's second step is
-                                  captured and later steps replay it, the same bits; -1 off; 1 on,
-                                  and a step fails where it cannot be */
+    sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
+    float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
+                                  sc_clip_scale(norm, clip_grad_norm), norm the 2-norm over all
+                                  gradients (torch's clip_grad_norm_); the same bits in every mode
+                                  and policy. Slide mode then updates after the whole backward
+                                  (the norm needs every gradient). Not with slide_dpu,
+                                  slide_keep_head, slide_device_update or zero. 0: no clipping */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -1130,6 +1210,23 @@ SCDEF sc_cuda *sc_model_cuda(sc_model *m);
 SCDEF void sc_model_tracer_timing(sc_model *m, sc_tracer_config *tc);
 /* Sizes like "6GiB", "512MiB", "1.5GB", "4096" (bytes). 0 on success, -1 on a malformed size. */
 SCDEF int sc_parse_size(const char *s, size_t *out);
+/* The learning rate of the next update (a schedule sets it before each step), and the current one. */
+SCDEF void sc_model_set_lr(sc_model *m, float lr);
+SCDEF float sc_model_lr(const sc_model *m);
+/* Optimizer steps taken so far (the AdamW bias correction's t). */
+SCDEF int sc_model_steps_done(const sc_model *m);
+/* The 2-norm of the current gradients, before clipping (sc_grad_norm's order: the same bits in
+   every mode): the one the last update clipped with, else computed now (waits for the device
+   or the host optimizer). NaN where the gradients are not all in one place (slide_device_update
+   after an update, GPU ZeRO-1). */
+SCDEF double sc_model_grad_norm(sc_model *m);
+/* The optimizer's state as a safetensors file: "exp_avg" and "exp_avg_sq" (AdamW's m and v) and
+   "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
+   parameter order, with the step count, optimizer and sizes as metadata. load checks them against
+   the model (a mismatch is an error naming the file) and restores the exact bits, so training
+   goes on as if never stopped. Not with zero or slide_keep_head. Written to path.tmp, then renamed. */
+SCDEF sc_result sc_model_save_optimizer(sc_model *m, const char *path);
+SCDEF sc_result sc_model_load_optimizer(sc_model *m, const char *path);
 
 /* ------------------------------------------------------------------------------------------
    CUDA backend entry points (slidecheck_cuda.cu). Define SLIDECHECK_CUDA where you include
@@ -1151,16 +1248,41 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg);
 SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu);
 SC_CUDA_DEF sc_result sc_cuda_status(sc_cuda *cu);     /* the first failure so far (sticky) */
 SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" if none) */
-/* Which attention kernels bf16 mode runs (tests, A/B timing): 0 (default) the tensor-core kernels
-   for head_dim 64/128; 1 the plain f32-accumulating reference kernels; 2 the tensor-core kernels
-   with one 16-row m-tile per warp (the default's bits, slower: a cross-check of its tiling); 3
-   the default kernels, but dQ by the kernel that recomputes S and dP instead of reading dS (the
-   path of sequences too long for the dS workspace); 4 the mma.sync kernels where the Hopper ones
-   (wgmma forward and dK/dV, head_dim 128 on compute capability 9.0) would run: with mode 2 the
-   bitwise cross-check of the mma.sync tilings; 5 the wgmma forward without its software pipeline
-   (the default's bits: the cross-check of the pipeline); 6 the pipelined wgmma forward without
-   its TMA producer warp (the default's bits; the default where the driver has no TMA). */
-SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode);
+/* Which kernels the attention ops run in bf16 mode. The tensor-core paths take head_dim 64 and
+   128 with 16-byte aligned operands; other head_dims, unaligned operands and f32 storage always
+   run the REFERENCE kernels. Every path is deterministic: the same inputs, the same bits, on a
+   given GPU and build.
+   - SC_ATTENTION_DEFAULT: the fastest path this GPU and build have. On compute capability 9.0
+     (H100, H200) running this build's sm_90a code, head_dim 128 takes the Hopper kernels: a wgmma
+     forward fed by TMA (where the driver has no TMA, PORTABLE's forward) and a wgmma dK/dV.
+     Everywhere else, and for head_dim 64, it is PORTABLE. Out and lse of the Hopper forward, and
+     the backward's gradients, match PORTABLE's within bf16 tolerance, not bitwise: wgmma adds
+     the products of a 16-key step in another order than mma.sync.
+   - SC_ATTENTION_PORTABLE: the mma.sync / cp.async kernels that sm_80, sm_86, sm_89 and GPUs
+     newer than Hopper run by default, forced on any GPU (an H100 can check them). Their bits do
+     not depend on the GPU's shared memory (where it is short, as the 99 KiB a block of sm_86 /
+     sm_89, head_dim 128 runs blocks of fewer warps, the same arithmetic per row). Sequences
+     longer than 32 * head_dim (sc_attention_ds_bytes 0) take the dQ kernel that recomputes S
+     and dP, on every tensor-core path; under DEFAULT their backward is then PORTABLE's, bitwise.
+   - SC_ATTENTION_REFERENCE: the plain tiled kernels, no tensor cores, f32 arithmetic on the
+     stored inputs (P and dS not rounded to bf16): the GPU's reference for the other paths
+     (the tests check every path against the CPU). Much slower than the others.
+   A new context starts with DEFAULT. set_attention_path returns SC_ERROR_INVALID_ARGS (and
+   changes nothing) for another value; attention_hopper is 1 where DEFAULT runs the Hopper
+   kernels, 0 where it is PORTABLE. */
+typedef enum sc_attention_path {
+    SC_ATTENTION_DEFAULT = 0,
+    SC_ATTENTION_PORTABLE = 1,
+    SC_ATTENTION_REFERENCE = 2
+} sc_attention_path;
+SC_CUDA_DEF sc_result sc_cuda_set_attention_path(sc_cuda *cu, sc_attention_path p);
+SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu);
+#ifdef SLIDECHECK_TESTING
+/* Test hook (private): the mma.sync kernels pick their warps a block as on a GPU that gives a
+   block `bytes` of shared memory (sm_86 / sm_89: 101376), so that an H100 runs the blocks such a
+   GPU runs; 0: the device's own. */
+SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
+#endif
 /* The dS workspace (sc_attention_ds_bytes) the next attention backward uses; NULL: a scratch
    buffer of the context's own. The model passes one from its caching allocator, so that the
    bytes count in its peak. */
@@ -1271,8 +1393,14 @@ SC_CUDA_DEF void sc_cuda_crossentropy_slice_backward(sc_cuda *cu, void *dlogits,
 SC_CUDA_DEF void sc_cuda_accumulate(sc_cuda *cu, float *acc, const void *x, size_t n, int first);
 /* p in dtype pt, AdamW's m, v in dtype st; g in dtype gt. Every operation rounded on its own (no
    FMA), so the host optimizer (sc_cpu_adamw_range) gives the same bits. */
-SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
-                              float weight_decay);
+SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n,
+                                    const sc_optim_consts *k);
+/* Both multiply each gradient by the scale of the last sc_cuda_grad_norm (1 until one runs).
+   grad_norm queues the 2-norm of g[0, n) in sc_grad_norm's order (the same bits) and, with
+   max_norm > 0, the scale sc_clip_scale gives (else 1); read waits for the compute stream and
+   returns both. The kernels read them from device memory, so a CUDA graph replays them. */
+SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size_t n, float max_norm);
+SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *scale);
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                 sc_dtype gt, size_t n, const sc_optim_consts *k);
 /* Slide mode. Streams: 0 compute, 1 upload, 2 download (sc_cuda_event_record takes the same
@@ -2948,6 +3076,7 @@ SCDEF sc_result sc_tracer_step_begin(sc_tracer *tr, int epoch, int step)
     if (!p) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_tracer_step_begin: out of memory");
     tr->steps = (sc_step_metrics *)p;
     memset(&tr->cur, 0, sizeof tr->cur);
+    tr->cur.lr = tr->cur.grad_norm = tr->cur.val_loss = NAN;
     tr->cur.epoch = epoch;
     tr->cur.step = step;
     tr->cur.global_step = tr->nsteps;
@@ -3628,7 +3757,7 @@ SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *pa
           "gpu_alloc_gib,gpu_resv_gib,peak_alloc_gib,peak_resv_gib,cum_wall_ms,"
           "recompute_ms,h2d_ms,d2h_ms,loss_ms,other_ms,tokens,cpu_peak_rss_gib,launches", f);
     for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",launches_%s", sc_phase_name((sc_phase)p));
-    fputs(",h2d_bytes,d2h_bytes,host_pinned_gib,comm_ms,comm_bytes", f);
+    fputs(",h2d_bytes,d2h_bytes,host_pinned_gib,comm_ms,comm_bytes,lr,grad_norm,val_loss", f);
     fputc('\n', f);
     for (int64_t i = 0; i < tr->nsteps; i++) {
         const sc_step_metrics *m = &tr->steps[i];
@@ -3648,9 +3777,19 @@ SCDEF sc_result sc_tracer_write_step_metrics(const sc_tracer *tr, const char *pa
         for (int p = 0; p < SC_PHASE_COUNT; p++) fprintf(f, ",%lld", (long long)m->launches[p]);
         fprintf(f, ",%lld,%lld,%.9g,%.9g,%lld", (long long)m->bytes[SC_PHASE_H2D], (long long)m->bytes[SC_PHASE_D2H],
                 (double)m->gpu.host_pinned / gib, m->phase_ms[SC_PHASE_COMM], (long long)m->bytes[SC_PHASE_COMM]);
+        fprintf(f, ",%.9g,%.9g,%.9g", m->lr, m->grad_norm, m->val_loss); /* nan where not noted */
         fputc('\n', f);
     }
     return sc__trace_close(f, path);
+}
+
+SCDEF void sc_tracer_step_note(sc_tracer *tr, int64_t i, double lr, double grad_norm, double val_loss)
+{
+    if (!tr || i < 0 || i >= tr->nsteps) return;
+    sc_step_metrics *m = &tr->steps[i];
+    if (lr == lr) m->lr = lr;
+    if (grad_norm == grad_norm) m->grad_norm = grad_norm;
+    if (val_loss == val_loss) m->val_loss = val_loss;
 }
 
 SCDEF sc_result sc_tracer_write_layer_metrics(const sc_tracer *tr, const char *path)
@@ -5271,6 +5410,470 @@ SCDEF sc_result sc_tokens_check(const int32_t *ids, int B, int T, const sc_confi
 }
 
 SCDEF void sc_tokens_free(int32_t *ids) { SC_FREE(ids); }
+
+/* ---- token shards ---- */
+#ifndef _WIN32
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+#define SC__SHARD_MAGIC16 20240520
+#define SC__SHARD_MAGIC32 20240801
+#define SC__SHARD_HEADER 1024 /* 256 x int32 */
+
+typedef struct sc__shard {
+    char *path;
+    void *map;                 /* the whole file, mapped read-only; NULL: not mapped */
+    size_t map_len;
+    const unsigned char *tok;  /* the first token (little-endian, possibly unaligned in a .npy) */
+    uint64_t ntok;
+    int width;                 /* bytes a token: 2 or 4 */
+    int is_signed;             /* '<i4' */
+    int64_t nbatch, first;     /* its whole batches; index of the first of them in an epoch */
+} sc__shard;
+
+struct sc_data {
+    int B, T, rank, world, shuffle, vocab_size;
+    uint64_t seed;
+    int n;
+    sc__shard *sh;
+    int64_t epoch_batches, pos;
+    int64_t *perm;             /* shuffle: the order of shard perm_shard's batches in epoch perm_epoch */
+    int64_t perm_epoch;
+    int perm_shard;            /* -1: perm holds nothing yet */
+};
+
+static uint32_t sc__data_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+/* Token i as uint32 (an '<i4' negative comes out >= 2^31). Byte loads: a .npy's data need not be aligned. */
+static uint32_t sc__data_tok(const sc__shard *s, uint64_t i)
+{
+    const unsigned char *p = s->tok + i * (uint64_t)s->width;
+    return s->width == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : sc__data_le32(p);
+}
+static uint64_t sc__data_hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(v >> (8 * k));
+    return sc_hash_bytes(h, b, 8);
+}
+
+/* Map s->path whole, read-only. */
+static sc_result sc__shard_map(sc__shard *s)
+{
+#ifdef _WIN32
+    return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': token shards need mmap (POSIX)", s->path);
+#else
+    int fd = open(s->path, O_RDONLY);
+    if (fd < 0) return sc__fail(SC_ERROR_IO, "file '%s': cannot open: %s", s->path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return sc__fail(SC_ERROR_IO, "file '%s': cannot stat: %s", s->path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) { close(fd); return sc__fail(SC_ERROR_IO, "file '%s': not a regular file", s->path); }
+    if (st.st_size == 0) { close(fd); return sc__fail(SC_ERROR_FORMAT, "file '%s': empty, not a token shard", s->path); }
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+        close(fd);
+        return sc__fail(SC_ERROR_UNSUPPORTED, "file '%s': too large to map on this machine", s->path);
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd); /* the mapping keeps the file */
+    if (m == MAP_FAILED) return sc__fail(SC_ERROR_IO, "file '%s': cannot map: %s", s->path, strerror(e));
+    s->map = m;
+    s->map_len = (size_t)st.st_size;
+    return SC_SUCCESS;
+#endif
+}
+
+static void sc__shard_unmap(sc__shard *s)
+{
+#ifndef _WIN32
+    if (s->map) munmap(s->map, s->map_len);
+#endif
+    s->map = NULL;
+}
+
+/* The value of `key` in a .npy header dict (numpy writes 'key': value); NULL if absent. */
+static const char *sc__npy_value(const char *h, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = h; *p; p++) {
+        if ((*p != '\'' && *p != '"') || strncmp(p + 1, key, n) || p[1 + n] != *p) continue;
+        p += n + 2;
+        while (*p == ' ') p++;
+        if (*p != ':') return NULL;
+        p++;
+        while (*p == ' ') p++;
+        return p;
+    }
+    return NULL;
+}
+
+/* The dtype, order and shape of a .npy header dict (h, NUL-terminated): *n tokens. */
+static sc_result sc__npy_dict(sc__shard *s, const char *h, uint64_t *n)
+{
+    const char *descr = sc__npy_value(h, "descr"), *fo = sc__npy_value(h, "fortran_order"),
+               *shape = sc__npy_value(h, "shape");
+    if (!descr || !fo || !shape || (*descr != '\'' && *descr != '"') || *shape != '(')
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy header lacks descr, fortran_order or shape: %s", s->path, h);
+    static const char *const types[3] = {"<u2", "<u4", "<i4"};
+    int t = 0;
+    while (t < 3 && (strncmp(descr + 1, types[t], 3) || descr[4] != descr[0])) t++;
+    if (t == 3) {
+        const char *e = strchr(descr + 1, descr[0]);
+        return sc__fail(SC_ERROR_SHAPE, "file '%s': .npy dtype %.*s; token shards are '<u2', '<u4' or '<i4'", s->path,
+                        e ? (int)(e - descr + 1) : 16, descr);
+    }
+    s->width = t ? 4 : 2;
+    s->is_signed = t == 2;
+    if (!strncmp(fo, "True", 4))
+        return sc__fail(SC_ERROR_SHAPE, "file '%s': .npy has fortran_order True; token shards are C order", s->path);
+    if (strncmp(fo, "False", 5))
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy fortran_order is neither True nor False", s->path);
+    int ndim = 0;
+    for (const char *p = shape + 1;;) { /* "(n,)", "( n , )", "(2, 6)", "()" */
+        while (*p == ' ') p++;
+        if (*p == ')') break;
+        if (*p < '0' || *p > '9') return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy shape is malformed: %s", s->path, h);
+        uint64_t v = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (v > (UINT64_MAX - 9) / 10) return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy shape overflows", s->path);
+            v = v * 10 + (uint64_t)(*p - '0');
+        }
+        if (*p == 'L') p++; /* written by Python 2 */
+        *n = v;
+        ndim++;
+        while (*p == ' ') p++;
+        if (*p == ',') p++;
+        else if (*p != ')') return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy shape is malformed: %s", s->path, h);
+    }
+    if (ndim != 1)
+        return sc__fail(SC_ERROR_SHAPE, "file '%s': .npy has %d dimensions; token shards are 1-D", s->path, ndim);
+    return SC_SUCCESS;
+}
+
+/* A .npy header: where the data starts, how many tokens, and their width and signedness. */
+static sc_result sc__npy_parse(sc__shard *s, uint64_t *off, uint64_t *n)
+{
+    const unsigned char *b = (const unsigned char *)s->map;
+    size_t len = s->map_len, hl, start;
+    if (len < 10) return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy header is truncated", s->path);
+    start = b[6] == 1 ? 10 : 12;
+    if (b[6] < 1 || b[6] > 3)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy version %d.%d (1.0, 2.0 and 3.0 are read)", s->path, b[6], b[7]);
+    if (len < start) return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy header is truncated", s->path);
+    hl = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8 : (size_t)sc__data_le32(b + 8);
+    if (hl > len - start) return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy header runs past the end of the file", s->path);
+    if (hl > (1u << 20)) return sc__fail(SC_ERROR_FORMAT, "file '%s': .npy header of %zu bytes", s->path, hl);
+    char *h = (char *)SC_MALLOC(hl + 1);
+    if (!h) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "file '%s': out of memory", s->path);
+    memcpy(h, b + start, hl);
+    size_t e = hl;
+    while (e > 0 && (h[e - 1] == ' ' || h[e - 1] == '\n')) e--; /* the padding, out of messages */
+    h[e] = 0;
+    *n = 0;
+    *off = start + hl;
+    sc_result r = sc__npy_dict(s, h, n);
+    SC_FREE(h);
+    return r;
+}
+
+/* Magic, version and the size the header promises against the file's. */
+static sc_result sc__shard_parse(sc__shard *s)
+{
+    const unsigned char *b = (const unsigned char *)s->map;
+    uint64_t off = 0, n = 0, len = s->map_len;
+    if (len >= 6 && !memcmp(b, "\x93NUMPY", 6)) {
+        sc_result r = sc__npy_parse(s, &off, &n);
+        if (r != SC_SUCCESS) return r;
+    } else {
+        if (len < SC__SHARD_HEADER)
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': %llu bytes, shorter than a token shard's %d-byte header", s->path,
+                            (unsigned long long)len, SC__SHARD_HEADER);
+        uint32_t magic = sc__data_le32(b), version = sc__data_le32(b + 4), count = sc__data_le32(b + 8);
+        if (magic == SC__SHARD_MAGIC16) s->width = 2;
+        else if (magic == SC__SHARD_MAGIC32) s->width = 4;
+        else
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': bad magic %u (a token shard has %d for uint16 tokens, %d for uint32,"
+                            " or is a .npy)", s->path, magic, SC__SHARD_MAGIC16, SC__SHARD_MAGIC32);
+        if (version != 1) return sc__fail(SC_ERROR_FORMAT, "file '%s': token shard version %u, expected 1", s->path, version);
+        if (count > INT32_MAX) /* llm.c's header is int32 */
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': negative token count %d", s->path, (int32_t)count);
+        off = SC__SHARD_HEADER;
+        n = count;
+        s->is_signed = 0;
+    }
+    if (n > (UINT64_MAX - off) / (uint64_t)s->width || len < off + n * (uint64_t)s->width)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': truncated: %llu bytes, but its header counts %llu tokens of %d bytes after"
+                        " %llu header bytes", s->path, (unsigned long long)len, (unsigned long long)n, s->width,
+                        (unsigned long long)off);
+    if (len > off + n * (uint64_t)s->width)
+        return sc__fail(SC_ERROR_FORMAT, "file '%s': %llu bytes after the %llu tokens its header counts (a wrong count, or"
+                        " trailing data)", s->path, (unsigned long long)(len - off - n * (uint64_t)s->width),
+                        (unsigned long long)n);
+    s->tok = b + off;
+    s->ntok = n;
+    return SC_SUCCESS;
+}
+
+/* Every token <= limit: a scan of the whole mapped shard, on all cores. */
+static sc_result sc__shard_scan(const sc__shard *s, uint32_t limit, int vocab_size)
+{
+    int64_t n = (int64_t)s->ntok, bad = n;
+    if (s->width == 2) {
+        SC__OMP(omp parallel for schedule(static) reduction(min : bad))
+        for (int64_t i = 0; i < n; i++)
+            if (i < bad && ((uint32_t)s->tok[2 * i] | (uint32_t)s->tok[2 * i + 1] << 8) > limit) bad = i;
+    } else {
+        SC__OMP(omp parallel for schedule(static) reduction(min : bad))
+        for (int64_t i = 0; i < n; i++)
+            if (i < bad && sc__data_le32(s->tok + 4 * i) > limit) bad = i;
+    }
+    if (bad == n) return SC_SUCCESS;
+    uint32_t v = sc__data_tok(s, (uint64_t)bad);
+    long long at = (long long)bad;
+    if (s->is_signed && v > (uint32_t)INT32_MAX)
+        return sc__fail(SC_ERROR_RANGE, "file '%s': token at position %lld is negative (%d)", s->path, at, (int)(int32_t)v);
+    if (v > (uint32_t)INT32_MAX)
+        return sc__fail(SC_ERROR_RANGE, "file '%s': token at position %lld is %u, beyond int32", s->path, at, v);
+    return sc__fail(SC_ERROR_RANGE, "file '%s': token at position %lld is %u, not below vocab_size %d", s->path, at, v,
+                    vocab_size);
+}
+
+static int sc__data_strcmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The paths matching pattern, in strcmp order (glob's own order follows the locale). */
+static sc_result sc__data_glob(const char *pattern, char ***paths, int *n)
+{
+    *paths = NULL;
+    *n = 0;
+#ifdef _WIN32
+    return sc__fail(SC_ERROR_UNSUPPORTED, "pattern '%s': token shards need glob and mmap (POSIX)", pattern);
+#else
+    glob_t g;
+    memset(&g, 0, sizeof g);
+    int rc = glob(pattern, 0, NULL, &g);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+        globfree(&g);
+        return sc__fail(SC_ERROR_IO, "no file matches '%s'", pattern);
+    }
+    if (rc) {
+        globfree(&g);
+        return sc__fail(rc == GLOB_NOSPACE ? SC_ERROR_OUT_OF_MEMORY : SC_ERROR_IO, "pattern '%s': glob failed (%s)", pattern,
+                        rc == GLOB_NOSPACE ? "out of memory" : "a directory could not be read");
+    }
+    if (g.gl_pathc > (size_t)INT_MAX / 2) {
+        globfree(&g);
+        return sc__fail(SC_ERROR_INVALID_ARGS, "pattern '%s': too many files", pattern);
+    }
+    char **p = (char **)SC_MALLOC(g.gl_pathc * sizeof *p);
+    int k = 0;
+    if (p)
+        for (; k < (int)g.gl_pathc; k++)
+            if (!(p[k] = sc__concat(g.gl_pathv[k], "", NULL))) break;
+    if (!p || k < (int)g.gl_pathc) {
+        while (p && k > 0) SC_FREE(p[--k]);
+        SC_FREE(p);
+        globfree(&g);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "pattern '%s': out of memory", pattern);
+    }
+    globfree(&g);
+    qsort(p, (size_t)k, sizeof *p, sc__data_strcmp);
+    *paths = p;
+    *n = k;
+    return SC_SUCCESS;
+#endif
+}
+
+SCDEF void sc_data_close(sc_data *d)
+{
+    if (!d) return;
+    for (int i = 0; i < d->n; i++) {
+        sc__shard_unmap(&d->sh[i]);
+        SC_FREE(d->sh[i].path);
+    }
+    SC_FREE(d->sh);
+    SC_FREE(d->perm);
+    SC_FREE(d);
+}
+
+SCDEF sc_result sc_data_open(sc_data **out, const char *pattern, const sc_data_config *cfg)
+{
+    if (!out || !pattern || !cfg) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_open: NULL argument");
+    *out = NULL;
+    int world = cfg->world, rank = cfg->rank;
+    if (world == 0 && rank == 0) world = 1;
+    if (cfg->B < 1 || cfg->T < 1)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_open: B = %d, T = %d; both must be >= 1", cfg->B, cfg->T);
+    if (world < 1 || rank < 0 || rank >= world)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_open: rank %d of world %d", cfg->rank, cfg->world);
+    if (cfg->vocab_size < 0) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_open: vocab_size %d", cfg->vocab_size);
+    sc_data *d = (sc_data *)SC_MALLOC(sizeof *d);
+    if (!d) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_data_open: out of memory");
+    memset(d, 0, sizeof *d);
+    d->B = cfg->B; d->T = cfg->T; d->rank = rank; d->world = world;
+    d->shuffle = cfg->shuffle != 0; d->seed = cfg->shuffle_seed; d->vocab_size = cfg->vocab_size;
+    d->perm_shard = -1;
+    char **paths;
+    int n;
+    sc_result r = sc__data_glob(pattern, &paths, &n);
+    if (r != SC_SUCCESS) { SC_FREE(d); return r; }
+    d->sh = (sc__shard *)SC_MALLOC((size_t)n * sizeof *d->sh);
+    if (!d->sh) {
+        for (int i = 0; i < n; i++) SC_FREE(paths[i]);
+        SC_FREE(paths); SC_FREE(d);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_data_open: out of memory");
+    }
+    memset(d->sh, 0, (size_t)n * sizeof *d->sh);
+    for (int i = 0; i < n; i++) d->sh[i].path = paths[i]; /* the shards own them now */
+    SC_FREE(paths);
+    d->n = n;
+    uint64_t bt = (uint64_t)d->B * (uint64_t)d->T, most = 0;
+    int64_t maxb = 0;
+    for (int i = 0; i < n && r == SC_SUCCESS; i++) {
+        sc__shard *s = &d->sh[i];
+        if ((r = sc__shard_map(s)) != SC_SUCCESS || (r = sc__shard_parse(s)) != SC_SUCCESS) break;
+        if (d->vocab_size > 0 && (r = sc__shard_scan(s, (uint32_t)d->vocab_size - 1, d->vocab_size)) != SC_SUCCESS) break;
+        s->nbatch = (int64_t)(s->ntok / bt);
+        s->first = d->epoch_batches;
+        d->epoch_batches += s->nbatch;
+        if (s->ntok > most) most = s->ntok;
+        if (s->nbatch > maxb) maxb = s->nbatch;
+    }
+    if (r == SC_SUCCESS && d->epoch_batches == 0)
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "no shard matching '%s' holds one batch of B*T = %llu tokens (the largest holds"
+                     " %llu)", pattern, (unsigned long long)bt, (unsigned long long)most);
+    if (r == SC_SUCCESS && d->shuffle && !(d->perm = (int64_t *)SC_MALLOC((size_t)maxb * sizeof *d->perm)))
+        r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_data_open: out of memory for a shuffle of %lld batches", (long long)maxb);
+    if (r != SC_SUCCESS) { sc_data_close(d); return r; }
+    *out = d;
+    return SC_SUCCESS;
+}
+
+/* Fisher-Yates over shard s's batches, seeded from (seed, epoch, s): the same on every rank
+   and after any seek. */
+static void sc__data_permute(sc_data *d, int64_t epoch, int s)
+{
+    if (d->perm_shard == s && d->perm_epoch == epoch) return;
+    int64_t n = d->sh[s].nbatch, *p = d->perm;
+    for (int64_t i = 0; i < n; i++) p[i] = i;
+    uint64_t h = sc__data_hash_u64(sc__data_hash_u64(sc__data_hash_u64(0, d->seed), (uint64_t)epoch), (uint64_t)s);
+    sc_rng rng = sc_rng_seed(h);
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(sc_rng_u64(&rng) % (uint64_t)(i + 1)), t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+    d->perm_epoch = epoch;
+    d->perm_shard = s;
+}
+
+SCDEF sc_result sc_data_next(sc_data *d, int32_t *ids)
+{
+    if (!d || !ids) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_next: NULL argument");
+    int64_t g = d->pos + d->rank, epoch = g / d->epoch_batches, k = g % d->epoch_batches;
+    int lo = 0, hi = d->n - 1;
+    while (lo < hi) { /* the last shard whose first batch is <= k: it has k (empty shards share `first` with the next) */
+        int mid = lo + (hi - lo + 1) / 2;
+        if (d->sh[mid].first <= k) lo = mid;
+        else hi = mid - 1;
+    }
+    const sc__shard *s = &d->sh[lo];
+    int64_t j = k - s->first;
+    if (d->shuffle) {
+        sc__data_permute(d, epoch, lo);
+        j = d->perm[j];
+    }
+    uint64_t bt = (uint64_t)d->B * (uint64_t)d->T, base = (uint64_t)j * bt;
+    uint32_t limit = d->vocab_size > 0 ? (uint32_t)d->vocab_size - 1 : (uint32_t)INT32_MAX, bad = 0;
+    for (uint64_t i = 0; i < bt; i++) {
+        uint32_t v = sc__data_tok(s, base + i);
+        bad |= v > limit;
+        ids[i] = (int32_t)(v & 0x7fffffffu);
+    }
+    if (bad) /* only without vocab_size (open checked the rest): a negative or huge token */
+        for (uint64_t i = 0; i < bt; i++) {
+            uint32_t v = sc__data_tok(s, base + i);
+            if (v > limit)
+                return sc__fail(SC_ERROR_RANGE, "file '%s': token at position %llu is %s%u", s->path,
+                                (unsigned long long)(base + i), s->is_signed ? "negative: -" : "beyond int32: ",
+                                s->is_signed ? 0u - v : v);
+        }
+    d->pos += d->world;
+    return SC_SUCCESS;
+}
+
+SCDEF int64_t sc_data_position(const sc_data *d) { return d ? d->pos : 0; }
+
+SCDEF sc_result sc_data_seek(sc_data *d, int64_t position)
+{
+    if (!d || position < 0 || position > INT64_MAX / 2) /* room for next()'s pos + rank and pos += world */
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_seek: position %lld", (long long)position);
+    d->pos = position; /* next() derives epoch, shard and permutation from it */
+    return SC_SUCCESS;
+}
+
+SCDEF int64_t sc_data_epoch_batches(const sc_data *d) { return d ? d->epoch_batches : 0; }
+SCDEF int sc_data_shard_count(const sc_data *d) { return d ? d->n : 0; }
+SCDEF const char *sc_data_shard_name(const sc_data *d, int i) { return d && i >= 0 && i < d->n ? d->sh[i].path : NULL; }
+SCDEF uint64_t sc_data_shard_tokens(const sc_data *d, int i) { return d && i >= 0 && i < d->n ? d->sh[i].ntok : 0; }
+
+SCDEF uint64_t sc_data_hash(const sc_data *d)
+{
+    if (!d) return 0;
+    uint64_t h = sc__data_hash_u64(0, (uint64_t)d->n);
+    for (int i = 0; i < d->n; i++) {
+        const char *name = strrchr(d->sh[i].path, '/');
+        name = name ? name + 1 : d->sh[i].path;
+        h = sc_hash_bytes(h, name, strlen(name) + 1);
+        h = sc__data_hash_u64(h, d->sh[i].ntok);
+    }
+    h = sc__data_hash_u64(h, (uint64_t)d->B);
+    h = sc__data_hash_u64(h, (uint64_t)d->T);
+    h = sc__data_hash_u64(h, (uint64_t)d->shuffle);
+    return sc__data_hash_u64(h, d->shuffle ? d->seed : 0);
+}
+
+SCDEF sc_result sc_data_write_shard(const char *path, const int32_t *tokens, size_t n, int force_u32)
+{
+    if (!path || (!tokens && n)) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_data_write_shard: NULL argument");
+    if (n > (size_t)INT32_MAX)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "file '%s': %zu tokens; a shard's header counts at most 2^31-1", path, n);
+    int wide = force_u32 != 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tokens[i] < 0) return sc__fail(SC_ERROR_RANGE, "file '%s': token %zu is negative (%d)", path, i, tokens[i]);
+        if (tokens[i] > 65535) wide = 1;
+    }
+    unsigned char buf[4096];
+    memset(buf, 0, SC__SHARD_HEADER);
+    uint32_t head[3] = {(uint32_t)(wide ? SC__SHARD_MAGIC32 : SC__SHARD_MAGIC16), 1, (uint32_t)n};
+    for (int f = 0; f < 3; f++)
+        for (int k = 0; k < 4; k++) buf[4 * f + k] = (unsigned char)(head[f] >> (8 * k));
+    FILE *fp;
+    char *tmp;
+    sc_result r = sc__tmp_open(path, &fp, &tmp);
+    if (r != SC_SUCCESS) return r;
+    fwrite(buf, 1, SC__SHARD_HEADER, fp);
+    int w = wide ? 4 : 2;
+    for (size_t i = 0; i < n;) {
+        size_t m = 0;
+        for (; i < n && m + (size_t)w <= sizeof buf; i++)
+            for (int k = 0; k < w; k++) buf[m++] = (unsigned char)((uint32_t)tokens[i] >> (8 * k));
+        fwrite(buf, 1, m, fp);
+    }
+    return sc__tmp_commit(path, fp, tmp, r);
+}
 /* ==========================================================================================
    CPU reference ops
    ========================================================================================== */
@@ -6155,6 +6758,7 @@ SCDEF sc_optim_consts sc_optim_consts_make(float lr, float beta1, float beta2, f
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
     c.step = lr / bc1;
     c.bc2s = sqrtf(bc2);
+    c.gscale = 1.0f;
     return c;
 }
 
@@ -6162,7 +6766,7 @@ static void sc__adamw_scalar(void *p, void *m, void *v, sc_dtype pt, sc_dtype st
                              uint16_t *wout, size_t i, size_t n, const sc_optim_consts *k)
 {
     for (; i < n; i++) {
-        float gi = sc__ld(g, gt, i);
+        float gi = sc__mulf(sc__ld(g, gt, i), k->gscale);
         float pd = sc__mulf(sc__ld(p, pt, i), k->decay);
         float mi = sc__mulf(k->beta1, sc__ld(m, st, i)) + sc__mulf(k->omb1, gi);
         float vi = sc__mulf(k->beta2, sc__ld(v, st, i)) + sc__mulf(sc__mulf(k->omb2, gi), gi);
@@ -6179,7 +6783,7 @@ static void sc__sgd_scalar(void *p, sc_dtype pt, const void *g, sc_dtype gt, uin
 {
     for (; i < n; i++) {
         float pi = sc__ld(p, pt, i);
-        float pn = pi - sc__mulf(k->lr, sc__ld(g, gt, i) + sc__mulf(k->weight_decay, pi));
+        float pn = pi - sc__mulf(k->lr, sc__mulf(sc__ld(g, gt, i), k->gscale) + sc__mulf(k->weight_decay, pi));
         sc__st(p, pt, i, pn);
         if (wout) wout[i] = sc_f32_to_bf16(pn);
     }
@@ -6282,9 +6886,9 @@ SC__AVX512 SC__INL size_t sc__adamw16(void *p, void *m, void *v, const void *g, 
 {
     const __m512 decay = _mm512_set1_ps(k->decay), b1 = _mm512_set1_ps(k->beta1), b2 = _mm512_set1_ps(k->beta2);
     const __m512 omb1 = _mm512_set1_ps(k->omb1), omb2 = _mm512_set1_ps(k->omb2), step = _mm512_set1_ps(k->step);
-    const __m512 bc2s = _mm512_set1_ps(k->bc2s), eps = _mm512_set1_ps(k->eps);
+    const __m512 bc2s = _mm512_set1_ps(k->bc2s), eps = _mm512_set1_ps(k->eps), gs = _mm512_set1_ps(k->gscale);
     for (; i + 16 <= n; i += 16) {
-        __m512 gi = sc__ld16(g, G, i);
+        __m512 gi = sc__mul16(sc__ld16(g, G, i), gs);
         __m512 pd = sc__mul16(sc__ld16(p, P, i), decay);
         __m512 mi = _mm512_add_ps(sc__mul16(b1, sc__ld16(m, S, i)), sc__mul16(omb1, gi));
         __m512 vi = _mm512_add_ps(sc__mul16(b2, sc__ld16(v, S, i)), sc__mul16(sc__mul16(omb2, gi), gi));
@@ -6301,10 +6905,10 @@ SC__AVX512 SC__INL size_t sc__adamw16(void *p, void *m, void *v, const void *g, 
 SC__AVX512 SC__INL size_t sc__sgd16(void *p, const void *g, uint16_t *wout, size_t i, size_t n,
                                      const sc_optim_consts *k, int P, int G, int W, int NT)
 {
-    const __m512 lr = _mm512_set1_ps(k->lr), wd = _mm512_set1_ps(k->weight_decay);
+    const __m512 lr = _mm512_set1_ps(k->lr), wd = _mm512_set1_ps(k->weight_decay), gs = _mm512_set1_ps(k->gscale);
     for (; i + 16 <= n; i += 16) {
         __m512 pi = sc__ld16(p, P, i);
-        __m512 pn = _mm512_sub_ps(pi, sc__mul16(lr, _mm512_add_ps(sc__ld16(g, G, i), sc__mul16(wd, pi))));
+        __m512 pn = _mm512_sub_ps(pi, sc__mul16(lr, _mm512_add_ps(sc__mul16(sc__ld16(g, G, i), gs), sc__mul16(wd, pi))));
         sc__st16(p, P, i, pn);
         if (W) sc__stw16(wout + i, sc__bf16x16(pn), NT);
     }
@@ -6380,9 +6984,9 @@ SC__AVX2 SC__INL size_t sc__adamw8(void *p, void *m, void *v, const void *g, uin
 {
     const __m256 decay = _mm256_set1_ps(k->decay), b1 = _mm256_set1_ps(k->beta1), b2 = _mm256_set1_ps(k->beta2);
     const __m256 omb1 = _mm256_set1_ps(k->omb1), omb2 = _mm256_set1_ps(k->omb2), step = _mm256_set1_ps(k->step);
-    const __m256 bc2s = _mm256_set1_ps(k->bc2s), eps = _mm256_set1_ps(k->eps);
+    const __m256 bc2s = _mm256_set1_ps(k->bc2s), eps = _mm256_set1_ps(k->eps), gs = _mm256_set1_ps(k->gscale);
     for (; i + 8 <= n; i += 8) {
-        __m256 gi = sc__ld8(g, G, i);
+        __m256 gi = sc__mul8(sc__ld8(g, G, i), gs);
         __m256 pd = sc__mul8(sc__ld8(p, P, i), decay);
         __m256 mi = _mm256_add_ps(sc__mul8(b1, sc__ld8(m, S, i)), sc__mul8(omb1, gi));
         __m256 vi = _mm256_add_ps(sc__mul8(b2, sc__ld8(v, S, i)), sc__mul8(sc__mul8(omb2, gi), gi));
@@ -6399,10 +7003,10 @@ SC__AVX2 SC__INL size_t sc__adamw8(void *p, void *m, void *v, const void *g, uin
 SC__AVX2 SC__INL size_t sc__sgd8(void *p, const void *g, uint16_t *wout, size_t i, size_t n,
                                   const sc_optim_consts *k, int P, int G, int W, int NT)
 {
-    const __m256 lr = _mm256_set1_ps(k->lr), wd = _mm256_set1_ps(k->weight_decay);
+    const __m256 lr = _mm256_set1_ps(k->lr), wd = _mm256_set1_ps(k->weight_decay), gs = _mm256_set1_ps(k->gscale);
     for (; i + 8 <= n; i += 8) {
         __m256 pi = sc__ld8(p, P, i);
-        __m256 pn = _mm256_sub_ps(pi, sc__mul8(lr, _mm256_add_ps(sc__ld8(g, G, i), sc__mul8(wd, pi))));
+        __m256 pn = _mm256_sub_ps(pi, sc__mul8(lr, _mm256_add_ps(sc__mul8(sc__ld8(g, G, i), gs), sc__mul8(wd, pi))));
         sc__st8(p, P, i, pn);
         if (W) sc__stw8(wout + i, sc__bf16x8(pn), NT);
     }
@@ -6559,6 +7163,72 @@ SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint1
     }
 }
 
+
+/* 256 lane sums meeting in a halving tree: the order k_sumsq_chunks and k_grad_norm use */
+static double sc__tree256(double *s)
+{
+    for (int w = 128; w >= 1; w >>= 1)
+        for (int t = 0; t < w; t++) s[t] = s[t] + s[t + w];
+    return s[0];
+}
+
+SCDEF double sc_grad_norm(const void *g, sc_dtype gt, size_t n, int threads)
+{
+    size_t nc = (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
+    double *part = (double *)SC_MALLOC(sizeof(double) * (nc ? nc : 1));
+    if (!part) return NAN;
+    int nt = sc__optim_threads(threads);
+    (void)nt;
+    SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 4))
+    for (long long c = 0; c < (long long)nc; c++) {
+        double lane[256] = {0};
+        size_t o = (size_t)c * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
+        for (size_t r = o; r < e; r += 256) /* lane t takes r + t: rows of 256, lanes side by side */
+            for (size_t t = 0; t < 256 && r + t < e; t++) {
+                double x = (double)sc__ld(g, gt, r + t);
+                lane[t] = lane[t] + x * x; /* x * x is exact in f64: contraction changes nothing */
+            }
+        part[c] = sc__tree256(lane);
+    }
+    double lane[256] = {0};
+    for (size_t i = 0; i < nc; i++) lane[i % 256] = lane[i % 256] + part[i];
+    SC_FREE(part);
+    return sqrt(sc__tree256(lane));
+}
+
+SCDEF double sc_lr_factor(sc_lr_schedule s, int64_t step, int64_t warmup, int64_t total, double min_lr_ratio)
+{
+    if (step < warmup) return (double)step / (double)(warmup > 1 ? warmup : 1);
+    double rest = (double)(total - warmup > 1 ? total - warmup : 1);
+    if (s == SC_LR_LINEAR) {
+        double f = (double)(total - step) / rest;
+        return f > 0.0 ? f : 0.0;
+    }
+    if (s == SC_LR_COSINE) {
+        double progress = (double)(step - warmup) / rest;
+        double f = 0.5 * (1.0 + cos(3.14159265358979323846 * 0.5 * 2.0 * progress));
+        f = f * (1.0 - min_lr_ratio) + min_lr_ratio;
+        return f > 0.0 ? f : 0.0;
+    }
+    return 1.0;
+}
+
+static const char *const sc__lr_names[3] = {"constant", "linear", "cosine"};
+
+SCDEF sc_result sc_lr_schedule_parse(const char *name, sc_lr_schedule *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (name && !strcmp(name, sc__lr_names[i])) {
+            *out = (sc_lr_schedule)i;
+            return SC_SUCCESS;
+        }
+    return sc_set_error(SC_ERROR_INVALID_ARGS, "lr schedule '%s': expected constant, linear or cosine", name ? name : "");
+}
+
+SCDEF const char *sc_lr_schedule_name(sc_lr_schedule s)
+{
+    return (int)s >= 0 && (int)s < 3 ? sc__lr_names[s] : "?";
+}
 
 SCDEF void sc_cpu_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay)
 {
@@ -6764,6 +7434,9 @@ struct sc_model {
     float *rope_cos, *rope_sin;
     int rope_T;
     int t;                         /* optimizer steps taken */
+    float gscale;                  /* the host optimizer's gradient factor this update (clipping; 1) */
+    double gnorm;                  /* the last update's gradient norm (NaN: not computed) */
+    int gnorm_step;                /* ... at optimizer step t == gnorm_step */
     /* activation slots of the current micro-batch (act_store + mb * (L + 1)) */
     float *(*acts)[SC__A_COUNT];
     float *(*act_store)[SC__A_COUNT];
@@ -6782,6 +7455,14 @@ struct sc_model {
     int64_t launch_mark;
     sc__graph_state gs;            /* the whole-step CUDA graph (sc__graph_step) */
 };
+
+/* The optimizer's constants of update m->t, with the host's clipping factor */
+static sc_optim_consts sc__model_consts(const sc_model *m)
+{
+    sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    k.gscale = m->gscale;
+    return k;
+}
 
 /* One call for both backends: the CPU op, or the CUDA op of the same name. */
 #ifdef SLIDECHECK_CUDA
@@ -7511,6 +8192,8 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->mc = mc;
+    m->gscale = 1.0f;
+    m->gnorm = NAN;
     m->pb = m->gb = m->ab = 4;
     m->pdt = m->gdt = SC_F32;
     sc_allocator_config ac;
@@ -7564,11 +8247,12 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     m->alloc.cfg.on_event_user = m;
     m->nparams = sc_config_num_params(cfg);
     float *host = NULL;
-    if (mc.cuda_graph < -1 || mc.cuda_graph > 1) {
-        r = sc__fail(SC_ERROR_INVALID_ARGS, "cuda_graph is -1 (off), 0 (where it works) or 1 (on), not %d", mc.cuda_graph);
+    if (mc.cuda_graph != SC_CUDA_GRAPH_AUTO && mc.cuda_graph != SC_CUDA_GRAPH_ON && mc.cuda_graph != SC_CUDA_GRAPH_OFF) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "cuda_graph is SC_CUDA_GRAPH_AUTO, _ON or _OFF, not %d", (int)mc.cuda_graph);
         goto fail;
     }
-    if (mc.cuda_graph == 1 && (!m->cu || mc.mode != SC_MODE_RESIDENT || sc_dist_comm_world(mc.comm) > 1 || mc.keep_logits)) {
+    if (mc.cuda_graph == SC_CUDA_GRAPH_ON &&
+        (!m->cu || mc.mode != SC_MODE_RESIDENT || sc_dist_comm_world(mc.comm) > 1 || mc.keep_logits)) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "a whole-step CUDA graph needs the CUDA backend, resident mode, one process "
                      "and no kept logits");
         goto fail;
@@ -7577,9 +8261,9 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_INVALID_ARGS, "unknown mode %d", (int)mc.mode);
         goto fail;
     }
-    if (mc.prefetch < 0 || (mc.mode == SC_MODE_SLIDE && mc.prefetch > cfg->num_layers)) {
-        r = sc__fail(SC_ERROR_INVALID_ARGS, "prefetch %d: must be between 1 and the layer count (%d)", mc.prefetch,
-                     cfg->num_layers);
+    if (mc.slide_prefetch < 0 || (mc.mode == SC_MODE_SLIDE && mc.slide_prefetch > cfg->num_layers)) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "slide_prefetch %d: must be between 1 and the layer count (%d)",
+                     mc.slide_prefetch, cfg->num_layers);
         goto fail;
     }
     if (mc.head_slice < 0) {
@@ -7595,6 +8279,15 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     if (mc.slide_dpu && mc.slide_keep_head) { /* the device holds one copy of the head: a read-back
                                                  would need the update the next step must not see */
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
+        goto fail;
+    }
+    if (!(mc.clip_grad_norm >= 0.0f) || mc.clip_grad_norm > 1e30f) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "clip_grad_norm %g: must be 0 (off) or a positive norm", (double)mc.clip_grad_norm);
+        goto fail;
+    }
+    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update || mc.zero)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "clip_grad_norm needs every gradient in one place before any update: not with "
+                     "slide_dpu, slide_keep_head, slide_device_update or zero");
         goto fail;
     }
     if (mc.slide_head_once && (mc.mode != SC_MODE_SLIDE || mc.slide_keep_head || mc.head_slice <= 0)) {
@@ -8049,7 +8742,7 @@ static size_t sc__head_numel(const sc_config *c) { return (size_t)c->vocab_size 
 static int sc__slide_threads(const sc_model *m)
 {
     int all = sc__optim_threads(0);
-    return m->mc.cpu_threads > 0 ? m->mc.cpu_threads : all > 1 ? all - 1 : 1;
+    return m->mc.slide_cpu_threads > 0 ? m->mc.slide_cpu_threads : all > 1 ? all - 1 : 1;
 }
 
 /* Slide's data parallel splits each layer's host update (split = 1): this rank's chunk of it and
@@ -8517,7 +9210,7 @@ static int sc__plan_widest(const sc_plan *p)
 
 SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc, const sc_plan *plan)
 {
-    int P = mc && mc->prefetch > 0 ? mc->prefetch : 1, W = plan ? sc__plan_widest(plan) : 1;
+    int P = mc && mc->slide_prefetch > 0 ? mc->slide_prefetch : 1, W = plan ? sc__plan_widest(plan) : 1;
     int gpu = mc && mc->device == SC_DEVICE_CUDA, bf = gpu && mc->bf16;
     size_t pb = bf ? 2 : 4, gb = bf && !mc->master_weights ? 2 : 4;
     size_t ln = sc__layer_numel(c), hn = sc__head_numel(c), C = (size_t)c->hidden_size;
@@ -8627,7 +9320,7 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
 static void sc__slide_acquire(sc_model *m, int g)
 {
     sc__slide *sl = m->sl;
-    int L = m->cfg.num_layers, P = m->mc.prefetch > 0 ? m->mc.prefetch : 1;
+    int L = m->cfg.num_layers, P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1;
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
         if (!sc__slot_of(sl, u, L)) {
             sc__slide_wait_unit(m, sl->wp, u); /* the update of u this step's weights come from */
@@ -8689,9 +9382,14 @@ static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t byte
 static void sc__slide_sgd(sc_model *m, void *w, const void *g, size_t n)
 {
 #ifdef SLIDECHECK_CUDA
-    if (m->cu) { sc_cuda_sgd_update(m->cu, w, m->pdt, g, m->gdt, n, m->mc.lr, m->mc.weight_decay); return; }
+    if (m->cu) {
+        sc_optim_consts k = sc__model_consts(m);
+        sc_cuda_sgd_update(m->cu, w, m->pdt, g, m->gdt, n, &k);
+        return;
+    }
 #endif
-    sc_cpu_sgd_update((float *)w, (const float *)g, n, m->mc.lr, m->mc.weight_decay);
+    sc_optim_consts k = sc__model_consts(m);
+    sc_cpu_sgd_mt(w, SC_F32, g, SC_F32, NULL, n, &k, 0);
     sc__round(m, (float *)w, n);
 }
 
@@ -9001,7 +9699,7 @@ static sc_result sc__zero_update(sc_model *m)
         sc__memset0(m, m->opt_m, ns * (size_t)sb);
         sc__memset0(m, m->opt_v, ns * (size_t)sb);
     }
-    sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    sc_optim_consts k = sc__model_consts(m);
     sc_cuda_comm_join(m->cu, m->coll_l1);
     for (int b = 0; b < L; b++) sc__zero_update_bucket(m, b, &k);
     sc_cuda_comm_join(m->cu, m->coll_emb);
@@ -9014,6 +9712,25 @@ static sc_result sc__zero_update(sc_model *m)
 #endif
 }
 
+/* The norm of the gradients this update clips with: on the GPU queued (the kernels read the
+   scale from device memory; the host reads the norm when asked), on the host computed now into
+   m->gscale. Data parallel: after every sum. */
+static void sc__clip_norm(sc_model *m)
+{
+    m->gnorm_step = m->t;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu && !m->sl) {
+        if (m->nccl) sc_cuda_comm_join(m->cu, sc_cuda_comm_count(m->cu));
+        sc_cuda_grad_norm(m->cu, m->grads, m->gdt, m->nparams, m->mc.clip_grad_norm);
+        m->gnorm = NAN; /* read back on request */
+        return;
+    }
+#endif
+    const void *g = m->sl ? m->sl->hg : (const void *)m->grads;
+    m->gnorm = sc_grad_norm(g, m->gdt, m->nparams, m->sl ? sc__slide_threads(m) : 0);
+    m->gscale = sc_clip_scale(m->gnorm, m->mc.clip_grad_norm);
+}
+
 /* The optimizer on the device, enqueued behind the step (no wait for the loss); with NCCL, the
    buckets whose sums are in first (the layers 1.. and the final norm / head) while the embedding's
    and layer 0's sums still run, then the rest. The update is per element: the same bits as one
@@ -9022,6 +9739,7 @@ static sc_result sc__resident_update(sc_model *m)
 {
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, -1);
     m->t++;
+    if (m->mc.clip_grad_norm > 0.0f) sc__clip_norm(m);
     size_t n = m->nparams, cut = m->nccl ? sc_config_layer_base(&m->cfg, 1) : 0;
     sc_result r;
     if (m->zero_gpu) r = sc__zero_update(m);
@@ -9037,6 +9755,7 @@ static sc_result sc__resident_update(sc_model *m)
         }
 #endif
     }
+    m->gscale = 1.0f;
     sc__span_end(m, sp);
     return r;
 }
@@ -9099,8 +9818,8 @@ static sc_result sc__slide_check_window(sc_model *m, const sc_plan *plan)
     sc__gib_str(b, sizeof b, m->mc.mem_cap);
     return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs at least %s of device memory for its window (%d layer "
                     "slots for prefetch %d and policy %s, the head %s, the largest gradient buffer) before any "
-                    "activation; the memory cap is %s", a, (m->mc.prefetch > 0 ? m->mc.prefetch : 1) +
-                    sc__plan_widest(plan), m->mc.prefetch > 0 ? m->mc.prefetch : 1, plan->name,
+                    "activation; the memory cap is %s", a, (m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1) +
+                    sc__plan_widest(plan), m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1, plan->name,
                     m->mc.slide_keep_head ? "kept with its gradients and optimizer state" : "slot", b);
 }
 
@@ -9108,7 +9827,7 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
 {
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
-    int P = m->mc.prefetch > 0 ? m->mc.prefetch : 1, want = P + sc__plan_widest(plan);
+    int P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1, want = P + sc__plan_widest(plan);
     if (sl->nslots != want) {
         for (int i = 0; i < sl->nslots; i++) {
             sc__ev_release(m, &sl->slots[i].ready);
@@ -9277,23 +9996,22 @@ static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size
         sc_dtype pt = pb == 2 ? SC_BF16 : SC_F32;
         char *pp = (char *)p + off * (size_t)pb;
         const char *g = (const char *)m->grads + off * (size_t)m->gb;
+        sc_optim_consts k = sc__model_consts(m);
         if (m->mc.optim == SC_OPTIM_ADAMW) {
-            sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
             sc_cuda_adamw_update(m->cu, pp, (char *)m->opt_m + off * (size_t)sb, (char *)m->opt_v + off * (size_t)sb,
                                  pt, st, g, m->gdt, cnt, &k);
         } else
-            sc_cuda_sgd_update(m->cu, pp, pt, g, m->gdt, cnt, m->mc.lr, m->mc.weight_decay);
+            sc_cuda_sgd_update(m->cu, pp, pt, g, m->gdt, cnt, &k);
         if (m->master) sc_cuda_convert(m->cu, (char *)m->params + off * (size_t)m->pb, m->pdt, pp, SC_F32, cnt);
         return sc_cuda_status(m->cu);
     }
 #endif
     SC_ASSERT(off == 0 && cnt == n); /* the CPU backend updates in one piece */
-    if (m->mc.optim == SC_OPTIM_ADAMW) { /* the CPU backend holds f32 parameters and gradients */
-        sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    sc_optim_consts k = sc__model_consts(m);
+    if (m->mc.optim == SC_OPTIM_ADAMW) /* the CPU backend holds f32 parameters and gradients */
         sc_cpu_adamw_mt(p + lo, m->opt_m, m->opt_v, SC_F32, st, m->grads + lo, SC_F32, NULL, hi - lo, &k, 0);
-    }
     else
-        sc_cpu_sgd_update(p, m->grads, n, m->mc.lr, m->mc.weight_decay);
+        sc_cpu_sgd_mt(p, SC_F32, m->grads, SC_F32, NULL, n, &k, 0);
     sc__round(m, m->params + lo, hi - lo);
     /* the update is per element: the parts exchanged equal plain data parallel's, bit for bit */
     if (zero) SC__TRY(sc_dist_allgather_f32(m->mc.comm, m->params, n));
@@ -9536,7 +10254,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sl->update = update;
     if (update) {
         m->t++;
-        sl->k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+        sl->k = sc__model_consts(m);
     }
     sl->par = m->t & 1;
     sl->devup = update && m->mc.slide_device_update;
@@ -9817,17 +10535,17 @@ static void sc__graph_drop(sc_model *m)
 static int sc__graph_wanted(const sc_model *m)
 {
     return m->cu && !m->sl && !m->nccl && sc_dist_comm_world(m->mc.comm) == 1 && !m->mc.keep_logits &&
-           m->mc.cuda_graph >= 0 && !m->gs.off;
+           m->mc.cuda_graph != SC_CUDA_GRAPH_OFF && !m->gs.off;
 }
 
 #ifdef SLIDECHECK_CUDA
 static sc_optim_consts sc__step_consts(const sc_model *m)
 {
-    return sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    return sc__model_consts(m);
 }
 
 /* Capture the step and run it once. A capture that fails leaves nothing behind: the step runs
-   eagerly and so do the later ones (the reason on stderr; with cuda_graph = 1 it is an error). */
+   eagerly and so do the later ones (the reason on stderr; with SC_CUDA_GRAPH_ON it is an error). */
 static sc_result sc__graph_capture(sc_model *m, const sc_plan *plan, int update)
 {
     sc__graph_state *g = &m->gs;
@@ -9854,7 +10572,7 @@ static sc_result sc__graph_capture(sc_model *m, const sc_plan *plan, int update)
         m->t = t0;
         if (mark >= 0) sc__tracer_spans_rewind(m->tr, mark);
         g->off = 1;
-        if (m->mc.cuda_graph > 0) return sc__fail(SC_ERROR_UNSUPPORTED, "cuda_graph on: %s", why);
+        if (m->mc.cuda_graph == SC_CUDA_GRAPH_ON) return sc__fail(SC_ERROR_UNSUPPORTED, "cuda_graph on: %s", why);
         fprintf(stderr, "slidecheck: whole-step CUDA graph off, steps run eagerly: %s\n", why);
         return sc__resident_step(m, plan, update);
     }
@@ -9969,7 +10687,12 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #endif
     SC_FREE(tg);
     /* the device's optimizer is queued behind the step; the CPU backend's follows the loss */
-    r = m->sl ? sc__slide_step(m, plan, update) : sc__graph_step(m, plan, update && m->cu);
+    /* clipping in slide mode: the update needs the norm of every gradient, so it follows the
+       whole backward (sc_model_optimizer_step below) */
+    int slide_clip = m->sl && m->mc.clip_grad_norm > 0.0f;
+    m->gnorm = NAN;
+    m->gnorm_step = -1;
+    r = m->sl ? sc__slide_step(m, plan, update && !slide_clip) : sc__graph_step(m, plan, update && m->cu);
 #ifdef SLIDECHECK_CUDA
     if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* never a hang */
     m->coll_l1 = m->coll_emb = 0; /* settled: an optimizer step after this one waits for nothing */
@@ -9993,7 +10716,7 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #endif
     sc__model_drop_acts(m);
     sc__free_dres(m);
-    if (r == SC_SUCCESS && update && !m->sl && !m->cu) r = sc_model_optimizer_step(m);
+    if (r == SC_SUCCESS && update && ((!m->sl && !m->cu) || slide_clip)) r = sc_model_optimizer_step(m);
     return r;
 }
 
@@ -10035,13 +10758,15 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     size_t end = m->params ? sc_config_norm_offset(&m->cfg) : m->nparams;
     sc__slide_drain(m);
     sc__slide_head_flush(m, 0); /* a kept head slot: the host updates the head now */
-    sc_optim_consts k = sc_optim_consts_make(m->mc.lr, m->mc.beta1, m->mc.beta2, m->mc.eps, m->mc.weight_decay, m->t);
+    if (m->mc.clip_grad_norm > 0.0f) sc__clip_norm(m);
+    sc_optim_consts k = sc__model_consts(m);
     int wb = m->mc.slide_dpu ? m->t & 1 : 0;
     if (m->params) sc__slide_update(m, &k, off, end - off, sc__slide_threads(m), wb); /* kept head: the layers */
     else r = sc__slide_update_all(m, &k, wb);
     m->sl->pending = 0; /* applied now: the next step sees it */
     m->sl->keep_slots = 0; /* the host weights changed: the slots' copies are stale */
     if (m->params && r == SC_SUCCESS) r = sc__device_update(m, sc__kept_numel(&m->cfg));
+    m->gscale = 1.0f;
     sc__span_end(m, sp);
     return r;
 }
@@ -10070,6 +10795,154 @@ SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
         return sc__kept_download(m, dst, m->grads, m->gb);
     }
     return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
+}
+
+SCDEF void sc_model_set_lr(sc_model *m, float lr) { m->mc.lr = lr; }
+SCDEF float sc_model_lr(const sc_model *m) { return m->mc.lr; }
+SCDEF int sc_model_steps_done(const sc_model *m) { return m->t; }
+
+SCDEF double sc_model_grad_norm(sc_model *m)
+{
+    if (m->gnorm_step == m->t && m->gnorm == m->gnorm) return m->gnorm;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu && !m->sl) {
+        if (m->zero_gpu) return NAN; /* each rank holds its chunk of the sums only */
+        if (m->gnorm_step != m->t) { /* not clipped: compute it now */
+            sc_cuda_grad_norm(m->cu, m->grads, m->gdt, m->nparams, 0.0f);
+            m->gnorm_step = m->t;
+        }
+        double nrm = NAN;
+        if (sc_cuda_grad_norm_read(m->cu, &nrm, NULL) != SC_SUCCESS) return NAN;
+        return m->gnorm = nrm;
+    }
+#endif
+    if (m->sl) {
+        if (m->sl->no_host_grads || m->params) return NAN; /* gradients on the device, or not all on the host */
+        sc__slide_drain(m);
+    }
+    m->gnorm_step = m->t;
+    return m->gnorm = sc_grad_norm(m->sl ? m->sl->hg : (const void *)m->grads, m->gdt, m->nparams,
+                                   m->sl ? sc__slide_threads(m) : 0);
+}
+
+/* The optimizer state's f32 arrays: which = 0 m, 1 v, 2 master; NULL where the model has none.
+   For save, a host buffer of nparams floats is filled; for load, it is written back. */
+static sc_result sc__opt_state_io(sc_model *m, int which, float *buf, int load)
+{
+    size_t n = m->nparams;
+    if (m->sl) {
+        sc__slide *sl = m->sl;
+        void *h = which == 0 ? sl->hm : which == 1 ? sl->hv : sl->hp;
+        sc_dtype t = which == 2 ? sl->hpt : sl->hst;
+        if (!load) { sc__host_to_f32(buf, h, t, n); return SC_SUCCESS; }
+        SC__OMP(omp parallel for schedule(static))
+        for (long long i = 0; i < (long long)n; i++) sc__st(h, t, (size_t)i, buf[i]);
+        if (which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
+            uint16_t *w = (uint16_t *)sl->hw[0];
+            SC__OMP(omp parallel for schedule(static))
+            for (long long i = 0; i < (long long)n; i++) w[i] = sc_f32_to_bf16(buf[i]);
+        }
+        sl->keep_slots = 0; /* the slots' copies are stale */
+        return SC_SUCCESS;
+    }
+    int sb = m->mc.state_bf16 ? 2 : (m->master ? 4 : m->pb);
+    if (which < 2 && !m->opt_m) { /* before the first update: the state is zero */
+        if (!load) { memset(buf, 0, n * sizeof(float)); return SC_SUCCESS; }
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, n, sb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, n, sb, "adamw.v"));
+    }
+    float *d = which == 0 ? m->opt_m : which == 1 ? m->opt_v : m->master;
+    int es = which == 2 ? 4 : sb;
+    if (!load) return sc__download_f32(m, buf, d, es, n);
+    SC__TRY(sc__upload_f32(m, d, es, buf, n));
+#ifdef SLIDECHECK_CUDA
+    if (which == 2 && m->cu) { /* the working weights: the master's rounding, as after an update */
+        sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, n);
+        return sc_cuda_status(m->cu);
+    }
+#endif
+    return SC_SUCCESS;
+}
+
+static sc_result sc__opt_state_check(const sc_model *m, const char *what)
+{
+    if (m->mc.zero || (m->sl && m->params))
+        return sc__fail(SC_ERROR_UNSUPPORTED, "%s: the optimizer state of zero or slide_keep_head runs is not saved yet",
+                        what);
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_model_save_optimizer(sc_model *m, const char *path)
+{
+    SC__TRY(sc__opt_state_check(m, path));
+    if (m->sl) sc__slide_drain(m);
+    int adam = m->mc.optim == SC_OPTIM_ADAMW, master = m->master || (m->sl && m->sl->hpt == SC_F32 && m->pdt == SC_BF16);
+    size_t n = m->nparams;
+    float *buf = (float *)SC_MALLOC(sizeof(float) * n * (size_t)(2 * adam + master) + 1);
+    if (!buf) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "%s: host malloc of the optimizer state failed", path);
+    sc_st_entry e[3];
+    int ne = 0;
+    sc_result r = SC_SUCCESS;
+    const char *names[3] = {"exp_avg", "exp_avg_sq", "master"};
+    for (int w = 0; w < 3 && r == SC_SUCCESS; w++) {
+        if ((w < 2 && !adam) || (w == 2 && !master)) continue;
+        float *b = buf + (size_t)ne * n;
+        r = sc__opt_state_io(m, w, b, 0);
+        memset(&e[ne], 0, sizeof e[ne]);
+        e[ne].name = names[w];
+        e[ne].dtype = "F32";
+        e[ne].ndim = 1;
+        e[ne].shape[0] = (int64_t)n;
+        e[ne].data = b;
+        ne++;
+    }
+    char step[32], np[32];
+    snprintf(step, sizeof step, "%d", m->t);
+    snprintf(np, sizeof np, "%zu", n);
+    const char *meta[] = {"format", "slidecheck-optimizer-1", "optim", adam ? "adamw" : "sgd", "step", step,
+                          "nparams", np, "master", master ? "1" : "0", "state_bf16", m->mc.state_bf16 ? "1" : "0"};
+    if (r == SC_SUCCESS) r = sc_safetensors_write(path, e, ne, meta, 6);
+    SC_FREE(buf);
+    return r;
+}
+
+SCDEF sc_result sc_model_load_optimizer(sc_model *m, const char *path)
+{
+    SC__TRY(sc__opt_state_check(m, path));
+    if (m->sl) sc__slide_drain(m);
+    sc_safetensors st;
+    SC__TRY(sc_safetensors_open(&st, path));
+    int adam = m->mc.optim == SC_OPTIM_ADAMW, master = m->master || (m->sl && m->sl->hpt == SC_F32 && m->pdt == SC_BF16);
+    const char *f = sc_safetensors_meta(&st, "format"), *o = sc_safetensors_meta(&st, "optim");
+    const char *sp = sc_safetensors_meta(&st, "step"), *np = sc_safetensors_meta(&st, "nparams");
+    const char *ms = sc_safetensors_meta(&st, "master"), *sb = sc_safetensors_meta(&st, "state_bf16");
+    char want[32];
+    snprintf(want, sizeof want, "%zu", m->nparams);
+    sc_result r = SC_SUCCESS;
+    long step = sp ? strtol(sp, NULL, 10) : -1;
+    if (!f || strcmp(f, "slidecheck-optimizer-1") || !o || !sp || !np || !ms || !sb || step < 0 || step > 2147483647L)
+        r = sc__fail(SC_ERROR_FORMAT, "%s: not a slidecheck optimizer state (metadata missing)", path);
+    else if (strcmp(o, adam ? "adamw" : "sgd"))
+        r = sc__fail(SC_ERROR_SHAPE, "%s: saved for %s, the model trains with %s", path, o, adam ? "adamw" : "sgd");
+    else if (strcmp(np, want))
+        r = sc__fail(SC_ERROR_SHAPE, "%s: %s parameters, the model has %s", path, np, want);
+    else if (strcmp(ms, master ? "1" : "0") || strcmp(sb, m->mc.state_bf16 ? "1" : "0"))
+        r = sc__fail(SC_ERROR_SHAPE, "%s: master weights %s / bf16 state %s, the model has %d / %d", path, ms, sb, master,
+                     m->mc.state_bf16 != 0);
+    float *buf = r == SC_SUCCESS ? (float *)SC_MALLOC(sizeof(float) * m->nparams + 1) : NULL;
+    if (r == SC_SUCCESS && !buf) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "%s: host malloc failed", path);
+    const char *names[3] = {"exp_avg", "exp_avg_sq", "master"};
+    int64_t shape[1] = {(int64_t)m->nparams};
+    for (int w = 0; w < 3 && r == SC_SUCCESS; w++) {
+        if ((w < 2 && !adam) || (w == 2 && !master)) continue;
+        r = sc_safetensors_read_f32(&st, names[w], buf, 1, shape);
+        if (r != SC_SUCCESS) r = sc__fail(r, "%s: %s", path, sc_last_error());
+        if (r == SC_SUCCESS) r = sc__opt_state_io(m, w, buf, 1);
+    }
+    SC_FREE(buf);
+    sc_safetensors_close(&st);
+    if (r == SC_SUCCESS) m->t = (int)step;
+    return r;
 }
 
 SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)

@@ -1,12 +1,17 @@
 /* slidecheck_cuda.cu - the CUDA backend of slidecheck.h (see "CUDA backend entry points" in
    slidecheck.h).
 
-   Build (Hopper):
-     nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=sm_90 \
+   Build (as the Makefile does: Ampere, Ada, Hopper, and PTX for later GPUs):
+     nvcc -O3 -std=c++17 --threads 0 -gencode arch=compute_80,code=sm_80 \
+          -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 \
+          -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 \
           -Xcompiler -Wall,-Wextra,-Werror -I. -c slidecheck_cuda.cu -o build/slidecheck_cuda.o
-   and link with -lcublasLt -lcublas -lcudart -lstdc++. On compute capability 9.0 the attention
-   forward and dK/dV take the wgmma kernels, which exist only in the sm_90a code: a build for
-   plain sm_90 alone stops (__trap) at the first attention call on an H100/H200.
+   and link with -lcublasLt -lcublas -lcudart -lstdc++. The Hopper attention kernels (wgmma, TMA,
+   setmaxnreg) exist only in the sm_90a code; every other target compiles them to a __trap that
+   never runs: sc_cuda_create launches k_has_sm90a, and only where it finds the sm_90a code (an
+   H100/H200 running this build's sm_90a binary) does SC_ATTENTION_DEFAULT take them. Everywhere
+   else, a GPU newer than Hopper JIT-compiling the compute_90 PTX included, attention runs the
+   mma.sync kernels (SC_ATTENTION_PORTABLE).
 
    Design notes
    - Storage: activations/weights in `A` (float, or __nv_bfloat16 with cfg.bf16), parameter
@@ -122,11 +127,12 @@ struct sc_cuda {
     long long launches;
     char name[256];
     int smem_optin;
-    int sm90a; /* compute capability 9.0: the sm_90a kernels (wgmma) run */
+    int smem_cap; /* 0, or the shared memory the attention tiles are chosen for (a test hook) */
+    int sm90a; /* compute capability 9.0 and k_has_sm90a found the sm_90a code: the Hopper kernels run */
     int sms;   /* streaming multiprocessors (the persistent kernels' grid) */
     void *tmap_encode; /* cuTensorMapEncodeTiled, NULL where the driver lacks it */
     int tmap_tried;
-    int attn_mode; /* SC__ATTN_*: which attention kernels bf16 mode takes (benchmarks, cross-checks) */
+    sc_attention_path attn_path; /* which attention kernels bf16 mode takes (sc_cuda_set_attention_path) */
     void *attn_ws;        /* the model's dS workspace for the next attention backward (sc_cuda_attention_workspace) */
     size_t attn_ws_bytes;
     void *scr[SC__SCR_COUNT];
@@ -141,6 +147,17 @@ struct sc_cuda {
     sc_optim_consts *kc_host, *kc_dev, kc_last;
     cudaEvent_t kc_ev[SC__KC];
     int kc_next, kc_valid;
+    /* gradient norm and clipping (sc_cuda_grad_norm): the result on the device (the optimizer
+       kernels read its scale), a pinned copy for the host, and the per-chunk partial sums */
+    struct sc__gnorm *gn_dev, *gn_host;
+    double *gn_part;
+    size_t gn_part_n;
+};
+
+/* sc_cuda_grad_norm's result: the optimizer kernels multiply each gradient by scale */
+struct sc__gnorm {
+    double sumsq, norm;
+    float scale;
 };
 
 /* A captured step: its executable graph, the events recorded inside it (tracer spans), the
@@ -509,18 +526,20 @@ __device__ __forceinline__ float sgd_elem(float p, float g, float lr, float wd)
 /* W = 8 where p and g are 16-byte aligned (vector loads: the 2-byte ones left this stream at
    1.8 TB/s on an H100), then the last n % 8 one by one; the same arithmetic per element */
 template <typename P, typename Gt, int W>
-__global__ void k_sgd(P *p, const Gt *g, size_t n, float lr, float wd)
+__global__ void k_sgd(P *p, const Gt *g, size_t n, const sc_optim_consts *kp, const sc__gnorm *gn)
 {
+    /* device memory: a replayed graph reads this step's learning rate and clipping scale */
+    const float lr = kp->lr, wd = kp->weight_decay, gs = gn->scale;
     size_t nv = n / W, t0 = blockIdx.x * (size_t)blockDim.x + threadIdx.x, st = (size_t)gridDim.x * blockDim.x;
     for (size_t i = t0; i < nv; i += st) {
         float pi[W], gi[W];
         ldv<W>(pi, p + i * W);
         ldv<W>(gi, g + i * W);
 #pragma unroll
-        for (int j = 0; j < W; j++) pi[j] = sgd_elem(pi[j], gi[j], lr, wd);
+        for (int j = 0; j < W; j++) pi[j] = sgd_elem(pi[j], __fmul_rn(gi[j], gs), lr, wd);
         stv<W>(p + i * W, pi);
     }
-    for (size_t i = nv * W + t0; i < n; i += st) stf(p + i, sgd_elem(ldf(p + i), ldf(g + i), lr, wd));
+    for (size_t i = nv * W + t0; i < n; i += st) stf(p + i, sgd_elem(ldf(p + i), __fmul_rn(ldf(g + i), gs), lr, wd));
 }
 
 /* one AdamW element: p, m, v updated in place from g */
@@ -537,9 +556,10 @@ __device__ __forceinline__ void adamw_elem(float &p, float &m, float &v, float g
    2-byte ones: the update is a pure stream over the flat buffers), then the last n % 8 one by
    one; W = 1 otherwise. The same arithmetic per element either way. */
 template <typename P, typename S, typename Gt, int W>
-__global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, const sc_optim_consts *kp)
+__global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, const sc_optim_consts *kp, const sc__gnorm *gn)
 {
     const sc_optim_consts k = *kp; /* device memory: a replayed graph reads the step's constants */
+    const float gs = gn->scale;    /* and the clipping scale its own norm kernel wrote */
     size_t nv = n / W, t0 = blockIdx.x * (size_t)blockDim.x + threadIdx.x, st = (size_t)gridDim.x * blockDim.x;
     for (size_t i = t0; i < nv; i += st) {
         size_t e = i * W;
@@ -549,17 +569,63 @@ __global__ void k_adamw(P *p, S *m, S *v, const Gt *g, size_t n, const sc_optim_
         ldv<W>(mi, m + e);
         ldv<W>(vi, v + e);
 #pragma unroll
-        for (int j = 0; j < W; j++) adamw_elem(pi[j], mi[j], vi[j], gi[j], k);
+        for (int j = 0; j < W; j++) adamw_elem(pi[j], mi[j], vi[j], __fmul_rn(gi[j], gs), k);
         stv<W>(m + e, mi);
         stv<W>(v + e, vi);
         stv<W>(p + e, pi);
     }
     for (size_t i = nv * W + t0; i < n; i += st) { /* the tail (W > 1) */
         float pi = ldf(p + i), mi = ldf(m + i), vi = ldf(v + i);
-        adamw_elem(pi, mi, vi, ldf(g + i), k);
+        adamw_elem(pi, mi, vi, __fmul_rn(ldf(g + i), gs), k);
         stf(m + i, mi);
         stf(v + i, vi);
         stf(p + i, pi);
+    }
+}
+
+/* ==========================================================================================
+   Gradient norm: the sum of squares in a fixed order that sc_grad_norm (the header) repeats on
+   the host, so resident, slide and every policy clip with the same bits. Chunks of
+   SC_GRAD_NORM_CHUNK elements; in each, lane t of 256 sums elements t, t + 256, ... in order,
+   then the lanes meet in a halving tree. The chunk sums are reduced the same way.
+   Squares of f32 values are exact in f64, so FMA contraction cannot change a bit.
+   ========================================================================================== */
+__device__ __forceinline__ double sc__tree256(double *sh, double s)
+{
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = 128; w >= 1; w >>= 1) {
+        if ((int)threadIdx.x < w) sh[threadIdx.x] = __dadd_rn(sh[threadIdx.x], sh[threadIdx.x + w]);
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+template <typename Gt>
+__global__ void __launch_bounds__(256) k_sumsq_chunks(double *part, const Gt *g, size_t n)
+{
+    __shared__ double sh[256];
+    size_t o = (size_t)blockIdx.x * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
+    double s = 0.0;
+    for (size_t i = o + threadIdx.x; i < e; i += 256) {
+        double x = (double)ldf(g + i);
+        s = __dadd_rn(s, __dmul_rn(x, x));
+    }
+    double t = sc__tree256(sh, s);
+    if (threadIdx.x == 0) part[blockIdx.x] = t;
+}
+
+__global__ void __launch_bounds__(256) k_grad_norm(sc__gnorm *out, const double *part, size_t nc, float max_norm)
+{
+    __shared__ double sh[256];
+    double s = 0.0;
+    for (size_t i = threadIdx.x; i < nc; i += 256) s = __dadd_rn(s, part[i]);
+    double t = sc__tree256(sh, s);
+    if (threadIdx.x == 0) {
+        double nrm = __dsqrt_rn(t);
+        out->sumsq = t;
+        out->norm = nrm;
+        out->scale = max_norm > 0.0f ? sc_clip_scale(nrm, max_norm) : 1.0f;
     }
 }
 
@@ -1415,22 +1481,20 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
    reference are ~3e-3 relative.
    ========================================================================================== */
 #define SC__FA_BN 64 /* keys per tile in fwd / dQ; queries per tile in dK/dV */
-#define SC__ATTN_F32 1       /* sc_cuda_set_attention_reference modes */
-#define SC__ATTN_ONE_MTILE 2
-#define SC__ATTN_RECOMPUTE_DQ 3 /* the default tiling, dQ by the recomputing kernel (the long-sequence path) */
-#define SC__ATTN_MMA_SYNC 4     /* mma.sync kernels where wgmma ones would run (the tiling cross-check's pair) */
-#define SC__ATTN_WG_SERIAL 5    /* the wgmma forward without its software pipeline (cross-check, benchmark) */
-#define SC__ATTN_WG_NOTMA 6     /* the pipelined wgmma forward without the producer warp (the same bits) */
-/* warpgroups a block of the wgmma dK/dV kernel, measured on the H100 at 4 x 2048 (2026-11-25):
-   one (two blocks an SM) 751 us a layer in the step, two 785 */
+/* warpgroups a block of the wgmma dK/dV kernel: one, so that two blocks share an SM (faster than
+   one block of two on the H100; bench/results) */
 #define SC__WG_DKV 1
 /* m-tiles of 16 rows per warp and warps per block of the forward and dQ kernels */
 #define SC__FA_MT 2
 #define SC__FA_NW_FWD 4
 #define SC__FA_NW_DQ 4
-/* warps per block of dK/dV, measured on the H100 at B=4, T=2048, 16 heads of 128 (2026-11-23):
-   814 us with 4 against 887 with 8 */
+/* warps per block of dK/dV (4 beat 8 on the H100; bench/results) */
 #define SC__FA_NW_DKV 4
+/* Warps per block where a GPU's shared memory is short of the 4-warp blocks': at head_dim 128
+   those ask 102-103 KiB, and sm_86 / sm_89 (and later consumer GPUs) give a block 99 KiB. The
+   bits do not depend on the warps a block (each row, or each key, is one warp's, with the same
+   loop over the same tiles), so such a GPU computes what an A100 or an H100's PORTABLE path does. */
+#define SC__FA_NW_SMALL 2
 
 __device__ __forceinline__ uint32_t fa_saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -1645,8 +1709,8 @@ __device__ __forceinline__ void fa_fwd_store(bf16 *out, float *lse, const float 
 /* forward: grid (ceil(T / (16*MT*NW)), H, B). Each warp owns MT m-tiles of 16 rows, so that every
    K / V fragment read from shared memory feeds MT mma instead of one (ldmatrix bandwidth, not
    the tensor cores, bounded the one-m-tile version). Each row's arithmetic does not depend on MT:
-   an m-tile skips a key tile exactly when a warp of one m-tile would, so MT = 1 and MT = 2 give
-   the same bits (test_gpu checks it). */
+   an m-tile skips a key tile exactly when a warp of one m-tile would, so the bits depend on neither
+   MT nor the warps a block (SC__FA_NW_SMALL). */
 template <int D, int NW, int MT>
 __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
                                                    int KV, float sl2)
@@ -1728,23 +1792,36 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
 }
 
 /* ------------------------------------------------------------------------------------------
-   Forward with Hopper's warpgroup MMA (wgmma, sm_90a; head_dim 128). Each warpgroup (4 warps)
-   owns 64 query rows, a block of two owns 128; key tiles of 128. S = Q K^T with Q and K in shared
-   memory, O += P V with P in registers (the accumulator layout of S is the A-fragment layout:
-   no shared-memory round trip) and V read transposed from the same layout as K. Q, K and V
-   tiles are staged by cp.async (double-buffered) in the 128-byte swizzled layout wgmma reads:
-   64-column atoms of R rows x 128 bytes, 16-byte chunk c of row r at r*128 + ((c ^ (r & 7)) << 4).
-   The softmax is the mma.sync kernel's (fa_softmax_rows); only the products' order within a
-   16-key step differs, so out and lse differ from it in the last bits and both are checked
-   against the CPU reference. Deterministic: each output is produced by one thread in order.
+   Forward with Hopper's warpgroup MMA (wgmma, sm_90a; head_dim 128) and FlashAttention-3's
+   division of labour. Two consumer warpgroups (4 warps each) own 64 query rows each, 128 a query
+   tile; key tiles of 128. S = Q K^T with Q and K in shared memory, O += P V with P in registers
+   (the accumulator layout of S is the A-fragment layout: no shared-memory round trip) and V read
+   transposed from the same layout as K. A producer warpgroup copies Q, K and V tiles with the
+   Tensor Memory Accelerator: one of its threads issues 64-column x 128-row boxes, which the
+   hardware writes in the 128-byte swizzled layout wgmma reads (64-column atoms of R rows x 128
+   bytes, 16-byte chunk c of row r at r*128 + ((c ^ (r & 7)) << 4)), rows past T as zeros.
+   - Software pipeline within a warpgroup: the tensor cores compute S_{n+1} = Q K_{n+1}^T and then
+     O += P_n V_n while the warpgroup's softmax of S_{n+1} runs; O's rescale by tile n+1's factor
+     waits for P_n V_n, so O goes through the operations of the plain loop in the same order
+     (o *= alpha_n, o += P_n V_n, o *= alpha_{n+1}, ...).
+   - Stages are handed over by mbarriers (full: the copy landed; empty: all 8 consumer warps are
+     done reading), so the consumers neither issue copies nor meet at a block barrier.
+   - The producer is a whole warpgroup so that its registers can move to the consumers
+     (setmaxnreg): each scheduler holds one warp of each warpgroup, 2 x 240 + 24 of its 512
+     registers a lane. With 9 warps, ptxas capped every thread at 168 and spilled.
+   - Persistent: one block an SM walks the (query tile, head, batch) tiles heaviest first, and the
+     producer loads the next tile's Q and K while the consumers store the last one's output.
+   The softmax is the mma.sync kernel's (fa_softmax_scores); only the products' order within a
+   16-key step differs, so out and lse differ from SC_ATTENTION_PORTABLE's in the last bits, and
+   both are checked against the CPU reference. Deterministic: each output is produced by one
+   thread in a fixed order. Where the driver has no TMA (cuTensorMapEncodeTiled), the PORTABLE
+   forward runs instead.
    ------------------------------------------------------------------------------------------ */
-/* measured on the H100 at 4 x 2048 (2026-11-25): this double-buffered block of two warpgroups
-   0.286 ms; one warpgroup a block with single K and V buffers (two blocks an SM) 0.312 */
 #define SC__WG_BM 128
 #define SC__WG_BN 128
-#define SC__WG_SMEM ((size_t)(SC__WG_BM + 4 * SC__WG_BN) * 128 * 2 + 1024)
 
-/* rows [0, R) x D columns into the swizzled layout (rows >= nvalid zero) */
+/* rows [0, R) x D columns into the swizzled layout (rows >= nvalid zero): the wgmma dK/dV kernel's
+   loads (the forward's come from TMA, which writes the same layout) */
 template <int R, int D, int NT>
 __device__ __forceinline__ void fa_load_sw(bf16 *s, const bf16 *g, size_t stride, int nvalid)
 {
@@ -1818,223 +1895,8 @@ __device__ __forceinline__ void fa_wg_qk(float (&s)[16][4], uint32_t aQ, uint32_
                   wg_desc(aK + (kk >> 2) * SC__WG_BN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
     wg_commit();
 }
-#endif
 
-/* Where a block of the wgmma forwards works: its shared-memory tiles (Q, then K and V double-
-   buffered; the swizzle pattern repeats every 1024 bytes, so the atoms start 1024-aligned), its
-   query tile (heaviest first), this thread's warpgroup and first row, and the K / V rows of its
-   kv head. grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128. */
-struct fa_wg_block {
-    bf16 *sQ, *sK, *sV;
-    const bf16 *qrow, *kbase, *vbase;
-    int K, Qw, h, b, q0, nq, ntile, wg, g, t, wm;
-};
-__device__ __forceinline__ fa_wg_block fa_wg_setup(unsigned char *smem, const bf16 *qk, const bf16 *qkv, int T_, int H, int KV)
-{
-    constexpr int D = 128;
-    fa_wg_block k;
-    k.sQ = (bf16 *)(smem + ((1024 - (fa_saddr(smem) & 1023)) & 1023));
-    k.sK = k.sQ + SC__WG_BM * D;
-    k.sV = k.sK + 2 * SC__WG_BN * D;
-    k.K = (H + KV) * D, k.Qw = (H + 2 * KV) * D;
-    const int kh = blockIdx.y / (H / KV);
-    k.h = blockIdx.y, k.b = blockIdx.z, k.q0 = (gridDim.x - 1 - blockIdx.x) * SC__WG_BM;
-    k.wg = threadIdx.x >> 7, k.g = (threadIdx.x & 31) >> 2, k.t = threadIdx.x & 3;
-    k.wm = k.q0 + 64 * k.wg + 16 * ((threadIdx.x >> 5) & 3); /* this warp's first row */
-    k.nq = min(SC__WG_BM, T_ - k.q0);
-    k.ntile = (k.q0 + k.nq - 1) / SC__WG_BN + 1;
-    const size_t rowbase = (size_t)k.b * T_;
-    k.qrow = qk + (rowbase + k.q0) * k.K + (size_t)k.h * D;
-    k.kbase = qk + rowbase * k.K + (size_t)(H + kh) * D;
-    k.vbase = qkv + rowbase * k.Qw + k.K + (size_t)kh * D;
-    return k;
-}
-
-/* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
-__global__ void __launch_bounds__(256, 1) k_fa_fwd_wg(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
-                                                      int KV, float sl2)
-{
-#ifdef SC__HAVE_WGMMA
-    constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, NT = 256;
-    extern __shared__ __align__(16) unsigned char fa_smem[];
-    const fa_wg_block k = fa_wg_setup(fa_smem, qk, qkv, T_, H, KV);
-    fa_load_sw<BM, D, NT>(k.sQ, k.qrow, (size_t)k.K, k.nq);
-    fa_load_sw<BN, D, NT>(k.sK, k.kbase, (size_t)k.K, min(BN, T_));
-    fa_load_sw<BN, D, NT>(k.sV, k.vbase, (size_t)k.Qw, min(BN, T_));
-    fa_commit();
-    const uint32_t aQ = fa_saddr(k.sQ) + k.wg * 64 * 128;
-    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-    for (int n = 0; n < k.ntile; n++) {
-        const int k0 = n * BN;
-        if (n + 1 < k.ntile) {
-            int kn = k0 + BN;
-            fa_load_sw<BN, D, NT>(k.sK + ((n + 1) & 1) * BN * D, k.kbase + (size_t)kn * k.K, (size_t)k.K, min(BN, T_ - kn));
-            fa_load_sw<BN, D, NT>(k.sV + ((n + 1) & 1) * BN * D, k.vbase + (size_t)kn * k.Qw, (size_t)k.Qw, min(BN, T_ - kn));
-            fa_commit();
-            fa_wait<1>();
-        } else {
-            fa_wait<0>();
-        }
-        /* cp.async wrote through the generic proxy; wgmma reads through the async proxy */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();
-        const uint32_t aK = fa_saddr(k.sK + (n & 1) * BN * D), aV = fa_saddr(k.sV + (n & 1) * BN * D);
-        float s[BN / 8][4];
-        wg_fence();
-        fa_wg_qk(s, aQ, aK);
-        wg_wait0();
-        fa_softmax_rows<BN / 8, D / 8>(s, o, m, l, k0, k.wm + k.g, k0 + BN - 1 > k.wm, sl2, k.t);
-        uint32_t a[BN / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, BN * 128, 1024));
-        wg_commit();
-        wg_wait0();
-        __syncthreads();
-    }
-    fa_fwd_store<D>(out, lse, o, m, l, k.wm, T_, H, k.h, k.b, k.g, k.t);
-#else
-    (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
-    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
-#endif
-}
-
-#ifdef SC__HAVE_WGMMA
-/* The pipelined forward's steps, shared by k_fa_fwd_wgp (cp.async by every thread, a block
-   barrier a tile) and k_fa_fwd_ws (a TMA producer, mbarriers). s_done runs once S has landed (its
-   K tile is free), o_done once P V has (its V tile is free). */
-static_assert(SC__WG_BN == 128, "the pipelined steps hold 64 x 128 tiles of S and O (head_dim 128)");
-/* the first key tile: S_0 = Q K_0^T, its softmax, O's rescale, P_0 packed */
-template <typename F>
-__device__ __forceinline__ void fa_wg_first(float (&o)[16][4], float (&s)[16][4], uint32_t (&a)[8][4], float (&m)[2],
-                                            float (&l)[2], uint32_t aQ, uint32_t aK, int row, int wm, float sl2, int t,
-                                            F s_done)
-{
-    float alpha[2];
-    wg_fence();
-    fa_wg_qk(s, aQ, aK);
-    wg_wait0();
-    wg_keep(s);
-    s_done();
-    fa_softmax_scores<16>(s, alpha, m, l, 0, row, SC__WG_BN - 1 > wm, sl2, t);
-    fa_rescale<16>(o, alpha);
-#pragma unroll
-    for (int kk = 0; kk < 8; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-}
-/* key tile n: S_{n+1} = Q K_{n+1}^T (more: n + 1 < ntile) and O += P_n V_n issued together, the
-   softmax of S_{n+1} (keys from k0) under P_n V_n, then O's rescale and P_{n+1} packed. The
-   callers peel the last tile off (more false), so that no wgmma is issued under a branch. */
-template <bool more, typename F1, typename F2>
-__device__ __forceinline__ void fa_wg_step(float (&o)[16][4], float (&s)[16][4], uint32_t (&a)[8][4], float (&m)[2],
-                                           float (&l)[2], uint32_t aQ, uint32_t aK, uint32_t aV, int k0, int row, int wm,
-                                           float sl2, int t, F1 s_done, F2 o_done)
-{
-    float alpha[2];
-    wg_fence();
-    if constexpr (more) fa_wg_qk(s, aQ, aK);
-#pragma unroll
-    for (int kk = 0; kk < 8; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, SC__WG_BN * 128, 1024));
-    wg_commit();
-    if constexpr (more) {
-        wg_wait1(); /* S_{n+1}; P_n V_n may still run */
-        wg_keep(s);
-        s_done();
-        fa_softmax_scores<16>(s, alpha, m, l, k0, row, k0 + SC__WG_BN - 1 > wm, sl2, t);
-    }
-    wg_wait0();
-    wg_keep(o);
-    o_done();
-    if constexpr (more) {
-        fa_rescale<16>(o, alpha);
-#pragma unroll
-        for (int kk = 0; kk < 8; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
-    }
-}
-#endif
-
-/* k_fa_fwd_wg software-pipelined as FlashAttention-3 does within a warpgroup: the tensor cores
-   compute S_{n+1} = Q K_{n+1}^T and then O += P_n V_n while the warpgroup's softmax of S_{n+1}
-   runs; O's rescale by tile n+1's factor waits for P_n V_n. O thus goes through the serial
-   kernel's operations in the same order (o *= alpha_n, o += P_n V_n, o *= alpha_{n+1}, ...): the
-   same bits (test_gpu compares them; sc_cuda_set_attention_reference mode 5 runs k_fa_fwd_wg).
-   K is staged two tiles ahead and V one, so that each buffer is refilled one iteration after
-   its last reader finished. */
-/* grid (ceil(T / 128), H, B), 256 threads: two warpgroups of 64 rows; head_dim 128 */
-__global__ void __launch_bounds__(256, 1) k_fa_fwd_wgp(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_,
-                                                       int H, int KV, float sl2)
-{
-#ifdef SC__HAVE_WGMMA
-    constexpr int D = 128, BM = SC__WG_BM, BN = SC__WG_BN, NT = 256;
-    extern __shared__ __align__(16) unsigned char fa_smem[];
-    const fa_wg_block k = fa_wg_setup(fa_smem, qk, qkv, T_, H, KV);
-    fa_load_sw<BM, D, NT>(k.sQ, k.qrow, (size_t)k.K, k.nq);
-    fa_load_sw<BN, D, NT>(k.sK, k.kbase, (size_t)k.K, min(BN, T_));
-    fa_commit();
-    if (k.ntile > 1) fa_load_sw<BN, D, NT>(k.sK + BN * D, k.kbase + (size_t)BN * k.K, (size_t)k.K, min(BN, T_ - BN));
-    fa_load_sw<BN, D, NT>(k.sV, k.vbase, (size_t)k.Qw, min(BN, T_));
-    fa_commit();
-    fa_wait<1>(); /* Q and K_0 */
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    const uint32_t aQ = fa_saddr(k.sQ) + k.wg * 64 * 128;
-    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[BN / 8][4];
-    uint32_t a[BN / 16][4];
-#pragma unroll
-    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-    fa_wg_first(o, s, a, m, l, aQ, fa_saddr(k.sK), k.wm + k.g, k.wm, sl2, k.t, [] {});
-    auto tile = [&](int n, auto more_c) {
-        constexpr bool more = decltype(more_c)::value;
-        fa_wait<0>(); /* K_{n+1} and V_n, queued one iteration ago */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads(); /* and both warpgroups are done with K_n and V_{n-1} */
-        if (n + 2 < k.ntile) {
-            int kn = (n + 2) * BN;
-            fa_load_sw<BN, D, NT>(k.sK + (n & 1) * BN * D, k.kbase + (size_t)kn * k.K, (size_t)k.K, min(BN, T_ - kn));
-        }
-        if (more) {
-            int kn = (n + 1) * BN;
-            fa_load_sw<BN, D, NT>(k.sV + ((n + 1) & 1) * BN * D, k.vbase + (size_t)kn * k.Qw, (size_t)k.Qw, min(BN, T_ - kn));
-        }
-        fa_commit();
-        fa_wg_step<more>(o, s, a, m, l, aQ, fa_saddr(k.sK + ((n + 1) & 1) * BN * D), fa_saddr(k.sV + (n & 1) * BN * D),
-                         (n + 1) * BN, k.wm + k.g, k.wm, sl2, k.t, [] {}, [] {});
-    };
-    for (int n = 0; n + 1 < k.ntile; n++) tile(n, std::true_type());
-    tile(k.ntile - 1, std::false_type());
-    fa_fwd_store<D>(out, lse, o, m, l, k.wm, T_, H, k.h, k.b, k.g, k.t);
-#else
-    (void)out; (void)lse; (void)qk; (void)qkv; (void)T_; (void)H; (void)KV; (void)sl2;
-    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
-#endif
-}
-
-/* ------------------------------------------------------------------------------------------
-   The wgmma forward with FlashAttention-3's division of labour. A producer warpgroup copies Q, K
-   and V tiles with the Tensor Memory Accelerator: one of its threads issues 64-column x 128-row
-   boxes, which the hardware writes in the 128-byte swizzled layout, rows past T as zeros. The
-   two consumer warpgroups compute exactly as k_fa_fwd_wgp does (fa_wg_first / fa_wg_step: the
-   same operations in the same order, the same bits; test_gpu compares them).
-   - Stages are handed over by mbarriers (full: the copy landed; empty: all 8 consumer warps are
-     done reading), so the consumers neither issue copies nor meet at a block barrier.
-   - The producer is a whole warpgroup so that its registers can move to the consumers
-     (setmaxnreg): each scheduler holds one warp of each warpgroup, 2 x 240 + 24 of its 512
-     registers a lane. With 9 warps, ptxas capped every thread at 168 and spilled.
-   - Persistent: one block an SM walks the (query tile, head, batch) tiles heaviest first, and the
-     producer loads the next tile's Q and K while the consumers store the last one's output.
-   Measured on an H100 at 4 x 2048, 16/8 heads of 128 (2026-11-25): 0.151 ms, against 0.256 for
-   k_fa_fwd_wgp; three K/V stages 0.150.
-   ------------------------------------------------------------------------------------------ */
-#ifndef SC__WS_STAGES
-#define SC__WS_STAGES 2 /* K and V buffers each */
-#endif
-#define SC__WS_THREADS 384 /* two consumer warpgroups, then the producer's */
-#define SC__WS_SMEM ((size_t)(SC__WG_BM + 2 * SC__WS_STAGES * SC__WG_BN) * 128 * 2 + 1024 + 128)
-
-#ifdef SC__HAVE_WGMMA
+/* mbarriers and TMA: the forward's hand-over between its producer and consumers */
 __device__ __forceinline__ void mb_init(uint32_t bar, int count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -2070,7 +1932,74 @@ __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap *map, i
     tma_load3(dst, map, col, row, b, bar);
     tma_load3(dst + 128 * 128, map, col + 64, row, b, bar);
 }
+
+/* The consumers' steps. Each warp's lane 0 arrives on k_empty once S has landed (its K stage is
+   free) and on v_empty once P V has (its V stage is free). */
+static_assert(SC__WG_BN == 128, "the pipelined steps hold 64 x 128 tiles of S and O (head_dim 128)");
+/* the first key tile: S_0 = Q K_0^T, its softmax, O's rescale, P_0 packed */
+__device__ __forceinline__ void fa_wg_first(float (&o)[16][4], float (&s)[16][4], uint32_t (&a)[8][4], float (&m)[2],
+                                            float (&l)[2], uint32_t aQ, uint32_t aK, int row, int wm, float sl2, int t,
+                                            int lane, uint32_t k_empty)
+{
+    float alpha[2];
+    wg_fence();
+    fa_wg_qk(s, aQ, aK);
+    wg_wait0();
+    wg_keep(s);
+    if (lane == 0) mb_arrive(k_empty);
+    fa_softmax_scores<16>(s, alpha, m, l, 0, row, SC__WG_BN - 1 > wm, sl2, t);
+    fa_rescale<16>(o, alpha);
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+}
+/* key tile n: S_{n+1} = Q K_{n+1}^T (more: n + 1 < ntile) and O += P_n V_n issued together, the
+   softmax of S_{n+1} (keys from k0) under P_n V_n, then O's rescale and P_{n+1} packed. The
+   caller peels the last tile off (more false), so that no wgmma is issued under a branch. */
+template <bool more>
+__device__ __forceinline__ void fa_wg_step(float (&o)[16][4], float (&s)[16][4], uint32_t (&a)[8][4], float (&m)[2],
+                                           float (&l)[2], uint32_t aQ, uint32_t aK, uint32_t aV, int k0, int row, int wm,
+                                           float sl2, int t, int lane, uint32_t k_empty, uint32_t v_empty)
+{
+    float alpha[2];
+    wg_fence();
+    if constexpr (more) fa_wg_qk(s, aQ, aK);
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) wg_mma_rs_t(o, a[kk], wg_desc(aV + kk * 16 * 128, SC__WG_BN * 128, 1024));
+    wg_commit();
+    if constexpr (more) {
+        wg_wait1(); /* S_{n+1}; P_n V_n may still run */
+        wg_keep(s);
+        if (lane == 0) mb_arrive(k_empty);
+        fa_softmax_scores<16>(s, alpha, m, l, k0, row, k0 + SC__WG_BN - 1 > wm, sl2, t);
+    }
+    wg_wait0();
+    wg_keep(o);
+    if (lane == 0) mb_arrive(v_empty);
+    if constexpr (more) {
+        fa_rescale<16>(o, alpha);
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) fa_packA(a[kk], s[2 * kk], s[2 * kk + 1]);
+    }
+}
 #endif
+
+/* Whether the code running on this GPU is this build's sm_90a code: 1 there, 0 in every other
+   target's (sm_80/86/89, or the compute_90 PTX that a later GPU compiles), whose Hopper kernels
+   are __trap()s. sc_cuda_create runs it once on compute capability 9.0. */
+__global__ void k_has_sm90a(int *out)
+{
+#ifdef SC__HAVE_WGMMA
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+#ifndef SC__WS_STAGES
+#define SC__WS_STAGES 2 /* K and V buffers each */
+#endif
+#define SC__WS_THREADS 384 /* two consumer warpgroups, then the producer's */
+#define SC__WS_SMEM ((size_t)(SC__WG_BM + 2 * SC__WS_STAGES * SC__WG_BN) * 128 * 2 + 1024 + 128)
 
 /* tile L of the persistent walk: query tile (heaviest first), head, batch */
 struct fa_ws_tile {
@@ -2148,8 +2077,7 @@ __global__ void __launch_bounds__(SC__WS_THREADS, 1) k_fa_fwd_ws(bf16 *out, floa
         for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
         mb_wait(bq, qi & 1);
         mb_wait(bkf + 8 * (it % S), (it / S) & 1);
-        fa_wg_first(o, s, a, m, l, aQ, fa_saddr(sK + (it % S) * BN * D), wm + g, wm, sl2, t,
-                    [&] { if (lane == 0) mb_arrive(bke + 8 * (it % S)); });
+        fa_wg_first(o, s, a, m, l, aQ, fa_saddr(sK + (it % S) * BN * D), wm + g, wm, sl2, t, lane, bke + 8 * (it % S));
         /* key tile n, the block's K / V tile c (the last tile peeled off: no wgmma under a branch) */
         auto tile = [&](int n, auto more_c) {
             constexpr bool more = decltype(more_c)::value;
@@ -2157,8 +2085,7 @@ __global__ void __launch_bounds__(SC__WS_THREADS, 1) k_fa_fwd_ws(bf16 *out, floa
             if constexpr (more) mb_wait(bkf + 8 * sn, ((c + 1) / S) & 1);
             mb_wait(bvf + 8 * sc, (c / S) & 1);
             fa_wg_step<more>(o, s, a, m, l, aQ, fa_saddr(sK + sn * BN * D), fa_saddr(sV + sc * BN * D), (n + 1) * BN, wm + g,
-                             wm, sl2, t, [&] { if (lane == 0) mb_arrive(bke + 8 * sn); },
-                             [&] { if (lane == 0) mb_arrive(bve + 8 * sc); });
+                             wm, sl2, t, lane, bke + 8 * sn, bve + 8 * sc);
         };
         for (int n = 0; n + 1 < w.ntile; n++) tile(n, std::true_type());
         tile(w.ntile - 1, std::false_type());
@@ -2168,16 +2095,17 @@ __global__ void __launch_bounds__(SC__WS_THREADS, 1) k_fa_fwd_ws(bf16 *out, floa
     }
 #else
     (void)out; (void)lse; (void)tq; (void)tv; (void)T_; (void)H; (void)KV; (void)B; (void)sl2;
-    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
+    __trap(); /* launched only where cu->sm90a holds: k_has_sm90a found the sm_90a code */
 #endif
 }
 
-/* dQ: grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j, with
+/* dQ of long sequences (sc_attention_ds_bytes 0: T > 32 * head_dim), recomputing S and dP:
+   grid (ceil(T / (16*NW)), H, B). dq_i = scale * sum_j p_ij (dp_ij - Di_i) k_j, with
    Di = rowsum(dO * O) (as FlashAttention does; fa_rowdots). An earlier version recomputed
    Di = sum_j p_ij dp_ij in a first pass over the keys, so that each row of dS summed to zero in
-   f32; that pass cost 40% of this kernel, and the k_proj.bias gradient it protects (a
-   near-cancelling sum) stays within the bounds of test_bf16_hf_init without it (1.55-1.81e-2
-   on the H100; PyTorch's own bf16 SDPA step: 1.7-3.3e-2, bench/bf16_grad_err.py). */
+   f32; that pass was a large share of this kernel's time, and the k_proj.bias gradient it
+   protects (a near-cancelling sum) stays within the bounds of test_bf16_hf_init without it, as
+   close to the f32 reference as PyTorch's own bf16 SDPA step (bench/bf16_grad_err.py). */
 __host__ __device__ constexpr int sc__fa_dq_bn(int MT) { return MT == 1 ? SC__FA_BN : 32; }
 
 /* Di = rowsum(dO * O) of the warp's rows (FlashAttention's D), from dO already in shared memory
@@ -2221,8 +2149,8 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(bf16 *dqk, float *Di, const b
     /* MT m-tiles of 16 rows a warp (as in the forward); with two, key tiles of 32 so that S and dP
        fit in registers beside the accumulators and two blocks fit in shared memory (with 64-key
        tiles one block of 4 warps held an SM: ncu, H100). The products into acc still run over the
-       16-key slices in order, and a tile an m-tile skips adds only zeros: the bits do not depend
-       on MT (test_gpu checks it). */
+       16-key slices in order, and a tile an m-tile skips adds only zeros: the bits depend on neither
+       MT nor the warps a block. */
     constexpr int WR = 16 * MT, BM = WR * NW, BN = sc__fa_dq_bn(MT), KC = BN, SD = D + 8, NT = NW * 32;
     extern __shared__ __align__(16) unsigned char fa_smem[];
     bf16 *sQ = (bf16 *)fa_smem, *sO = sQ + BM * SD, *sK = sO + BM * SD, *sV = sK + 2 * BN * SD;
@@ -2689,7 +2617,7 @@ __global__ void __launch_bounds__(NWG * 128) k_fa_dkv_wg(bf16 *dqk, bf16 *dqkv, 
 #else
     (void)dqk; (void)dqkv; (void)ds; (void)dout; (void)qk; (void)qkv; (void)lse; (void)Di; (void)T_; (void)H; (void)KV;
     (void)sl2; (void)scale;
-    __trap(); /* launched only where cu->sm90a holds, which runs the sm_90a code */
+    __trap(); /* launched only where cu->sm90a holds: k_has_sm90a found the sm_90a code */
 #endif
 }
 #define SC__WG_DKV_SMEM(NWG) ((size_t)(2 * 64 * (NWG) + 4 * 64) * 128 * 2 + 4 * 64 * sizeof(float) + 1024)
@@ -3224,6 +3152,24 @@ SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k)
     SC__CK(cu, cudaStreamWaitEvent(cu->stream, (*cu->comm_done)[k - 1], 0));
 }
 
+/* Runs k_has_sm90a once (compute capability 9.0 only). Any failure leaves the Hopper kernels
+   off: the error is cleared here and does not become the context's. */
+static bool sc__probe_sm90a(sc_cuda *cu)
+{
+    int *d = NULL, h = 0;
+    if (cudaMalloc((void **)&d, sizeof(int)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    k_has_sm90a<<<1, 1, 0, cu->stream>>>(d);
+    bool ok = cudaGetLastError() == cudaSuccess &&
+              cudaMemcpyAsync(&h, d, sizeof(int), cudaMemcpyDeviceToHost, cu->stream) == cudaSuccess &&
+              cudaStreamSynchronize(cu->stream) == cudaSuccess;
+    (void)cudaFree(d);
+    (void)cudaGetLastError();
+    return ok && h == 1;
+}
+
 SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
 {
     if (!out) return SC_ERROR_INVALID_ARGS;
@@ -3249,6 +3195,9 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->copy_stream, cudaStreamNonBlocking));
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->d2h_stream, cudaStreamNonBlocking));
+    /* compute capability 9.0 alone does not say that this build's sm_90a code runs (a build
+       without it, or a driver JIT-compiling the compute_90 PTX, runs __trap() bodies) */
+    if (sc__ok(cu) && cu->sm90a) cu->sm90a = sc__probe_sm90a(cu);
     SC__CK(cu, cudaStreamCreateWithFlags(&cu->side, cudaStreamNonBlocking));
     SC__CK(cu, cudaEventCreateWithFlags(&cu->side_fork, cudaEventDisableTiming));
     SC__CK(cu, cudaEventCreateWithFlags(&cu->side_done, cudaEventDisableTiming));
@@ -3257,6 +3206,13 @@ SC_CUDA_DEF sc_result sc_cuda_create(sc_cuda **out, const sc_cuda_config *cfg)
     SC__CK(cu, cudaHostAlloc((void **)&cu->kc_host, SC__KC * sizeof(sc_optim_consts), cudaHostAllocPortable));
     SC__CK(cu, cudaMalloc((void **)&cu->kc_dev, sizeof(sc_optim_consts)));
     for (int i = 0; i < SC__KC; i++) SC__CK(cu, cudaEventCreateWithFlags(&cu->kc_ev[i], cudaEventDisableTiming));
+    SC__CK(cu, cudaMalloc((void **)&cu->gn_dev, sizeof(sc__gnorm)));
+    SC__CK(cu, cudaHostAlloc((void **)&cu->gn_host, sizeof(sc__gnorm), cudaHostAllocPortable));
+    if (sc__ok(cu)) { /* no clipping until a norm kernel says otherwise: scale 1 */
+        cu->gn_host->sumsq = cu->gn_host->norm = 0.0;
+        cu->gn_host->scale = 1.0f;
+        SC__CK(cu, cudaMemcpy(cu->gn_dev, cu->gn_host, sizeof(sc__gnorm), cudaMemcpyHostToDevice));
+    }
     cu->ws_size = (size_t)32 << 20;
     if (sc__ok(cu)) {
         cudaError_t e = cudaMalloc(&cu->ws, cu->ws_size);
@@ -3300,6 +3256,9 @@ SC_CUDA_DEF void sc_cuda_destroy(sc_cuda *cu)
         if (cu->kc_ev[i]) (void)cudaEventDestroy(cu->kc_ev[i]);
     if (cu->kc_host) (void)cudaFreeHost(cu->kc_host);
     if (cu->kc_dev) (void)cudaFree(cu->kc_dev);
+    if (cu->gn_dev) (void)cudaFree(cu->gn_dev);
+    if (cu->gn_host) (void)cudaFreeHost(cu->gn_host);
+    if (cu->gn_part) (void)cudaFree(cu->gn_part);
     if (cu->ws) (void)cudaFree(cu->ws);
     if (cu->lt) cublasLtDestroy(cu->lt);
     if (cu->stream) (void)cudaStreamDestroy(cu->stream);
@@ -4132,7 +4091,7 @@ static void attn_bwd_dc(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, co
 /* the tensor-core path: bf16 storage, D in {64, 128}, 16-byte aligned operands */
 static bool sc__fa_ok(sc_cuda *cu, int D, std::initializer_list<const void *> ptrs)
 {
-    if (!cu->bf16 || cu->attn_mode == SC__ATTN_F32 || (D != 64 && D != 128)) return false;
+    if (!cu->bf16 || cu->attn_path == SC_ATTENTION_REFERENCE || (D != 64 && D != 128)) return false;
     for (const void *p : ptrs)
         if ((uintptr_t)p & 15) return false;
     return true;
@@ -4185,13 +4144,23 @@ static bool sc__tmap_rows(sc_cuda *cu, CUtensorMap *m, const void *base, int col
              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/* the shared memory a block of the mma.sync kernels may take when they choose their warps a
+   block: the device's, or less under the test hook sc__cuda_attention_smem_cap */
+static size_t sc__fa_room(const sc_cuda *cu)
+{
+    return (size_t)(cu->smem_cap > 0 && cu->smem_cap < cu->smem_optin ? cu->smem_cap : cu->smem_optin);
+}
+/* SC_ATTENTION_DEFAULT on an H100/H200 running the sm_90a code (k_has_sm90a), head_dim 128: the
+   wgmma forward and dK/dV */
+static bool sc__fa_hopper(const sc_cuda *cu, int D) { return D == 128 && cu->sm90a && cu->attn_path == SC_ATTENTION_DEFAULT; }
+
 template <int D>
 static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
     CUtensorMap tq, tv;
-    if (D == 128 && cu->sm90a && (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ) &&
-        sc__tmap_rows(cu, &tq, qk, (H + KV) * D, T_, B) && sc__tmap_rows(cu, &tv, qkv, (H + 2 * KV) * D, T_, B)) {
-        /* wgmma, pipelined, fed by a TMA producer warp; persistent */
+    if (sc__fa_hopper(cu, D) && sc__tmap_rows(cu, &tq, qk, (H + KV) * D, T_, B) &&
+        sc__tmap_rows(cu, &tv, qkv, (H + 2 * KV) * D, T_, B)) {
+        /* wgmma, pipelined, fed by a TMA producer warpgroup; persistent */
         if (!sc__set_smem(cu, k_fa_fwd_ws, SC__WS_SMEM)) return;
         int ntiles = ((T_ + SC__WG_BM - 1) / SC__WG_BM) * H * B;
         unsigned grd = (unsigned)std::min(ntiles, std::max(cu->sms, 1));
@@ -4200,25 +4169,15 @@ static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const voi
         sc__launched(cu, "attention_forward (wgmma)");
         return;
     }
-    if (D == 128 && cu->sm90a &&
-        (cu->attn_mode == 0 || cu->attn_mode == SC__ATTN_RECOMPUTE_DQ || cu->attn_mode == SC__ATTN_WG_NOTMA)) { /* wgmma, pipelined */
-        if (!sc__set_smem(cu, k_fa_fwd_wgp, SC__WG_SMEM)) return;
-        dim3 grd((unsigned)((T_ + SC__WG_BM - 1) / SC__WG_BM), (unsigned)H, (unsigned)B);
-        k_fa_fwd_wgp<<<grd, 256, SC__WG_SMEM, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H,
-                                                             KV, 1.4426950408889634f / sqrtf((float)D));
-        sc__launched(cu, "attention_forward (wgmma)");
-        return;
+    /* mma.sync: PORTABLE, and DEFAULT off Hopper or where the driver has no TMA. Head_dim 128 on a
+       GPU with 99 KiB a block takes 2-warp blocks (SC__FA_NW_SMALL: the same bits). */
+    if constexpr (D == 128) {
+        if (sc__fa_smem_fwd<D, 16 * SC__FA_MT * SC__FA_NW_FWD>() > sc__fa_room(cu)) {
+            fa_fwd_launch<D, SC__FA_NW_SMALL, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
+            return;
+        }
     }
-    if (D == 128 && cu->sm90a && cu->attn_mode == SC__ATTN_WG_SERIAL) { /* wgmma, one phase after the other */
-        if (!sc__set_smem(cu, k_fa_fwd_wg, SC__WG_SMEM)) return;
-        dim3 grd((unsigned)((T_ + SC__WG_BM - 1) / SC__WG_BM), (unsigned)H, (unsigned)B);
-        k_fa_fwd_wg<<<grd, 256, SC__WG_SMEM, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV,
-                                                            1.4426950408889634f / sqrtf((float)D));
-        sc__launched(cu, "attention_forward (wgmma, unpipelined)");
-        return;
-    }
-    if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_fwd_launch<D, 8, 1>(cu, out, lse, qk, qkv, B, T_, H, KV);
-    else fa_fwd_launch<D, SC__FA_NW_FWD, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
+    fa_fwd_launch<D, SC__FA_NW_FWD, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
 }
 
 template <int D, int NW, int MT>
@@ -4246,6 +4205,32 @@ static void fa_dkv_launch(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const vo
                                                           (const bf16 *)qk, (const bf16 *)qkv, lse, Di, T_, H, KV, sl2,
                                                           scale);
     sc__launched(cu, DS ? "attention_backward dkv + dS (tensor cores)" : "attention_backward dkv (tensor cores)");
+}
+
+/* the mma.sync dK/dV and recomputing dQ with the warps a block that fit (SC__FA_NW_SMALL) */
+template <int D, bool DS>
+static void fa_dkv_mma(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const void *dout, const void *qk, const void *qkv,
+                       const float *lse, const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
+{
+    if constexpr (D == 128) {
+        if (sc__fa_smem_dkv<D, SC__FA_NW_DKV>() > sc__fa_room(cu)) {
+            fa_dkv_launch<D, SC__FA_NW_SMALL, DS>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+            return;
+        }
+    }
+    fa_dkv_launch<D, SC__FA_NW_DKV, DS>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+}
+template <int D>
+static void fa_dq_mma(sc_cuda *cu, void *dqk, float *Di, const void *dout, const void *qk, const void *qkv, const void *out,
+                      const float *lse, int B, int T_, int H, int KV, float sl2, float scale)
+{
+    if constexpr (D == 128) {
+        if (sc__fa_smem_dq<D, 16 * SC__FA_MT * SC__FA_NW_DQ, sc__fa_dq_bn(SC__FA_MT)>() > sc__fa_room(cu)) {
+            fa_dq_launch<D, SC__FA_NW_SMALL, SC__FA_MT>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
+            return;
+        }
+    }
+    fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
 }
 
 template <int NWG>
@@ -4280,7 +4265,7 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
     if (!Di) return;
     float scale = 1.0f / sqrtf((float)D), sl2 = scale * 1.4426950408889634f;
     size_t dsb = sc_attention_ds_bytes(B, T_, H, D, 2);
-    if (dsb && cu->attn_mode != SC__ATTN_RECOMPUTE_DQ) {
+    if (dsb) {
         /* dK/dV stores dS; dQ = dS K reads it (the model's workspace, else a scratch buffer) */
         void *ds = cu->attn_ws && cu->attn_ws_bytes >= dsb ? cu->attn_ws : sc__scratch(cu, SC__SCR_DS, dsb);
         if (!ds) return;
@@ -4288,20 +4273,17 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
         k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N,
                                                                               T_, H, D);
         sc__launched(cu, "attention row dots");
-        if (D == 128 && cu->sm90a && cu->attn_mode != SC__ATTN_ONE_MTILE && cu->attn_mode != SC__ATTN_MMA_SYNC) { /* wgmma */
+        if (sc__fa_hopper(cu, D))
             fa_dkv_wg_launch<SC__WG_DKV>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
-        } else
-            fa_dkv_launch<D, SC__FA_NW_DKV, true>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
-        if (cu->attn_mode == SC__ATTN_ONE_MTILE) fa_dqs_launch<D, 8, 1>(cu, dqk, ds, qk, B, T_, H, KV, scale);
-        else fa_dqs_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, ds, qk, B, T_, H, KV, scale);
+        else
+            fa_dkv_mma<D, true>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+        fa_dqs_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, ds, qk, B, T_, H, KV, scale);
         return;
     }
-    /* long sequences: the dQ kernel recomputes S and dP, and computes Di = rowsum(dO * O) from
-       its dO tile and writes it for dK/dV */
-    if (cu->attn_mode == SC__ATTN_ONE_MTILE)
-        fa_dq_launch<D, 8, 1>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
-    else fa_dq_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
-    fa_dkv_launch<D, SC__FA_NW_DKV, false>(cu, dqk, dqkv, NULL, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+    /* long sequences (every path and GPU): the dQ kernel recomputes S and dP, and computes
+       Di = rowsum(dO * O) from its dO tile and writes it for dK/dV */
+    fa_dq_mma<D>(cu, dqk, Di, dout, qk, qkv, out, lse, B, T_, H, KV, sl2, scale);
+    fa_dkv_mma<D, false>(cu, dqk, dqkv, NULL, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
 }
 
 template <typename T>
@@ -4339,16 +4321,21 @@ SC_CUDA_DEF void sc_cuda_attention_forward(sc_cuda *cu, void *out, float *lse, c
     SC__DISPATCH_A(cu, op_attn_fwd, out, lse, qk, qkv, B, T, H, KV, D);
 }
 
-/* 0 (default): the tensor-core kernels where they apply (bf16, D 64 or 128, aligned); 1: the
-   tiled f32-arithmetic kernels even in bf16 mode; 2: the tensor-core kernels with one m-tile per
-   warp (the same bits as the default, slower: test_gpu's cross-check); 3: the default tiling
-   with the dQ kernel that recomputes S and dP (the path of sequences too long for the dS
-   workspace); 4: the mma.sync kernels where the wgmma ones would run; 5: the wgmma forward
-   without its software pipeline (the same bits as 0); 6: the pipelined wgmma forward without the
-   TMA producer warp (the same bits as 0; the default where the driver lacks TMA). */
-SC_CUDA_DEF void sc_cuda_set_attention_reference(sc_cuda *cu, int mode)
+/* the contracts are in the header, beside sc_attention_path */
+SC_CUDA_DEF sc_result sc_cuda_set_attention_path(sc_cuda *cu, sc_attention_path p)
 {
-    if (cu) cu->attn_mode = mode;
+    if (!cu) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_set_attention_path: no context");
+    if (p != SC_ATTENTION_DEFAULT && p != SC_ATTENTION_PORTABLE && p != SC_ATTENTION_REFERENCE)
+        return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_set_attention_path: unknown path %d", (int)p);
+    cu->attn_path = p;
+    return SC_SUCCESS;
+}
+
+SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu) { return cu && cu->sm90a; }
+
+SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes)
+{
+    if (cu) cu->smem_cap = bytes > 0 ? bytes : 0;
 }
 
 SC_CUDA_DEF void sc_cuda_attention_workspace(sc_cuda *cu, void *ws, size_t bytes)
@@ -4463,16 +4450,18 @@ SC_CUDA_DEF void sc_cuda_accumulate(sc_cuda *cu, float *acc, const void *x, size
     SC__DISPATCH_A(cu, op_accumulate, acc, x, n, first);
 }
 
-SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n, float lr,
-                              float weight_decay)
+SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n,
+                                    const sc_optim_consts *k)
 {
     if (!sc__ok(cu) || !n) return;
+    const sc_optim_consts *kd = sc__consts(cu, k);
+    if (!kd) return;
     bool v8 = sc__v8(8, {p, g});
     unsigned gr = v8 ? sc__grid(n / 8 + 1, 256) : sc__grid(n, 256);
 #define SC__SGD(P, G)                                                                                               \
     do {                                                                                                            \
-        if (v8) k_sgd<P, G, 8><<<gr, 256, 0, cu->stream>>>((P *)p, (const G *)g, n, lr, weight_decay);             \
-        else k_sgd<P, G, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (const G *)g, n, lr, weight_decay);                 \
+        if (v8) k_sgd<P, G, 8><<<gr, 256, 0, cu->stream>>>((P *)p, (const G *)g, n, kd, cu->gn_dev);               \
+        else k_sgd<P, G, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (const G *)g, n, kd, cu->gn_dev);                   \
     } while (0)
     if (pt == SC_F32 && gt == SC_F32) SC__SGD(float, float);
     else if (pt == SC_F32 && gt == SC_BF16) SC__SGD(float, bf16);
@@ -4481,6 +4470,41 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
     else { sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sgd_update: dtypes %d/%d", (int)pt, (int)gt); return; }
 #undef SC__SGD
     sc__launched(cu, "sgd_update");
+}
+
+SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size_t n, float max_norm)
+{
+    if (!sc__ok(cu)) return;
+    size_t nc = (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
+    if (nc > cu->gn_part_n) {
+        if (cu->cap) { /* no allocation inside a capture: the eager step before it sizes this */
+            sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "grad_norm: first call inside a graph capture");
+            return;
+        }
+        if (cu->gn_part) SC__CK(cu, cudaFree(cu->gn_part));
+        cu->gn_part = NULL;
+        cu->gn_part_n = 0;
+        SC__CK(cu, cudaMalloc((void **)&cu->gn_part, (nc ? nc : 1) * sizeof(double)));
+        if (!sc__ok(cu)) return;
+        cu->gn_part_n = nc;
+    }
+    if (nc) {
+        if (gt == SC_BF16) k_sumsq_chunks<bf16><<<(unsigned)nc, 256, 0, cu->stream>>>(cu->gn_part, (const bf16 *)g, n);
+        else k_sumsq_chunks<float><<<(unsigned)nc, 256, 0, cu->stream>>>(cu->gn_part, (const float *)g, n);
+        sc__launched(cu, "grad_norm chunks");
+    }
+    k_grad_norm<<<1, 256, 0, cu->stream>>>(cu->gn_dev, cu->gn_part, nc, max_norm);
+    sc__launched(cu, "grad_norm");
+    SC__CK(cu, cudaMemcpyAsync(cu->gn_host, cu->gn_dev, sizeof(sc__gnorm), cudaMemcpyDeviceToHost, cu->stream));
+}
+
+SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *scale)
+{
+    SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    if (!sc__ok(cu)) return sc_cuda_status(cu);
+    if (norm) *norm = cu->gn_host->norm;
+    if (scale) *scale = cu->gn_host->scale;
+    return SC_SUCCESS;
 }
 
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
@@ -4495,8 +4519,8 @@ SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc
     bool v8 = sc__v8(8, {p, m, v, g});
 #define SC__ADAM(P, S, GT)                                                                                        \
     do {                                                                                                          \
-        if (v8) k_adamw<P, S, GT, 8><<<sc__grid(n / 8 + 1, 256), 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, kd); \
-        else k_adamw<P, S, GT, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, kd);   \
+        if (v8) k_adamw<P, S, GT, 8><<<sc__grid(n / 8 + 1, 256), 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, kd, cu->gn_dev); \
+        else k_adamw<P, S, GT, 1><<<gr, 256, 0, cu->stream>>>((P *)p, (S *)m, (S *)v, (const GT *)g, n, kd, cu->gn_dev); \
     } while (0)
 #define SC__ADAM_G(P, S) do { if (gt == SC_F32) SC__ADAM(P, S, float); else SC__ADAM(P, S, bf16); } while (0)
     if (pt == SC_F32 && st == SC_F32) SC__ADAM_G(float, float);

@@ -33,8 +33,12 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
-    const char *slide_update;
-    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once;
+    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update;
+    /* training on token shards */
+    const char *data, *val_data, *lr_schedule, *resume;
+    int lr_warmup, val_every, val_batches, have_shuffle;
+    double min_lr_ratio, clip;
+    unsigned long long shuffle_seed;
 } cli_opts;
 
 static const char *usage_main =
@@ -47,105 +51,216 @@ static const char *usage_main =
     "\n"
     "run 'slidecheck <command> --help' for the options of a command.\n";
 
-static const char *usage_common =
-    "  --device cpu|cuda|auto  where to run (auto: the GPU when one is usable; default auto)\n"
-    "  --dtype fp32|bf16       storage type (default fp32)\n"
-    "  --master-weights        with bf16 on cuda: f32 master weights, gradients and optimizer state\n"
-    "  --ckpt POLICY           none | full | every:K | layers:0-3,7 | selective | selective:mlp |\n"
-    "                          selective:attn | selective:proj | sqrt | budget:SIZE\n"
-    "                          (default none)\n"
-    "  --mem-cap SIZE          behave as a device of SIZE bytes, e.g. 16GiB (default: no cap)\n"
-    "  --mode resident|slide   resident: all on the device (default); slide: weights, gradients and\n"
-    "                          optimizer state on the host, layers streamed to the device with\n"
-    "                          prefetch, optimizer on host threads overlapping the backward\n"
-    "  --prefetch N            slide: layers uploaded ahead of the one computing (default 1)\n"
-    "  --cpu-threads N         slide: host optimizer threads (default: all cores but one)\n"
-    "  --pure-bf16             slide with bf16: bf16 weights, gradients and state on the host (as\n"
-    "                          T1M1 ran it); default is f32 master weights with bf16 working copies\n"
-    "  --head-slice R          the LM head in vocabulary slices of R rows (loss by an online\n"
-    "                          log-sum-exp, two passes): slide mode then streams it slice by slice\n"
-    "                          and needs no whole-head buffer on the device (other rounding than the\n"
-    "                          whole head, in both modes alike; default: the whole head)\n"
-    "  --keep-head             slide: the embedding, final norm and LM head stay on the device with\n"
-    "                          their gradients and optimizer state (updated there, as in resident\n"
-    "                          mode) while the layers stream: no head traffic, more device memory\n"
-    "                          (counted in the window); the same bits\n"
-    "  --slide-update host|device  slide with SGD: where the layers' update runs (default host).\n"
-    "                          device: in the layer's slot as soon as backward has its gradients,\n"
-    "                          the new weights go down instead of the gradients (no host optimizer\n"
-    "                          traffic; the last layers of backward stay for the next forward);\n"
-    "                          the same bits. Needs --optim sgd and no master weights\n"
-    "  --head-once             slide with --head-slice: the whole LM head goes up once a step and\n"
-    "                          serves both passes of the sliced loss (one upload instead of two;\n"
-    "                          a whole head of weights on the device, gradients and logits still in\n"
-    "                          slices); the same bits\n";
-
 static const char *usage_grad =
     "usage: slidecheck grad --hf DIR --tokens FILE --out OUT.safetensors [options]\n"
     "\n"
-    "One forward + backward on the batch in FILE (safetensors with input_ids, I32 or I64, [B,T]).\n"
-    "Writes loss (F32 [1]), logits (F32 [B,T,V]) and grad.<HF name> (F32) for every parameter.\n"
-    "\n";
+    "One forward + backward on the batch in FILE. Writes loss (F32 [1]), logits (F32 [B,T,V]) and\n"
+    "grad.<HF name> (F32) for every parameter.\n";
 
 static const char *usage_train =
     "usage: slidecheck train (--hf DIR | --model NAME) (--tokens FILE | --seq N --batch N) --steps N\n"
-    "                        [--optim sgd|adamw] [--lr X] [--beta1 X] [--beta2 X] [--eps X]\n"
-    "                        [--weight-decay X] [--seed N] [--warmup N] [--save DIR] [--out DIR]\n"
+    "                        [options]\n"
     "\n"
-    "Trains on the batch in FILE at every step, or on seeded random tokens of the given shape\n"
-    "(default --seq 128 --batch 2).\n"
-    "Prints one line per step; --save writes the final weights as an HF checkpoint; --out writes\n"
-    "step_metrics.csv, layer_metrics.csv, mem_trace.csv, summary.csv, trace.json,\n"
-    "memory_summary.txt and memory_snapshot.json.\n"
-    "  --model NAME            built-in config with seeded random init (see below)\n"
-    "  --optim sgd|adamw       default adamw; --lr default 1e-4; AdamW defaults 0.9 0.999 1e-8, wd 0\n"
-    "  --warmup N              steps left out of summary statistics (default 1)\n"
-    "  --accum N               micro-batches per optimizer step (gradient accumulation; default 1).\n"
-    "                          With --tokens the file's rows are split into N micro-batches\n"
-    "  --save-every N          with --save: also write the checkpoint every N steps\n"
-    "  --state-bf16            AdamW's m and v in bf16 (e.g. with f32 master weights on a small host:\n"
-    "                          8 instead of 12 bytes per parameter; other arithmetic than f32 state)\n"
-    "  --dpu                   slide: one-step-delayed parameter update (ZeRO-Offload's DPU): the host\n"
-    "                          applies step s-1's update while the device runs step s, so the host\n"
-    "                          optimizer is off the critical path. This CHANGES THE MATHEMATICS: step\n"
-    "                          s's forward uses weights that do not yet include update s-1's\n"
-    "                          gradients (no longer equal to resident mode). Two host working copies\n"
-    "                          of the weights\n"
-    "  --op-times              cuda: print the time per kernel and GEMM shape of the steps after the\n"
-    "                          warm-up (an event after every kernel: slightly slower steps; no graph)\n"
-    "  --cuda-graph auto|on|off  whole-step CUDA graph (default auto: on where it works, i.e. cuda,\n"
-    "                          resident mode, one process). The second step of a shape is captured,\n"
-    "                          the later ones replay it with one launch: the same bits as off\n"
-    "  --gpus N                data parallel over N processes on this machine, started by this command\n"
-    "                          (as torchrun --nproc_per_node=N --no-python would); --batch is per rank.\n"
-    "                          Under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"
-    "                          (torchrun, MPI, Slurm) leave it out: each process is one rank. On the\n"
-    "                          GPU each rank uses GPU LOCAL_RANK and sums gradients over NCCL\n"
-    "                          (libnccl.so.2, or the path in SLIDECHECK_NCCL) layer by layer; slide\n"
-    "                          mode's data parallel runs without --dpu and --keep-head\n"
-    "  --rendezvous-timeout S  data parallel: seconds a rank waits for the others, at the start and in\n"
-    "                          every exchange (default: SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)\n"
-    "  --zero 1                data parallel with AdamW: ZeRO-1, each rank keeps the AdamW state of\n"
-    "                          its 1/N of the parameters and updates only those (on the GPU: a\n"
-    "                          reduce-scatter per layer, then an all-gather of the updated weights;\n"
-    "                          resident mode, not with --master-weights); the same bits as without.\n"
-    "                          Slide mode: each host keeps the state of its 1/N of each layer (the\n"
-    "                          embedding, final norm and head whole), then the updated chunks are\n"
-    "                          gathered (GPU: by the upload's all-gather)\n"
-    "\n";
+    "Trains on the batch in FILE at every step, or on seeded random tokens of the given shape.\n"
+    "Prints one line per step, then a summary line.\n";
 
 static const char *usage_plan =
-    "usage: slidecheck plan (--model NAME | --hf DIR) --seq N --batch N --budget SIZE\n"
-    "                       [--dtype fp32|bf16] [--optim sgd|adamw] [--master-weights] [--state-bf16]\n"
-    "                       [--gpus N [--zero 1]]\n"
+    "usage: slidecheck plan (--model NAME | --hf DIR) --seq N --batch N --budget SIZE [options]\n"
     "\n"
-    "Prints the plan the exact planner picks for a memory budget: per layer, keep all / selective /\n"
-    "selective:mlp / selective:attn / selective:proj or a recomputed segment, with the predicted peak and recompute\n"
-    "time. Times are\n"
-    "a roofline ESTIMATE here (no profiling run); train --ckpt budget:SIZE measures them.\n"
-    "Bytes assume the CUDA storage of --dtype (bf16: 2-byte weights, activations and optimizer state).\n"
-    "With --gpus N (data parallel, --batch per GPU) and --zero 1, each GPU keeps 1/N of the AdamW state.\n"
-    "\n";
+    "Prints the plan that the exact planner picks for a memory budget: per layer, keep all, a\n"
+    "selective level or a recomputed segment, with the predicted peak and recompute time. The times\n"
+    "are a roofline estimate (no profiling run); train --ckpt budget:SIZE measures them.\n";
+
+/* One line of help per flag. A command lists the entries whose `cmds` name it and whose key is in
+   its list of flags, under their section's heading; entries of a section stay together. The text
+   is wrapped at 100 columns when printed, so write it as one line. */
+typedef struct cli_help {
+    const char *cmds, *section, *key, *flag, *text;
+} cli_help;
+
+static const cli_help cli_helps[] = {
+    {"grad train plan", "model and data", "hf", "--hf DIR",
+     "an HF checkpoint directory: config.json, model.safetensors or its shards"},
+    {"train", "model and data", "model", "--model NAME",
+     "a built-in config (listed below), randomly initialised from --seed"},
+    {"plan", "model and data", "model", "--model NAME", "a built-in config (listed below)"},
+    {"grad", "model and data", "tokens", "--tokens FILE", "safetensors with input_ids (I32 or I64) of shape [B, T]"},
+    {"train", "model and data", "tokens", "--tokens FILE",
+     "safetensors with input_ids (I32 or I64) of shape [B, T]: every step trains on these rows, split into --accum "
+     "micro-batches (and over the ranks in data parallel)"},
+    {"train", "model and data", "seq", "--seq N, --batch N",
+     "without --tokens: seeded random tokens, --batch rows of --seq tokens (default 2 rows of 128); in data "
+     "parallel --batch is per rank"},
+    {"plan", "model and data", "seq", "--seq N, --batch N", "the shape to plan for; with --gpus, --batch is per GPU"},
+    {"plan", "model and data", "budget", "--budget SIZE",
+     "the device memory to fit, e.g. 24GiB; the planner keeps a margin for the allocator's rounding"},
+    {"grad", "model and data", "out", "--out FILE", "the safetensors file to write"},
+    {"train", "model and data", "out", "--out DIR",
+     "write step_metrics.csv, layer_metrics.csv, mem_trace.csv, summary.csv, trace.json, memory_summary.txt and "
+     "memory_snapshot.json (data parallel: rank 0 adds dp_steps.csv, rank r > 0 writes its traces into "
+     "DIR/rank<r>/)"},
+    {"train", "model and data", "save", "--save DIR",
+     "write the final weights as an HF checkpoint: config.json, model.safetensors"},
+    {"train", "model and data", "save-every", "--save-every N", "with --save: also write the checkpoint every N steps"},
+
+    {"train", "model and data", "data", "--data PATTERN",
+     "train on token shards: a glob of llm.c shards (256 x int32 header, magic 20240520 uint16 or 20240801 "
+     "uint32 tokens) or 1-D .npy files, matched files in name order, memory-mapped. Each micro-batch is the "
+     "next --batch x --seq tokens of the current shard; a shard's tail shorter than that is skipped; after "
+     "the last shard comes the first. Rank r of W takes the r-th of each W consecutive batches"},
+    {"train", "model and data", "val-data", "--val-data PATTERN",
+     "validation shards, the same formats; with --val-every N --val-batches K: after optimizer steps N, 2N, "
+     "... the mean loss over their first K batches, printed as 'val step S loss X'"},
+    {"train", "model and data", "shuffle", "--shuffle SEED",
+     "with --data: permute the batches of each shard, per epoch, from SEED (default: in order)"},
+    {"train", "model and data", "resume", "--resume DIR",
+     "continue from DIR (a DIR/step_NNNNNN written by --save-every): its weights, optimizer state and data "
+     "position; the flags that shape the run must match, and the later steps are bitwise those of the run "
+     "that was never stopped"},
+    {"train", "training", "steps", "--steps N", "optimizer steps to run (the schedule's total)"},
+    {"train", "training", "lr-schedule", "--lr-schedule constant|linear|cosine",
+     "the learning rate of step s (0-based): --lr times transformers' factor (get_constant_schedule_with_warmup, "
+     "get_linear_schedule_with_warmup, get_cosine_with_min_lr_schedule_with_warmup) over --steps; default constant"},
+    {"train", "training", "lr-warmup", "--lr-warmup W",
+     "warm-up steps of the schedule: lr rises linearly from 0 at step 0 (default 0)"},
+    {"train", "training", "min-lr-ratio", "--min-lr-ratio R", "cosine: the floor as a fraction of --lr (default 0)"},
+    {"train", "training", "clip-grad-norm", "--clip-grad-norm C",
+     "torch's clip_grad_norm_: every gradient is scaled by min(1, C / (norm + 1e-6)) before the update, norm the "
+     "2-norm over all gradients (the same bits in every mode; slide mode then updates after the backward). The "
+     "norm is printed every step, clipped or not"},
+    {"train", "training", "val-every", "--val-every N, --val-batches K", "see --val-data"},
+    {"train", "training", "optim", "--optim sgd|adamw", "the optimizer (default adamw)"},
+    {"plan", "training", "optim", "--optim sgd|adamw", "the optimizer whose state is counted (default adamw)"},
+    {"train", "training", "lr", "--lr X", "learning rate (default 1e-4)"},
+    {"train", "training", "beta1", "--beta1 X, --beta2 X, --eps X", "AdamW's constants (default 0.9, 0.999, 1e-8)"},
+    {"train", "training", "weight-decay", "--weight-decay X", "weight decay, decoupled as AdamW's (default 0)"},
+    {"train", "training", "seed", "--seed N", "seed of the random init and the random tokens (default 1234)"},
+    {"train", "training", "warmup", "--warmup N", "steps left out of the summary statistics (default 1)"},
+    {"train", "training", "accum", "--accum N",
+     "micro-batches per optimizer step (gradient accumulation; default 1): the gradients are summed in "
+     "micro-batch order and the loss is the mean over all of them"},
+    {"train", "training", "op-times", "--op-times",
+     "cuda: print the time of each kernel and GEMM shape over the steps after the warm-up; an event "
+     "after every kernel makes the steps slightly slower and turns the CUDA graph off"},
+
+    {"grad train", "precision and memory", "device", "--device cpu|cuda|auto",
+     "where to run (default auto: the GPU when one is usable)"},
+    {"grad train", "precision and memory", "dtype", "--dtype fp32|bf16",
+     "storage type (default fp32; on the CPU, bf16 rounds stored values to bf16)"},
+    {"plan", "precision and memory", "dtype", "--dtype fp32|bf16",
+     "count the CUDA storage of this type (default fp32; bf16: 2-byte weights, activations and optimizer state)"},
+    {"grad train", "precision and memory", "master-weights", "--master-weights",
+     "with bf16 on cuda: f32 master weights, gradients and optimizer state"},
+    {"plan", "precision and memory", "master-weights", "--master-weights",
+     "with bf16: count f32 master weights, gradients and optimizer state"},
+    {"train plan", "precision and memory", "state-bf16", "--state-bf16",
+     "AdamW's m and v in bf16: with f32 master weights 8 instead of 12 bytes per parameter (other arithmetic "
+     "than f32 state)"},
+    {"grad train", "precision and memory", "ckpt", "--ckpt POLICY",
+     "none | full | every:K | layers:0-3,7 | selective | selective:mlp | selective:attn | selective:proj | sqrt "
+     "| budget:SIZE (default none). Every policy gives the same loss and gradients, bit for bit; budget:SIZE "
+     "times three profiling steps, then plans the least recompute that fits SIZE"},
+    {"grad train", "precision and memory", "mem-cap", "--mem-cap SIZE",
+     "behave as a device of SIZE bytes, e.g. 16GiB (default: no cap); running out is a clean error that "
+     "lists the largest live allocations"},
+    {"grad train", "precision and memory", "head-slice", "--head-slice R",
+     "the LM head in vocabulary slices of R rows, the loss by an online log-sum-exp over two passes (other "
+     "rounding than the whole head, in both modes alike); slide mode then streams the head slice by slice, "
+     "with no whole-head buffer on the device"},
+    {"train", "precision and memory", "cuda-graph", "--cuda-graph auto|on|off",
+     "the whole-step CUDA graph (default auto: on where it works, that is cuda, resident mode and one "
+     "process). The second step of a shape is captured and the later ones replay it in one launch, with "
+     "the same bits as off"},
+
+    {"grad train", "slide mode", "mode", "--mode resident|slide",
+     "resident (default): everything on the device. slide: weights, gradients and optimizer state on the "
+     "host; the layers stream to the device ahead of use and host threads update them while the backward "
+     "runs, with the same bits as resident"},
+    {"grad train", "slide mode", "slide-prefetch", "--slide-prefetch N",
+     "layers uploaded ahead of the one computing (default 1)"},
+    {"grad train", "slide mode", "slide-cpu-threads", "--slide-cpu-threads N",
+     "host optimizer threads (default: all cores but one)"},
+    {"grad train", "slide mode", "pure-bf16", "--pure-bf16",
+     "with bf16: bf16 weights, gradients and optimizer state on the host (as T1M1 ran it); the default is "
+     "f32 master weights and state with bf16 working copies"},
+    {"grad train", "slide mode", "slide-keep-head", "--slide-keep-head",
+     "the embedding, final norm and LM head stay on the device with their gradients and optimizer state, "
+     "updated there as in resident mode, while the layers stream (no head traffic, more device memory); "
+     "the same bits"},
+    {"grad train", "slide mode", "slide-head-once", "--slide-head-once",
+     "with --head-slice and not --slide-keep-head: the whole LM head goes up once a step and serves both "
+     "passes of the sliced loss (one upload instead of two); the same bits"},
+    {"train", "slide mode", "slide-device-update", "--slide-device-update",
+     "with SGD: each layer's update runs on the device as soon as backward has its gradients, and the "
+     "updated weights go down instead of the gradients (no host optimizer traffic); the same bits. Needs "
+     "--optim sgd and no master weights (--pure-bf16 with bf16), and not --slide-dpu or --gpus"},
+    {"train", "slide mode", "slide-dpu", "--slide-dpu",
+     "one-step-delayed update (ZeRO-Offload's DPU): the host applies step s-1's update while the device "
+     "runs step s, whose forward uses weights without that update. This CHANGES THE MATHEMATICS. It "
+     "costs two host working copies of the weights"},
+
+    {"train", "data parallel", "gpus", "--gpus N",
+     "data parallel over N processes on this machine, started by this command as torchrun "
+     "--nproc_per_node=N --no-python would start them; --batch is per rank. Under a launcher that sets "
+     "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun, MPI, Slurm), leave it out: each process is "
+     "one rank. On the GPU each rank uses GPU LOCAL_RANK and sums the gradients over NCCL (libnccl.so.2, "
+     "or the path in SLIDECHECK_NCCL). Slide mode runs data parallel without --slide-dpu and "
+     "--slide-keep-head"},
+    {"plan", "data parallel", "gpus", "--gpus N", "plan one GPU of N in data parallel (--batch per GPU)"},
+    {"train", "data parallel", "zero", "--zero 1",
+     "with AdamW: ZeRO-1, each rank keeps and updates the AdamW state of its 1/N of the parameters, with "
+     "the same bits as without. On the GPU: resident mode without --master-weights, or slide mode, where "
+     "each host keeps the state of its 1/N of each layer"},
+    {"plan", "data parallel", "zero", "--zero 1", "with --gpus N and AdamW: each GPU keeps 1/N of the AdamW state"},
+    {"train", "data parallel", "rendezvous-timeout", "--rendezvous-timeout S",
+     "seconds a rank waits for the others, at the start and in every exchange (default: "
+     "SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)"},
+};
+
+/* 1 when `word` is one of the space-separated words of `list` */
+static int cli_word_in(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
+    return 0;
+}
+
+/* Prints text from column `at`, wrapped at 100 columns, continuation lines indented to `indent`. */
+static void cli_wrap(const char *text, int indent, int at)
+{
+    for (const char *s = text; *s;) {
+        while (*s == ' ') s++;
+        int n = (int)strcspn(s, " ");
+        if (!n) break;
+        if (at > indent && at + 1 + n > 100) {
+            printf("\n%*s", indent, "");
+            at = indent;
+        } else if (at > indent) at += printf(" ");
+        at += printf("%.*s", n, s);
+        s += n;
+    }
+    printf("\n");
+}
+
+/* `slidecheck CMD --help`: the command's usage, then the flags it takes, by section. */
+static void print_help(const char *cmd, const char *usage, const char *allowed)
+{
+    const char *section = NULL;
+    fputs(usage, stdout);
+    for (size_t i = 0; i < sizeof cli_helps / sizeof cli_helps[0]; i++) {
+        const cli_help *h = &cli_helps[i];
+        if (!cli_word_in(h->cmds, cmd) || !cli_word_in(allowed, h->key)) continue;
+        if (!section || strcmp(section, h->section)) printf("\n%s:\n", section = h->section);
+        int at = printf("  %s", h->flag);
+        if (at + 2 > 26) { /* a long flag: its text starts on the next line */
+            printf("\n%26s", "");
+            at = 26;
+        } else at += printf("%*s", 26 - at, "");
+        cli_wrap(h->text, 26, at);
+    }
+    if (cli_word_in(allowed, "model")) printf("\nbuilt-in models: %s\n", sc_config_names());
+}
 
 static void die_usage(const char *fmt, const char *arg)
 {
@@ -189,6 +304,20 @@ static double parse_double(const char *flag, const char *v)
     return x;
 }
 
+/* Earlier spellings, still accepted so that scripts keep working (not in the help). --slide-update
+   took host|device; parse_flags reads its value. */
+static const char *cli_flag_name(const char *arg)
+{
+    static const char *const alias[][2] = {
+        {"--prefetch", "--slide-prefetch"}, {"--cpu-threads", "--slide-cpu-threads"},
+        {"--head-once", "--slide-head-once"}, {"--keep-head", "--slide-keep-head"},
+        {"--dpu", "--slide-dpu"}, {"--slide-update", "--slide-device-update"},
+    };
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(arg, alias[i][0])) return alias[i][1];
+    return arg;
+}
+
 /* Parse argv[2..]; `allowed` is a space-separated list of the flags this command takes. */
 static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed, const char *usage)
 {
@@ -204,24 +333,29 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     o->cuda_graph = "auto";
     o->accum = 1;
     for (int i = 2; i < argc; i++) {
-        const char *f = argv[i];
+        const char *f = cli_flag_name(argv[i]);
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
-            printf("%s%s\nbuilt-in models: %s\n", usage, usage_common, sc_config_names());
+            print_help(argv[1], usage, allowed);
             exit(0);
         }
-        if (strncmp(f, "--", 2)) die_usage("unexpected argument '%s'", f);
-        char key[64];
-        snprintf(key, sizeof key, " %s ", f + 2);
-        char list[512];
-        snprintf(list, sizeof list, " %s ", allowed);
-        if (!strstr(list, key)) die_usage("unknown option '%s' for this command", f);
+        if (strncmp(f, "--", 2)) die_usage("unexpected argument '%s'", argv[i]);
+        if (!cli_word_in(allowed, f + 2)) die_usage("unknown option '%s' for this command", argv[i]);
         if (!strcmp(f, "--master-weights")) { o->master = 1; continue; }
         if (!strcmp(f, "--pure-bf16")) { o->pure_bf16 = 1; continue; }
         if (!strcmp(f, "--op-times")) { o->op_times = 1; continue; }
         if (!strcmp(f, "--state-bf16")) { o->state_bf16 = 1; continue; }
-        if (!strcmp(f, "--dpu")) { o->dpu = 1; continue; }
-        if (!strcmp(f, "--keep-head")) { o->keep_head = 1; continue; }
-        if (!strcmp(f, "--head-once")) { o->head_once = 1; continue; }
+        if (!strcmp(f, "--slide-dpu")) { o->dpu = 1; continue; }
+        if (!strcmp(f, "--slide-keep-head")) { o->keep_head = 1; continue; }
+        if (!strcmp(f, "--slide-head-once")) { o->head_once = 1; continue; }
+        if (!strcmp(f, "--slide-device-update")) {
+            if (!strcmp(argv[i], "--slide-update")) { /* the old spelling takes host|device */
+                if (i + 1 >= argc) die_usage("option '%s' needs a value", argv[i]);
+                const char *v = argv[++i];
+                if (strcmp(v, "host") && strcmp(v, "device")) die_usage("--slide-update must be host or device, not '%s'", v);
+                o->slide_device_update = !strcmp(v, "device");
+            } else o->slide_device_update = 1;
+            continue;
+        }
         if (i + 1 >= argc) die_usage("option '%s' needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--hf")) o->hf = v;
@@ -234,14 +368,13 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--dtype")) o->dtype = v;
         else if (!strcmp(f, "--optim")) o->optim = v;
         else if (!strcmp(f, "--cuda-graph")) o->cuda_graph = v;
-        else if (!strcmp(f, "--slide-update")) o->slide_update = v;
         else if (!strcmp(f, "--seq")) o->seq = parse_int(f, v, 2, 1 << 20);
         else if (!strcmp(f, "--batch")) o->batch = parse_int(f, v, 1, 1 << 16);
         else if (!strcmp(f, "--steps")) o->steps = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--warmup")) o->warmup = parse_int(f, v, 0, 1 << 24);
         else if (!strcmp(f, "--mode")) o->mode = v;
-        else if (!strcmp(f, "--prefetch")) o->prefetch = parse_int(f, v, 1, 4096);
-        else if (!strcmp(f, "--cpu-threads")) o->cpu_threads = parse_int(f, v, 1, 4096);
+        else if (!strcmp(f, "--slide-prefetch")) o->prefetch = parse_int(f, v, 1, 4096);
+        else if (!strcmp(f, "--slide-cpu-threads")) o->cpu_threads = parse_int(f, v, 1, 4096);
         else if (!strcmp(f, "--accum")) o->accum = parse_int(f, v, 1, 65536);
         else if (!strcmp(f, "--head-slice")) o->head_slice = parse_int(f, v, 1, 1 << 30);
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
@@ -252,6 +385,19 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
             if (!(o->rdv_timeout > 0 && o->rdv_timeout <= 86400)) die_usage("--rendezvous-timeout %s: need seconds in (0, 86400]", v);
         }
         else if (!strcmp(f, "--lr")) { o->lr = parse_double(f, v); o->have_lr = 1; }
+        else if (!strcmp(f, "--data")) o->data = v;
+        else if (!strcmp(f, "--val-data")) o->val_data = v;
+        else if (!strcmp(f, "--resume")) o->resume = v;
+        else if (!strcmp(f, "--lr-schedule")) o->lr_schedule = v;
+        else if (!strcmp(f, "--lr-warmup")) o->lr_warmup = parse_int(f, v, 0, 1 << 24);
+        else if (!strcmp(f, "--min-lr-ratio")) o->min_lr_ratio = parse_double(f, v);
+        else if (!strcmp(f, "--clip-grad-norm")) o->clip = parse_double(f, v);
+        else if (!strcmp(f, "--val-every")) o->val_every = parse_int(f, v, 1, 1 << 24);
+        else if (!strcmp(f, "--val-batches")) o->val_batches = parse_int(f, v, 1, 1 << 24);
+        else if (!strcmp(f, "--shuffle")) {
+            o->shuffle_seed = (unsigned long long)parse_int(f, v, 0, 2147483647);
+            o->have_shuffle = 1;
+        }
         else if (!strcmp(f, "--beta1")) o->beta1 = parse_double(f, v);
         else if (!strcmp(f, "--beta2")) o->beta2 = parse_double(f, v);
         else if (!strcmp(f, "--eps")) o->eps = parse_double(f, v);
@@ -271,17 +417,16 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (strcmp(o->mode, "resident") && strcmp(o->mode, "slide"))
         die_usage("--mode must be resident or slide, not '%s'", o->mode);
     int slide = !strcmp(o->mode, "slide");
-    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16 || o->dpu || o->keep_head || o->slide_update))
-        die_usage("%s", "--prefetch, --cpu-threads, --pure-bf16, --dpu, --keep-head and --slide-update need --mode slide");
-    if (o->slide_update && strcmp(o->slide_update, "host") && strcmp(o->slide_update, "device"))
-        die_usage("--slide-update must be host or device, not '%s'", o->slide_update);
-    if (o->slide_update && !strcmp(o->slide_update, "device") &&
+    if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16 || o->dpu || o->keep_head || o->slide_device_update))
+        die_usage("%s", "--slide-prefetch, --slide-cpu-threads, --pure-bf16, --slide-dpu, --slide-keep-head and "
+                  "--slide-device-update need --mode slide");
+    if (o->slide_device_update &&
         (strcmp(o->optim, "sgd") || o->dpu || o->master || (!strcmp(o->dtype, "bf16") && !o->pure_bf16) || o->gpus > 1))
-        die_usage("%s", "--slide-update device needs --optim sgd and no master weights (--pure-bf16 with bf16), "
-                  "and not --dpu or --gpus");
-    if (o->dpu && o->keep_head) die_usage("%s", "--dpu and --keep-head cannot be combined yet");
+        die_usage("%s", "--slide-device-update needs --optim sgd and no master weights (--pure-bf16 with bf16), "
+                  "and not --slide-dpu or --gpus");
+    if (o->dpu && o->keep_head) die_usage("%s", "--slide-dpu and --slide-keep-head cannot be combined yet");
     if (o->head_once && (!slide || !o->head_slice || o->keep_head))
-        die_usage("%s", "--head-once needs --mode slide and --head-slice R, and not --keep-head");
+        die_usage("%s", "--slide-head-once needs --mode slide and --head-slice R, and not --slide-keep-head");
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
         die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
     if (o->save_every && !o->save) die_usage("%s", "--save-every needs --save DIR");
@@ -322,16 +467,18 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
     mc->head_slice = o->head_slice;
     mc->state_bf16 = o->state_bf16;
     /* the per-kernel profile records an event after each launch: eager launches only */
-    mc->cuda_graph = !strcmp(o->cuda_graph, "on") ? 1 : !strcmp(o->cuda_graph, "off") || o->op_times ? -1 : 0;
+    mc->cuda_graph = !strcmp(o->cuda_graph, "on")                     ? SC_CUDA_GRAPH_ON
+                     : !strcmp(o->cuda_graph, "off") || o->op_times ? SC_CUDA_GRAPH_OFF
+                                                                     : SC_CUDA_GRAPH_AUTO;
     if (o->master && !mc->bf16) die_usage("%s", "--master-weights needs --dtype bf16");
     if (o->state_bf16 && mc->optim != SC_OPTIM_ADAMW) die_usage("%s", "--state-bf16 needs --optim adamw");
     if (!strcmp(o->mode, "slide")) {
         mc->mode = SC_MODE_SLIDE;
-        mc->prefetch = o->prefetch;
-        mc->cpu_threads = o->cpu_threads;
+        mc->slide_prefetch = o->prefetch;
+        mc->slide_cpu_threads = o->cpu_threads;
         mc->slide_dpu = o->dpu;
         mc->slide_keep_head = o->keep_head;
-        mc->slide_device_update = o->slide_update && !strcmp(o->slide_update, "device");
+        mc->slide_device_update = o->slide_device_update;
         mc->slide_head_once = o->head_once;
         mc->verbose = 1;
         /* slide keeps f32 master weights on the host unless --pure-bf16 */
@@ -399,7 +546,7 @@ static sc_plan make_plan(const cli_opts *o, const sc_config *cfg)
 static int cmd_plan(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights device gpus zero state-bf16",
+    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights gpus zero state-bf16",
                 usage_plan);
     if (!o.seq || !o.batch || !o.budget) die_usage("%s", "plan needs --seq N, --batch N and --budget SIZE");
     sc_config cfg;
@@ -452,8 +599,8 @@ static int cmd_plan(int argc, char **argv)
 static int cmd_grad(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode prefetch cpu-threads pure-bf16 head-slice "
-                "keep-head head-once",
+    parse_flags(&o, argc, argv, "hf tokens out device dtype ckpt mem-cap master-weights mode slide-prefetch "
+                "slide-cpu-threads pure-bf16 head-slice slide-keep-head slide-head-once",
                 usage_grad);
     if (!o.hf || !o.tokens || !o.out) die_usage("%s", "grad needs --hf DIR, --tokens FILE and --out FILE");
     sc_config cfg;
@@ -606,15 +753,221 @@ static int launch_ranks(int n, int argc, char **argv)
     return rc;
 }
 
+/* ---- training on shards: schedule, validation, checkpoints that resume exactly ---- */
+
+/* "1h02m", "3m05s", "42s": the time left at the current rate */
+static void fmt_eta(char *buf, size_t cap, double s)
+{
+    if (!(s >= 0) || s > 1e8) { snprintf(buf, cap, "?"); return; }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, cap, "%lds", t);
+}
+
+/* What a resumed run must share with the run that saved: written into trainer_state.json and
+   compared key by key on --resume (a difference names the key). */
+typedef struct train_state {
+    long long step, data_position, nparams, B, T, accum, world, steps, warmup, shuffle, shuffle_seed;
+    unsigned long long model_hash, data_hash;
+    char schedule[16], optim[8], dtype[8], mode[16];
+    double lr, min_lr_ratio, clip, beta1, beta2, eps, wd;
+    int master, state_bf16;
+} train_state;
+
+static int write_train_state(const char *path, const train_state *t)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "{\n  \"format\": \"slidecheck-trainer-1\",\n  \"step\": %lld,\n  \"data_position\": %lld,\n"
+               "  \"nparams\": %lld,\n  \"model_hash\": \"%016llx\",\n  \"data_hash\": \"%016llx\",\n"
+               "  \"batch\": %lld,\n  \"seq\": %lld,\n  \"accum\": %lld,\n  \"world\": %lld,\n  \"steps\": %lld,\n"
+               "  \"lr_schedule\": \"%s\",\n  \"lr\": %.17g,\n  \"lr_warmup\": %lld,\n  \"min_lr_ratio\": %.17g,\n"
+               "  \"clip_grad_norm\": %.17g,\n  \"shuffle\": %lld,\n  \"shuffle_seed\": %lld,\n  \"optim\": \"%s\",\n"
+               "  \"beta1\": %.17g,\n  \"beta2\": %.17g,\n  \"eps\": %.17g,\n  \"weight_decay\": %.17g,\n"
+               "  \"dtype\": \"%s\",\n  \"master_weights\": %d,\n  \"state_bf16\": %d,\n  \"mode\": \"%s\"\n}\n",
+            t->step, t->data_position, t->nparams, t->model_hash, t->data_hash, t->B, t->T, t->accum, t->world, t->steps,
+            t->schedule, t->lr, t->warmup, t->min_lr_ratio, t->clip, t->shuffle, t->shuffle_seed, t->optim, t->beta1,
+            t->beta2, t->eps, t->wd, t->dtype, t->master, t->state_bf16, t->mode);
+    return fclose(f) ? -1 : 0;
+}
+
+/* the text after "key": in a file write_train_state wrote; NULL if absent */
+static const char *state_value(const char *text, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(text, k);
+    if (!p) return NULL;
+    p += strlen(k);
+    while (*p == ' ') p++;
+    return p;
+}
+
+/* --resume DIR: its trainer_state.json against this run's; exits 1 naming the first mismatch */
+static void check_train_state(const char *dir, const train_state *now, train_state *saved)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/trainer_state.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "slidecheck: --resume %s: cannot open %s: %s\n", dir, path, strerror(errno)); exit(1); }
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    const char *fmt = state_value(text, "format");
+    if (!fmt || strncmp(fmt, "\"slidecheck-trainer-1\"", 22)) {
+        fprintf(stderr, "slidecheck: --resume: %s is not a slidecheck trainer state\n", path);
+        exit(1);
+    }
+    *saved = *now;
+    struct { const char *key; long long *v; } ints[] = {
+        {"step", &saved->step}, {"data_position", &saved->data_position}, {"nparams", &saved->nparams},
+        {"batch", &saved->B}, {"seq", &saved->T}, {"accum", &saved->accum}, {"world", &saved->world},
+        {"steps", &saved->steps}, {"lr_warmup", &saved->warmup}, {"shuffle", &saved->shuffle},
+        {"shuffle_seed", &saved->shuffle_seed}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        const char *v = state_value(text, ints[i].key);
+        if (!v || sscanf(v, "%lld", ints[i].v) != 1) {
+            fprintf(stderr, "slidecheck: --resume: %s has no %s\n", path, ints[i].key);
+            exit(1);
+        }
+    }
+    struct { const char *key; double *v; } dbl[] = {
+        {"lr", &saved->lr}, {"min_lr_ratio", &saved->min_lr_ratio}, {"clip_grad_norm", &saved->clip},
+        {"beta1", &saved->beta1}, {"beta2", &saved->beta2}, {"eps", &saved->eps}, {"weight_decay", &saved->wd}};
+    for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++) {
+        const char *v = state_value(text, dbl[i].key);
+        if (!v || sscanf(v, "%lf", dbl[i].v) != 1) {
+            fprintf(stderr, "slidecheck: --resume: %s has no %s\n", path, dbl[i].key);
+            exit(1);
+        }
+    }
+    struct { const char *key; char *v; } strs[] = {
+        {"lr_schedule", saved->schedule}, {"optim", saved->optim}, {"dtype", saved->dtype}, {"mode", saved->mode}};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        const char *v = state_value(text, strs[i].key);
+        if (!v || sscanf(v, "\"%7[a-z0-9]\"", strs[i].v) != 1) {
+            fprintf(stderr, "slidecheck: --resume: %s has no %s\n", path, strs[i].key);
+            exit(1);
+        }
+    }
+    const char *mh = state_value(text, "model_hash"), *dh = state_value(text, "data_hash");
+    const char *mw = state_value(text, "master_weights"), *sb = state_value(text, "state_bf16");
+    if (!mh || !dh || !mw || !sb || sscanf(mh, "\"%llx\"", &saved->model_hash) != 1 ||
+        sscanf(dh, "\"%llx\"", &saved->data_hash) != 1 || sscanf(mw, "%d", &saved->master) != 1 ||
+        sscanf(sb, "%d", &saved->state_bf16) != 1) {
+        fprintf(stderr, "slidecheck: --resume: %s is incomplete\n", path);
+        exit(1);
+    }
+    /* the mode (resident or slide) may change: both give the same bits */
+#define MISMATCH(cond, what, fmt, a, b)                                                                      \
+    if (cond) {                                                                                               \
+        fprintf(stderr, "slidecheck: --resume %s: %s differs: saved " fmt ", this run " fmt "\n", dir, what, a, b); \
+        exit(1);                                                                                              \
+    }
+    MISMATCH(saved->model_hash != now->model_hash || saved->nparams != now->nparams, "the model", "%lld parameters",
+             saved->nparams, now->nparams)
+    MISMATCH(saved->data_hash != now->data_hash, "the training data (shard names, sizes or shuffle)", "%016llx",
+             saved->data_hash, now->data_hash)
+    MISMATCH(saved->B != now->B, "--batch", "%lld", saved->B, now->B)
+    MISMATCH(saved->T != now->T, "--seq", "%lld", saved->T, now->T)
+    MISMATCH(saved->accum != now->accum, "--accum", "%lld", saved->accum, now->accum)
+    MISMATCH(saved->world != now->world, "the number of ranks", "%lld", saved->world, now->world)
+    MISMATCH(saved->steps != now->steps, "--steps (the schedule's total)", "%lld", saved->steps, now->steps)
+    MISMATCH(saved->warmup != now->warmup, "--lr-warmup", "%lld", saved->warmup, now->warmup)
+    MISMATCH(strcmp(saved->schedule, now->schedule), "--lr-schedule", "%s", saved->schedule, now->schedule)
+    MISMATCH(strcmp(saved->optim, now->optim), "--optim", "%s", saved->optim, now->optim)
+    MISMATCH(strcmp(saved->dtype, now->dtype), "--dtype", "%s", saved->dtype, now->dtype)
+    MISMATCH(saved->master != now->master || saved->state_bf16 != now->state_bf16, "master weights / bf16 state",
+             "%d", saved->master * 2 + saved->state_bf16, now->master * 2 + now->state_bf16)
+    MISMATCH(saved->lr != now->lr, "--lr", "%.9g", saved->lr, now->lr)
+    MISMATCH(saved->min_lr_ratio != now->min_lr_ratio, "--min-lr-ratio", "%.9g", saved->min_lr_ratio, now->min_lr_ratio)
+    MISMATCH(saved->clip != now->clip, "--clip-grad-norm", "%.9g", saved->clip, now->clip)
+    MISMATCH(saved->beta1 != now->beta1 || saved->beta2 != now->beta2 || saved->eps != now->eps,
+             "--beta1/--beta2/--eps", "%.9g", saved->beta1 + saved->beta2 + saved->eps, now->beta1 + now->beta2 + now->eps)
+    MISMATCH(saved->wd != now->wd, "--weight-decay", "%.9g", saved->wd, now->wd)
+    MISMATCH(saved->step < 1 || saved->step >= now->steps, "the step (nothing left to run)", "%lld", saved->step, now->steps)
+#undef MISMATCH
+}
+
+/* DIR/step_NNNNNN/: the HF checkpoint, optimizer.safetensors and trainer_state.json, written into
+   DIR/.step_NNNNNN.tmp and renamed when complete, so that a kill leaves the last whole one */
+static void save_train_checkpoint(sc_model *m, const sc_config *cfg, const char *dir, const train_state *t, int rank)
+{
+    char tmp[4096], fin[4096], path[4200];
+    snprintf(tmp, sizeof tmp, "%s/.step_%06lld.tmp", dir, t->step);
+    snprintf(fin, sizeof fin, "%s/step_%06lld", dir, t->step);
+    size_t np = sc_config_num_params(cfg);
+    float *p = (float *)malloc(sizeof(float) * np);
+    if (!p) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    sc_result r;
+    if ((r = sc_model_get_params(m, p)) != SC_SUCCESS) die(r, "reading weights");
+    if (rank == 0) {
+        char cmd[8400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp); /* a leftover of a killed save */
+        if (strchr(tmp, '\'') || system(cmd) != 0) die(SC_ERROR_IO, tmp);
+        check_writable_dir(tmp, "--save");
+        if ((r = sc_hf_write(tmp, cfg, p, 0)) != SC_SUCCESS) die(r, tmp);
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
+        if ((r = sc_model_save_optimizer(m, path)) != SC_SUCCESS) die(r, path);
+        snprintf(path, sizeof path, "%s/trainer_state.json", tmp);
+        if (write_train_state(path, t)) die(SC_ERROR_IO, path);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", fin); /* an older save of the same step */
+        if (strchr(fin, '\'') || system(cmd) != 0) die(SC_ERROR_IO, fin);
+        if (rename(tmp, fin)) {
+            fprintf(stderr, "slidecheck: --save: rename %s -> %s: %s\n", tmp, fin, strerror(errno));
+            exit(1);
+        }
+        printf("saved %s (weights, optimizer state, trainer state)\n", fin);
+    }
+    free(p);
+}
+
+/* The mean loss over the first K batches of the validation shards (rank r takes batches r, r+W,
+   ...: each step's loss is already the mean over the ranks) */
+static double validate(sc_model *m, const sc_plan *plan, sc_data *val, int32_t *buf, int B, int T, int K, int W)
+{
+    sc_result r;
+    if ((r = sc_data_seek(val, 0)) != SC_SUCCESS) die(r, "--val-data");
+    double sum = 0.0;
+    int rounds = K / W;
+    for (int i = 0; i < rounds; i++) {
+        float l;
+        if ((r = sc_data_next(val, buf)) != SC_SUCCESS) die(r, "--val-data");
+        if ((r = sc_model_forward_backward(m, plan, buf, B, T, &l)) != SC_SUCCESS) die(r, "validation");
+        sum += l;
+    }
+    return sum / rounds;
+}
+
 static int cmd_train(int argc, char **argv)
 {
     cli_opts o;
     parse_flags(&o, argc, argv,
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
-                "dtype ckpt mem-cap warmup master-weights mode prefetch cpu-threads pure-bf16 accum save-every head-slice op-times state-bf16 "
-                "dpu keep-head slide-update head-once gpus zero rendezvous-timeout cuda-graph",
+                "dtype ckpt mem-cap warmup master-weights mode slide-prefetch slide-cpu-threads pure-bf16 accum save-every "
+                "head-slice op-times state-bf16 slide-dpu slide-keep-head slide-device-update slide-head-once gpus zero "
+                "rendezvous-timeout cuda-graph data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
+                "clip-grad-norm val-every val-batches",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
+    sc_lr_schedule sched = SC_LR_CONSTANT;
+    if (o.lr_schedule && sc_lr_schedule_parse(o.lr_schedule, &sched) != SC_SUCCESS)
+        die_usage("--lr-schedule must be constant, linear or cosine, not '%s'", o.lr_schedule);
+    if (!(o.min_lr_ratio >= 0.0 && o.min_lr_ratio <= 1.0)) die_usage("%s", "--min-lr-ratio must be in [0, 1]");
+    if (!(o.clip >= 0.0 && o.clip <= 1e30)) die_usage("%s", "--clip-grad-norm must be a positive norm (0: off)");
+    if (o.data && o.tokens) die_usage("%s", "give either --data PATTERN or --tokens FILE, not both");
+    if ((o.have_shuffle || o.val_data) && !o.data) die_usage("%s", "--shuffle and --val-data need --data PATTERN");
+    if (!o.val_data != !o.val_every || (o.val_batches && !o.val_data))
+        die_usage("%s", "--val-data, --val-every N and --val-batches K go together");
+    if (o.val_data && !o.val_batches) o.val_batches = 1;
+    if (o.resume && !o.data) die_usage("%s", "--resume continues a run on --data PATTERN (the data position is saved)");
+    if (o.save_every && o.data && o.zero) die_usage("%s", "--save-every with --zero 1: the sharded optimizer state is not saved yet");
+    if (o.resume) { /* the weights come from the checkpoint; its config must be the model's */
+        if (o.model || o.hf) die_usage("%s", "--resume DIR takes the model from DIR: leave out --hf and --model");
+        o.hf = o.resume;
+    }
     /* data parallel: one process per rank, under a launcher (RANK, WORLD_SIZE, ...) or --gpus N */
     sc_dist_env de;
     sc_result dr = sc_dist_env_read(&de);
@@ -645,7 +998,29 @@ static int cmd_train(int argc, char **argv)
     int B, T;
     /* the global batch: accum micro-batches of W*B rows; rank r trains on rows [rB, (r+1)B) of each,
        so W ranks of --batch B train on what one process of --batch W*B would */
-    if (o.tokens) {
+    sc_data *data = NULL, *val = NULL;
+    int32_t *vbuf = NULL;
+    if (o.data) {
+        /* token shards: each rank reads its own micro-batches; nothing is held beyond one step's */
+        B = o.batch ? o.batch : 2;
+        T = o.seq ? o.seq : (cfg.max_position < 128 ? cfg.max_position : 128);
+        if ((size_t)o.accum * B * T > ((size_t)1 << 28)) die_usage("%s", "--accum x --seq x --batch is too large");
+        sc_data_config dc;
+        memset(&dc, 0, sizeof dc);
+        dc.B = B, dc.T = T, dc.rank = rank, dc.world = W, dc.vocab_size = cfg.vocab_size;
+        dc.shuffle = o.have_shuffle, dc.shuffle_seed = o.shuffle_seed;
+        if ((r = sc_data_open(&data, o.data, &dc)) != SC_SUCCESS) die(r, o.data);
+        if (o.val_data) {
+            if (o.val_batches % W) die_usage("%s", "--val-batches must be a multiple of the number of ranks");
+            dc.shuffle = 0;
+            if ((r = sc_data_open(&val, o.val_data, &dc)) != SC_SUCCESS) die(r, o.val_data);
+            vbuf = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * T);
+            if (!vbuf) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
+        }
+        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * W * B * T);
+        if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
+        for (size_t i = 0; i < (size_t)o.accum * W * B * T; i++) ids[i] = 0; /* read per step */
+    } else if (o.tokens) {
         if (o.seq || o.batch) die_usage("%s", "give either --tokens FILE or --seq/--batch, not both");
         if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
         if (B % (o.accum * W)) {
@@ -669,7 +1044,7 @@ static int cmd_train(int argc, char **argv)
     int32_t *gids = ids;
     if (W > 1) {
         /* what every rank must agree on: the model, shapes, optimizer, policy and the global batch */
-        uint64_t h = sc_hash_bytes(0, gids, sizeof(int32_t) * (size_t)o.accum * W * B * T);
+        uint64_t h = data ? sc_data_hash(data) : sc_hash_bytes(0, gids, sizeof(int32_t) * (size_t)o.accum * W * B * T);
         int shape[6] = {B, T, o.accum, o.steps, (int)sc_config_num_params(&cfg), cfg.vocab_size};
         h = sc_hash_bytes(h, shape, sizeof shape);
         const char *strs[6] = {o.optim, o.ckpt, o.dtype, o.mode, o.model ? o.model : "", o.hf ? o.hf : ""};
@@ -687,6 +1062,7 @@ static int cmd_train(int argc, char **argv)
     sc_plan plan = make_plan(&o, &cfg);
     sc_model_config mc;
     model_config_from(&mc, &o);
+    mc.clip_grad_norm = (float)o.clip;
     mc.comm = comm;
     mc.zero = o.zero;
     if (W > 1) mc.gpu = de.local_rank; /* one GPU per process on this machine */
@@ -723,7 +1099,7 @@ static int cmd_train(int argc, char **argv)
     if (slide) {
         sc_model_config wc = mc;
         printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, %s, gradients), "
-               "host optimizer %s%s%s\n", mc.prefetch ? mc.prefetch : 1,
+               "host optimizer %s%s%s\n", mc.slide_prefetch ? mc.slide_prefetch : 1,
                (double)sc_slide_window_bytes(&cfg, &wc, &plan) / 1073741824.0,
                mc.slide_keep_head ? "the head kept with its gradients and optimizer state" : "head slot", sc_cpu_optim_isa(),
                mc.slide_dpu ? ", delayed update (DPU: each update one step late)" : "",
@@ -738,8 +1114,53 @@ static int cmd_train(int argc, char **argv)
     int64_t peak_alloc = 0, peak_resv = 0;
     float first_loss = 0.0f;
     if (!walls) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
-    for (int s = 0; s < o.steps; s++) {
+    /* what a resumed run must share with this one, and where it stands */
+    train_state ts;
+    memset(&ts, 0, sizeof ts);
+    {
+        int64_t shape[10] = {cfg.vocab_size, cfg.hidden_size, cfg.intermediate_size, cfg.num_layers, cfg.num_heads,
+                             cfg.num_kv_heads, cfg.head_dim, cfg.tie_embeddings, (int64_t)cfg.arch, cfg.max_position};
+        ts.model_hash = sc_hash_bytes(0, shape, sizeof shape);
+    }
+    ts.nparams = (long long)sc_config_num_params(&cfg);
+    ts.data_hash = data ? sc_data_hash(data) : 0;
+    ts.B = B, ts.T = T, ts.accum = o.accum, ts.world = W, ts.steps = o.steps, ts.warmup = o.lr_warmup;
+    ts.shuffle = o.have_shuffle, ts.shuffle_seed = (long long)o.shuffle_seed;
+    snprintf(ts.schedule, sizeof ts.schedule, "%s", sc_lr_schedule_name(sched));
+    snprintf(ts.optim, sizeof ts.optim, "%s", o.optim);
+    snprintf(ts.dtype, sizeof ts.dtype, "%s", o.dtype);
+    snprintf(ts.mode, sizeof ts.mode, "%s", o.mode);
+    ts.lr = o.lr, ts.min_lr_ratio = o.min_lr_ratio, ts.clip = o.clip;
+    ts.beta1 = o.beta1, ts.beta2 = o.beta2, ts.eps = o.eps, ts.wd = o.wd;
+    ts.master = mc.master_weights != 0, ts.state_bf16 = mc.state_bf16 != 0;
+    int s0 = 0;
+    if (o.resume) {
+        train_state saved;
+        check_train_state(o.resume, &ts, &saved);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", o.resume);
+        if ((r = sc_model_load_optimizer(m, path)) != SC_SUCCESS) die(r, "--resume");
+        if (sc_model_steps_done(m) != (int)saved.step) {
+            fprintf(stderr, "slidecheck: --resume %s: the optimizer state is of step %d, the trainer state of %lld\n",
+                    o.resume, sc_model_steps_done(m), saved.step);
+            return 1;
+        }
+        if ((r = sc_data_seek(data, saved.data_position)) != SC_SUCCESS) die(r, "--resume");
+        s0 = (int)saved.step;
+        printf("resumed from %s at step %d (data position %lld batches)\n", o.resume, s0, saved.data_position);
+    }
+    if (data)
+        printf("data: %d shard(s), %lld batches of %d x %d an epoch%s%s\n", sc_data_shard_count(data),
+               (long long)sc_data_epoch_batches(data), B, T, o.have_shuffle ? ", shuffled" : "",
+               val ? ", validation on" : "");
+    int64_t loop_t0 = sc_tracer_now_ns();
+    for (int s = s0; s < o.steps; s++) {
         float loss;
+        int ti = s - s0; /* the tracer's index of this step */
+        double lr = o.lr * sc_lr_factor(sched, s, o.lr_warmup, o.steps, o.min_lr_ratio);
+        sc_model_set_lr(m, (float)lr);
+        for (int k = 0; data && k < o.accum; k++)
+            if ((r = sc_data_next(data, ids + (size_t)k * B * T)) != SC_SUCCESS) die(r, o.data);
         sc_allocator_reset_peak(al);
         sc_tracer_step_begin(&tr, 0, s);
         if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) die(r, "training step");
@@ -757,38 +1178,57 @@ static int cmd_train(int argc, char **argv)
 #ifdef SLIDECHECK_CUDA
         if (o.op_times && (r = sc_cuda_profile_collect(cu, s >= o.warmup)) != SC_SUCCESS) die(r, "--op-times");
 #endif
-        const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
+        const sc_step_metrics *sm = sc_tracer_step_get(&tr, ti);
         walls[s] = sm->wall_ms;
+        /* the norm the update clipped with (computed now when not clipping: after the step's time) */
+        double gn = sc_model_grad_norm(m);
+        double vl = NAN;
+        if (val && (s + 1) % o.val_every == 0) vl = validate(m, &plan, val, vbuf, B, T, o.val_batches, W);
+        sc_tracer_step_note(&tr, ti, lr, gn, vl);
         if (W > 1) { /* a step takes as long as its slowest rank */
             double *all = rank_walls + (size_t)s * W;
             if ((r = sc_dist_gather(comm, &walls[s], rank ? NULL : all, sizeof(double))) != SC_SUCCESS)
                 die(r, "data parallel");
             for (int q = 0; rank == 0 && q < W; q++) walls[s] = all[q] > walls[s] ? all[q] : walls[s];
         }
-        if (s == 0) first_loss = loss;
+        if (s == s0) first_loss = loss;
         if (mem.peak_allocated > peak_alloc) peak_alloc = mem.peak_allocated;
         if (mem.peak_reserved > peak_resv) peak_resv = mem.peak_reserved;
         if (sm->cpu_peak_rss > peak_rss) peak_rss = sm->cpu_peak_rss;
         launches = 0;
         for (int p = 0; p < SC_PHASE_COUNT; p++) launches += sm->launches[p];
-        printf("step %4d  loss %.6f  ms %9.2f  (fwd %.2f recompute %.2f bwd %.2f opt %.2f)  peak alloc %.3f GiB",
-               s + 1, loss, walls[s], sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
+        /* name-value pairs: step S loss X lr X norm X ms X ... */
+        printf("step %d loss %.6f lr %.6e norm %.6f ms %.2f fwd %.2f recompute %.2f bwd %.2f opt %.2f peak_alloc_gib %.3f",
+               s + 1, loss, lr, gn, walls[s], sm->phase_ms[SC_PHASE_FWD], sm->phase_ms[SC_PHASE_RECOMPUTE],
                sm->phase_ms[SC_PHASE_BWD], sm->phase_ms[SC_PHASE_OPT], (double)mem.peak_allocated / 1073741824.0);
         if (slide)
-            printf("  h2d %.3f GB d2h %.3f GB  opt wait %.2f ms", (double)si.h2d_bytes / 1e9, (double)si.d2h_bytes / 1e9,
+            printf(" h2d_gb %.3f d2h_gb %.3f opt_wait_ms %.2f", (double)si.h2d_bytes / 1e9, (double)si.d2h_bytes / 1e9,
                    si.opt_wait_ms);
         if (sm->bytes[SC_PHASE_COMM] && sm->phase_ms[SC_PHASE_COMM] > 0) /* NCCL's busBw: algbw x 2 (W - 1) / W */
             printf("  %s %.2f ms %.3f GB bus %.1f GB/s", o.zero ? "reduce-scatter+all-gather" : "all-reduce",
                    sm->phase_ms[SC_PHASE_COMM], (double)sm->bytes[SC_PHASE_COMM] / 1e9,
                    (double)sm->bytes[SC_PHASE_COMM] / (sm->phase_ms[SC_PHASE_COMM] * 1e6) * (o.zero ? 1.0 : 2.0) * (W - 1) / W);
+        { /* progress: tokens a second over the run so far (validation and saves included), time left */
+            double el = (double)(sc_tracer_now_ns() - loop_t0) / 1e9, done = s + 1 - s0;
+            char eta[32];
+            fmt_eta(eta, sizeof eta, el / done * (o.steps - s - 1));
+            printf(" tok/s %.0f eta %s", done * o.accum * W * B * T / (el > 0 ? el : 1e-9), eta);
+        }
         printf("\n");
+        if (vl == vl) printf("val step %d loss %.6f\n", s + 1, vl);
         fflush(stdout);
-        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) save_checkpoint(m, &cfg, o.save, rank);
+        if (o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) {
+            if (data) {
+                ts.step = s + 1;
+                ts.data_position = sc_data_position(data);
+                save_train_checkpoint(m, &cfg, o.save, &ts, rank);
+            } else save_checkpoint(m, &cfg, o.save, rank);
+        }
     }
     {
         /* steps after the warm-up: median wall time with n, and the run's peak memory */
-        int w = o.warmup < o.steps ? o.warmup : 0;
-        sc_stats st = sc_stats_compute(walls + w, o.steps - w);
+        int w = o.warmup < o.steps - s0 ? o.warmup : 0;
+        sc_stats st = sc_stats_compute(walls + s0 + w, o.steps - s0 - w);
         char ci[32] = "n/a (n < 2)";
         if (st.n >= 2) snprintf(ci, sizeof ci, "%.2f ms", st.ci95);
         printf("summary: first-step loss %.6f  median step %.2f ms (n=%d after %d warm-up; mean %.2f ms, 95%% CI +- %s)"
@@ -820,7 +1260,7 @@ static int cmd_train(int argc, char **argv)
         free(walls);
 #ifdef SLIDECHECK_CUDA
         if (o.op_times) {
-            int kept = o.steps - (o.warmup < o.steps ? o.warmup : 0);
+            int kept = o.steps - s0 - w;
             int n = sc_cuda_profile_report(cu, NULL, 0, kept);
             char *buf = (char *)malloc((size_t)n + 1);
             if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
@@ -842,7 +1282,7 @@ static int cmd_train(int argc, char **argv)
             fprintf(f, "step");
             for (int q = 0; q < W; q++) fprintf(f, ",wall_ms_rank%d", q);
             fprintf(f, ",wall_ms_slowest\n");
-            for (int s = 0; s < o.steps; s++) {
+            for (int s = s0; s < o.steps; s++) {
                 double mx = 0.0;
                 fprintf(f, "%d", s + 1);
                 for (int q = 0; q < W; q++) {
@@ -881,6 +1321,9 @@ static int cmd_train(int argc, char **argv)
     sc_dist_comm_close(comm);
     free(rank_walls);
     if (o.tokens) sc_tokens_free(ids); else free(ids);
+    sc_data_close(data);
+    sc_data_close(val);
+    free(vbuf);
     return 0;
 }
 
