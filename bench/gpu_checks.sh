@@ -1,5 +1,5 @@
 #!/bin/sh
-# The GPU checks of one session, in one go (run on the GPU machine from the repository root):
+# The resident-mode GPU checks, in one go (run on the GPU machine from the repository root):
 # build, `make test-gpu`, compute-sanitizer on a tiny run, a checkpoint written by slidecheck
 # loaded by transformers, and the demo on a mid-size model. Logs go to ${OUT:-build/gpu}.
 set -u

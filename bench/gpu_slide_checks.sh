@@ -1,5 +1,5 @@
 #!/bin/sh
-# The slide-mode GPU checks of a session, in one go (on the GPU machine, repository root):
+# The slide-mode GPU checks, in one go (on the GPU machine, repository root):
 # compute-sanitizer memcheck / racecheck / synccheck on a tiny slide run, and a 1000-step tiny
 # slide soak whose reserved device memory and pinned host memory must stay flat.
 #   sh bench/gpu_slide_checks.sh OUTDIR     (BIN=dir of prebuilt binaries, default build)

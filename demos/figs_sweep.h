@@ -2,7 +2,7 @@
    median, pareto.png, seq_scaling.png, pareto.csv and seq_scaling.csv.
 
    Include it after demo.h. demos/sweep.c measures the points and tells the story; this header only
-   formats and draws what was measured (bench/results/demos_h100_2026-11-23/sweep_replot.c redraws a
+   formats and draws what was measured (bench/sweep_replot.c redraws a
    past run's CSVs with the same pareto_png and seq_png). Peak memory: the allocator's peak
    allocated bytes over the measured steps (slide mode: device bytes only). */
 #ifndef DEMOS_FIGS_SWEEP_H
