@@ -83,7 +83,7 @@ grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speedz.log"
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json" "$O/speed1/trace.json"
 echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json" "$O/speed1/trace.json"
 # slide on 1 and NG GPUs (each rank's host optimizer on its share of the cores: they share one host)
-sl="$big --mode slide --steps 8 --cpu-threads $(( $(nproc) / NG - 1 ))"
+sl="$big --mode slide --steps 8 --slide-cpu-threads $(( $(nproc) / NG - 1 ))"
 "$BIN/slidecheck" $sl --out "$O/slide1" > "$O/slide1.log" 2>&1
 "$BIN/slidecheck" $sl --gpus $NG --out "$O/slide2" > "$O/slide2.log" 2>&1
 # ZeRO-1: rank 0's pageable host memory (the summary's 'pageable') drops by its share of the layers' AdamW state

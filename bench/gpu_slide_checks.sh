@@ -11,8 +11,8 @@ tiny="train --model tiny --device cuda --mode slide --seq 64 --batch 2 --accum 2
 # SGD on the device (layers and, with the head up once and one micro-batch, the head); OPTS picks
 OPTS=${OPTS:-plain dpu keep-head devup}
 flags() {
-    case $1 in plain) fl="";; dpu) fl="--dpu";; keep-head) fl="--keep-head";;
-        devup) fl="--optim sgd --pure-bf16 --accum 1 --head-slice 100 --head-once --slide-update device";; esac
+    case $1 in plain) fl="";; dpu) fl="--slide-dpu";; keep-head) fl="--slide-keep-head";;
+        devup) fl="--optim sgd --pure-bf16 --accum 1 --head-slice 100 --slide-head-once --slide-device-update";; esac
 }
 for opt in $OPTS; do
     flags $opt

@@ -28,7 +28,7 @@ run() { # label model mode seq batch accum optim precision ckpt prefetch steps [
     case $prec in pure-bf16) pf_flags="--dtype bf16 --pure-bf16";; master) pf_flags="--dtype bf16 --master-weights";;
                   *) pf_flags="--dtype bf16";; esac
     [ "$mode" = resident ] && pf_flags=$(echo "$pf_flags" | sed 's/--pure-bf16//')
-    extra="--prefetch $pf"; [ "$mode" = resident ] && extra=""
+    extra="--slide-prefetch $pf"; [ "$mode" = resident ] && extra=""
     "$BIN/slidecheck" train --model "$mdl" --device cuda --mode "$mode" --seq "$s" --batch "$b" --accum "$a" \
         --optim "$opt" --lr 1e-5 --ckpt "$ck" --steps "$st" --warmup 2 $pf_flags $extra "$@" > "$O/$lab.log" 2>&1
     rc=$?
@@ -61,13 +61,13 @@ if [ "${ONLY7B:-0}" != 1 ] && [ -n "${ONLY:-}" ]; then
 run r256  qwen3-1.7b resident 256 1 1 sgd bf16      none 0 14
 for l in $ONLY; do case $l in
     s256h) run s256h qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --out "$O/trace_s256h";;
-    s256hdu) run s256hdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --slide-update device --out "$O/trace_s256hdu";;
-    s256hp2du) run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-update device;;
-    s256du) run s256du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --slide-update device;;
-    s256kdu) run s256kdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --keep-head --slide-update device;;
-    s256fodu) run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --head-once --slide-update device --out "$O/trace_s256fodu";;
-    s256fodu2) run s256fodu2 qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 2 14 --head-slice 8192 --head-once --slide-update device;;
-    s256fdu) run s256fdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --slide-update device;;
+    s256hdu) run s256hdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --slide-device-update --out "$O/trace_s256hdu";;
+    s256hp2du) run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-device-update;;
+    s256du) run s256du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --slide-device-update;;
+    s256kdu) run s256kdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --slide-keep-head --slide-device-update;;
+    s256fodu) run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --slide-head-once --slide-device-update --out "$O/trace_s256fodu";;
+    s256fodu2) run s256fodu2 qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 2 14 --head-slice 8192 --slide-head-once --slide-device-update;;
+    s256fdu) run s256fdu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --slide-device-update;;
 esac; done
 elif [ "${ONLY7B:-0}" != 1 ]; then
 # Qwen3-1.7B, seq 256 x batch 1, SGD (as T1M1 ran it): resident bf16 vs slide pure bf16, the
@@ -78,24 +78,24 @@ run s256h qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 
 run s256hp2 qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192
 # the options: the embedding and head kept on the device; the one-step-delayed update (other
 # mathematics); a label ending in "dpu" tells slide_table.py the update also writes a working copy
-run s256k qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --keep-head
-run s256dpu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --dpu
-run s256hdpu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --dpu --head-slice 8192
-# the layers' SGD on the device (--slide-update device): the updated weights go down instead of
+run s256k qwen3-1.7b slide    256 1 1 sgd pure-bf16 none 1 14 --slide-keep-head
+run s256dpu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --slide-dpu
+run s256hdpu qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 1 14 --slide-dpu --head-slice 8192
+# the layers' SGD on the device (--slide-device-update): the updated weights go down instead of
 # the gradients, the host optimizer only updates the embedding and head
-run s256hdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --slide-update device --out "$O/trace_s256hdu"
-run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-update device
-run s256du qwen3-1.7b slide   256 1 1 sgd pure-bf16 none 1 14 --slide-update device
-run s256kdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --keep-head --slide-update device
+run s256hdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --head-slice 8192 --slide-device-update --out "$O/trace_s256hdu"
+run s256hp2du qwen3-1.7b slide 256 1 1 sgd pure-bf16 none 2 14 --head-slice 8192 --slide-device-update
+run s256du qwen3-1.7b slide   256 1 1 sgd pure-bf16 none 1 14 --slide-device-update
+run s256kdu qwen3-1.7b slide  256 1 1 sgd pure-bf16 none 1 14 --slide-keep-head --slide-device-update
 # and the sliced head up once a step (a whole head of weights on the device: under 1 GiB with full
 # recompute, whose replays hide behind the transfers at this size)
-run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --head-once --slide-update device --out "$O/trace_s256fodu"
-run s256fodu2 qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 2 14 --head-slice 8192 --head-once --slide-update device
+run s256fodu qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 1 14 --head-slice 8192 --slide-head-once --slide-device-update --out "$O/trace_s256fodu"
+run s256fodu2 qwen3-1.7b slide 256 1 1 sgd pure-bf16 full 2 14 --head-slice 8192 --slide-head-once --slide-device-update
 # seq 2048 x batch 4, AdamW with f32 master weights and state
 run r2048 qwen3-1.7b resident 2048 4 1 adamw master none 0 10
 run s2048 qwen3-1.7b slide    2048 4 1 adamw master none 1 10
 run s2048f qwen3-1.7b slide   2048 4 1 adamw master full 1 10
-run s2048dpu qwen3-1.7b slide 2048 4 1 adamw master none 1 10 --dpu
+run s2048dpu qwen3-1.7b slide 2048 4 1 adamw master none 1 10 --slide-dpu
 fi
 if [ "${SKIP7B:-0}" != 1 ]; then
     # Qwen2.5-7B shape, seq 4096, under a 16 GiB cap: resident must stop with the OOM report;

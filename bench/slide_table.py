@@ -16,7 +16,7 @@ the forward's) can only use the H2D bandwidth: phase floor = h2d_first / H2D bw 
 the rest (h2d - h2d_first, d2h).
 ratio/ph = step / max(phase floor, CPU-optimizer floor, resident step).
 The CPU-optimizer floor counts the parameters the host updates (host_params: all of them, less the
-layers with --slide-update device and the embedding and head with --keep-head)."""
+layers with --slide-device-update and the embedding and head with --slide-keep-head)."""
 import csv, os, sys
 
 d = sys.argv[1]
@@ -56,7 +56,7 @@ for r in rows:
         h, dd = float(r['h2d_gb']), float(r['d2h_gb'])
         x = xfer(bw, h, dd)
         sh = '%.1f' % xfer(bws, h, dd) if bws else ''
-        # --dpu in pure bf16 also writes the bf16 working copy that uploads read (master mode's
+        # --slide-dpu in pure bf16 also writes the bf16 working copy that uploads read (master mode's
         # bytes count its working copy already)
         bpp = BPP[(r['precision'], r['optim'])] + (2 if r['label'].endswith('dpu') and r['precision'] == 'pure-bf16' else 0)
         hp = int(r['host_params']) if r.get('host_params') else int(r['params'])

@@ -133,7 +133,7 @@ hs2=$(pageable)
 if awk -v a="$hs1" -v b="$hs2" 'BEGIN { exit !(a != "" && b != "" && a - b >= 0.002) }'; then
     ok "slide ZeRO-1: rank 0's pageable host memory $hs1 -> $hs2 GiB (its share of the AdamW state)"
 else bad "slide ZeRO-1 pageable host memory '$hs1' -> '$hs2' GiB"; fi
-expect 1 "--gpus 2 --mode slide --dpu is refused" $DP --batch 1 --gpus 2 --mode slide --dpu
+expect 1 "--gpus 2 --mode slide --slide-dpu is refused" $DP --batch 1 --gpus 2 --mode slide --slide-dpu
 expect 0 "--gpus 2 --zero 1" $DP --batch 1 --gpus 2 --zero 1 --save "$T/dpz" --out "$T/dpo"
 if [ "$(wc -l < "$T/dpo/dp_steps.csv")" -eq 4 ] && head -1 "$T/dpo/dp_steps.csv" | grep -q "^step,wall_ms_rank0,wall_ms_rank1,wall_ms_slowest$" &&
     [ -s "$T/dpo/step_metrics.csv" ] && [ -s "$T/dpo/rank1/step_metrics.csv" ] && [ -s "$T/dpo/rank1/trace.json" ]; then
@@ -163,16 +163,16 @@ peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 56) }'; then ok "budget:56MiB: measured peak allocated $peak GiB <= 56 MiB"
 else bad "budget:56MiB: measured peak allocated '$peak' GiB"; fi
 # slide mode through the tool: flags, their refusals, and the loss equal to resident mode's
-expect 2 "--prefetch 0" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --prefetch 0
-expect 2 "--prefetch without slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --prefetch 2
+expect 2 "--slide-prefetch 0" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-prefetch 0
+expect 2 "--slide-prefetch without slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --slide-prefetch 2
 expect 2 "bad --mode" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode glide
-expect 1 "--prefetch over the layer count" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --prefetch 99
+expect 1 "--slide-prefetch over the layer count" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-prefetch 99
 expect 2 "--head-slice 0" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --head-slice 0
 expect 1 "--out not writable, refused before step 1" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --out /proc/x
 for hs in "" "--head-slice 100"; do
     expect 0 "resident $hs" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --accum 2 --ckpt every:2 $hs
     l1=$(awk '/^summary:/{print $4}' "$T/out")
-    expect 0 "slide $hs" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --accum 2 --ckpt every:2 --mode slide --prefetch 2 $hs
+    expect 0 "slide $hs" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --accum 2 --ckpt every:2 --mode slide --slide-prefetch 2 $hs
     l2=$(awk '/^summary:/{print $4}' "$T/out")
     grep -q "h2d .* GB/step" "$T/out" && ok "slide summary reports bytes per step" || bad "slide summary: $(tail -1 "$T/out")"
     [ -n "$l1" ] && [ "$l1" = "$l2" ] && ok "slide $hs: first loss $l2 == resident's" || bad "slide $hs loss '$l2' vs resident '$l1'"
@@ -186,41 +186,67 @@ s3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
 expect 2 "--state-bf16 with SGD" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --state-bf16
 expect 2 "--op-times on the CPU" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --op-times
 # the delayed update: slide only; on the same batch every step, step 2 trains on step 1's weights
-expect 2 "--dpu without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --dpu
-expect 2 "--dpu is not a grad option" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/g.safetensors" --device cpu --mode slide --dpu
-expect 0 "slide --dpu" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --mode slide --dpu --accum 2 --ckpt every:2
+expect 2 "--slide-dpu without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --slide-dpu
+expect 2 "--slide-dpu is not a grad option" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/g.safetensors" --device cpu --mode slide --slide-dpu
+expect 0 "slide --slide-dpu" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --mode slide --slide-dpu --accum 2 --ckpt every:2
 d1=$(awk '$1 == "step" && $2 == 1 {print $4}' "$T/out"); d2=$(awk '$1 == "step" && $2 == 2 {print $4}' "$T/out")
 d3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
-grep -q "delayed update" "$T/out" && ok "slide --dpu says so" || bad "slide --dpu line: $(head -3 "$T/out")"
-[ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d3" != "$d2" ] && ok "--dpu: step 2 loss $d2 == step 1's, step 3 $d3 moved" \
-    || bad "--dpu losses '$d1' '$d2' '$d3'"
-# the head kept on the device: slide only, not with --dpu; the same losses and gradients as resident
-expect 2 "--keep-head without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --keep-head
-expect 2 "--keep-head with --dpu" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --keep-head --dpu
+grep -q "delayed update" "$T/out" && ok "slide --slide-dpu says so" || bad "slide --slide-dpu line: $(head -3 "$T/out")"
+[ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d3" != "$d2" ] && ok "--slide-dpu: step 2 loss $d2 == step 1's, step 3 $d3 moved" \
+    || bad "--slide-dpu losses '$d1' '$d2' '$d3'"
+# the head kept on the device: slide only, not with --slide-dpu; the same losses and gradients as resident
+expect 2 "--slide-keep-head without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --slide-keep-head
+expect 2 "--slide-keep-head with --slide-dpu" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-keep-head --slide-dpu
 expect 0 "resident, 3 steps" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --accum 2 --ckpt every:2
 r3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
-expect 0 "slide --keep-head" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --accum 2 --ckpt every:2 --mode slide --keep-head
+expect 0 "slide --slide-keep-head" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --accum 2 --ckpt every:2 --mode slide --slide-keep-head
 k3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
-grep -q "head kept" "$T/out" && ok "slide --keep-head says so" || bad "slide --keep-head line: $(head -3 "$T/out")"
-[ -n "$r3" ] && [ "$r3" = "$k3" ] && ok "--keep-head: step 3 loss $k3 == resident's" || bad "--keep-head: '$k3' vs resident '$r3'"
-expect 0 "grad, slide --keep-head" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/gk.safetensors" --device cpu --mode slide --keep-head
-cmp -s "$T/g.safetensors" "$T/gk.safetensors" && ok "grad: slide --keep-head's file == resident's, byte for byte" \
-    || bad "grad: slide --keep-head's file differs from resident's"
+grep -q "head kept" "$T/out" && ok "slide --slide-keep-head says so" || bad "slide --slide-keep-head line: $(head -3 "$T/out")"
+[ -n "$r3" ] && [ "$r3" = "$k3" ] && ok "--slide-keep-head: step 3 loss $k3 == resident's" || bad "--slide-keep-head: '$k3' vs resident '$r3'"
+expect 0 "grad, slide --slide-keep-head" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/gk.safetensors" --device cpu --mode slide --slide-keep-head
+cmp -s "$T/g.safetensors" "$T/gk.safetensors" && ok "grad: slide --slide-keep-head's file == resident's, byte for byte" \
+    || bad "grad: slide --slide-keep-head's file differs from resident's"
 # the SGD update on the device and the head up once: slide + SGD only; the same losses as resident
-expect 2 "--slide-update without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --slide-update device
-expect 2 "--slide-update device with AdamW" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-update device
-expect 2 "--slide-update sideways" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-update sideways
-expect 2 "--slide-update device with --dpu" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-update device --dpu
-expect 2 "--head-once without --head-slice" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --head-once
-expect 2 "--head-once with --keep-head" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --head-slice 100 --head-once --keep-head
+expect 2 "--slide-device-update without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --slide-device-update
+expect 2 "--slide-device-update with AdamW" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-device-update
+expect 2 "--slide-device-update with --slide-dpu" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-device-update --slide-dpu
+expect 2 "--slide-head-once without --head-slice" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-head-once
+expect 2 "--slide-head-once with --slide-keep-head" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --head-slice 100 --slide-head-once --slide-keep-head
 expect 0 "resident SGD, head in slices" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --optim sgd --lr 0.05 --ckpt full --head-slice 100
 r3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
-expect 0 "slide --slide-update device --head-once" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --optim sgd --lr 0.05 --ckpt full --head-slice 100 --mode slide --slide-update device --head-once
+expect 0 "slide --slide-device-update --slide-head-once" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --optim sgd --lr 0.05 --ckpt full --head-slice 100 --mode slide --slide-device-update --slide-head-once
 u3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
 hp=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "host-opt") print $(i + 2)}' "$T/out")
-grep -q "SGD on the device" "$T/out" && ok "slide --slide-update device says so" || bad "slide --slide-update device line: $(head -3 "$T/out")"
-[ -n "$r3" ] && [ "$r3" = "$u3" ] && ok "--slide-update device --head-once: step 3 loss $u3 == resident's" || bad "--slide-update device: '$u3' vs resident '$r3'"
-[ -n "$hp" ] && [ "$hp" -gt 0 ] && [ "$hp" -lt 100000 ] && ok "--slide-update device --head-once: the host updated $hp parameters (the norm and the touched rows)" \
+grep -q "SGD on the device" "$T/out" && ok "slide --slide-device-update says so" || bad "slide --slide-device-update line: $(head -3 "$T/out")"
+[ -n "$r3" ] && [ "$r3" = "$u3" ] && ok "--slide-device-update --slide-head-once: step 3 loss $u3 == resident's" || bad "--slide-device-update: '$u3' vs resident '$r3'"
+[ -n "$hp" ] && [ "$hp" -gt 0 ] && [ "$hp" -lt 100000 ] && ok "--slide-device-update --slide-head-once: the host updated $hp parameters (the norm and the touched rows)" \
     || bad "host-opt params '$hp'"
+# the earlier spellings of the slide flags still work (not in the help)
+expect 2 "the earlier --slide-update sideways" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-update sideways
+expect 2 "the earlier --slide-update without a value" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --optim sgd --slide-update
+expect 0 "the earlier --slide-update device --head-once --prefetch 1 --cpu-threads 1" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --optim sgd --lr 0.05 --ckpt full --head-slice 100 --mode slide --slide-update device --head-once --prefetch 1 --cpu-threads 1
+o3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+[ -n "$o3" ] && [ "$o3" = "$u3" ] && ok "the earlier spellings: step 3 loss $o3 == the new spellings'" || bad "the earlier spellings: '$o3' vs '$u3'"
+expect 0 "the earlier --slide-update host --keep-head" $S train --model tiny --seq 32 --batch 2 --steps 1 --device cpu --mode slide --slide-update host --keep-head
+grep -q "head kept" "$T/out" && ok "the earlier --keep-head keeps the head" || bad "the earlier --keep-head: $(head -3 "$T/out")"
+expect 0 "the earlier --dpu" $S train --model tiny --seq 32 --batch 2 --steps 2 --device cpu --mode slide --dpu
+grep -q "delayed update" "$T/out" && ok "the earlier --dpu delays the update" || bad "the earlier --dpu: $(head -3 "$T/out")"
+expect 2 "the earlier --dpu is not a grad option either" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/g2.safetensors" --device cpu --mode slide --dpu
+grep -q "'--dpu'" "$T/err" && ok "a refused alias is named as typed" || bad "refused alias message: $(cat "$T/err")"
+# the help: every line within 100 columns, each command lists only its own flags, no earlier spellings
+for c in grad train plan; do
+    expect 0 "$c --help" $S $c --help
+    long=$(awk 'length > 100' "$T/out" | head -1)
+    [ -z "$long" ] && ok "$c --help: every line <= 100 columns" || bad "$c --help: a line over 100 columns: $long"
+    old=$(grep -E -e "--(prefetch|cpu-threads|keep-head|head-once|dpu|slide-update)\b" "$T/out" | head -1)
+    [ -z "$old" ] && ok "$c --help names no earlier spelling" || bad "$c --help: $old"
+done
+$S plan --help > "$T/out"
+if grep -q "^  --budget" "$T/out" && ! grep -q -E "^  --(mode|ckpt|device|mem-cap|steps|slide-[a-z-]*|head-slice)\b" "$T/out"; then
+    ok "plan --help lists the flags plan takes, and no others"
+else bad "plan --help: $(grep -E "^  --(mode|ckpt|device|mem-cap|steps|slide-[a-z-]*|head-slice)" "$T/out" | head -2)"; fi
+$S grad --help > "$T/out"
+grep -q -E "^  --(slide-dpu|slide-device-update|gpus|steps|cuda-graph)\b" "$T/out" && bad "grad --help lists train's flags" \
+    || ok "grad --help lists no train-only flag"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,13 +2,14 @@
    model against the CPU model, bitwise invariance under every checkpoint policy, HF fixtures,
    the allocator against the driver's view of memory, the optimizers; --bench times a
    Qwen3-1.7B-shape model.
-   Build: make build/test_gpu (gcc -std=c11 -DSLIDECHECK_CUDA ... build/slidecheck_cuda.o -lcublasLt
+   Build: make build/test_gpu (gcc -std=c11 -DSLIDECHECK_CUDA -DSLIDECHECK_TESTING ... build/slidecheck_cuda.o -lcublasLt
           -lcublas -lcudart -lstdc++ -lm)
    Run:   build/test_gpu            all checks
           build/test_gpu --quick    small sizes only (for compute-sanitizer)
           build/test_gpu --bench    the step-time table (no checks)
-          build/test_gpu --bench-attention   the attention kernels alone (no checks) */
+          build/test_gpu --bench-attention   each attention path alone (no checks) */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime and CLOCK_MONOTONIC under -std=c11 */
+#define SLIDECHECK_TESTING 1 /* the sc__ test hooks (the Makefile defines it too) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 
@@ -371,10 +372,65 @@ static void test_qknorm_rope(tctx *t, int B, int T, int H, int KV, int D, int wi
     dfree(t, dg); dfree(t, ddqkv); dfree(t, ddqw); dfree(t, ddkw); dfree(t, drs2);
 }
 
+/* One attention path (sc_attention_path) on a shape; cap: the shared memory a block the mma.sync
+   kernels choose their blocks for (sc__cuda_attention_smem_cap; 0 the device's). The forward
+   gives out and lse, the backward dqk (into NaNs: every element must be written) and dqkv (into
+   a fresh copy of dqkv0). */
+static void attn_fwd_path(tctx *t, sc_attention_path p, int cap, void *dout, float *dlse, const void *dqk_in,
+                          const void *dqkv_in, int B, int T, int H, int KV, int D, float **o, float **l)
+{
+    size_t N = (size_t)B * T;
+    dnan(t, dout, N * H * D, t->adt);
+    dnan(t, dlse, N * H, SC_F32);
+    if (sc_cuda_set_attention_path(t->cu, p) != SC_SUCCESS) check(0, "sc_cuda_set_attention_path", "path %d refused", (int)p);
+    sc__cuda_attention_smem_cap(t->cu, cap);
+    sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
+    sc__cuda_attention_smem_cap(t->cu, 0);
+    sc_cuda_set_attention_path(t->cu, SC_ATTENTION_DEFAULT);
+    *o = dget(t, dout, N * H * D, t->adt);
+    *l = dget(t, dlse, N * H, SC_F32);
+}
+static void attn_bwd_path(tctx *t, sc_attention_path p, int cap, const float *dqkv0, const void *dg, const void *dqk_in,
+                          const void *dqkv_in, const void *dout, const float *dlse, int B, int T, int H, int KV, int D,
+                          float **gk, float **gv)
+{
+    size_t N = (size_t)B * T, K = (size_t)(H + KV) * D, Q = (size_t)(H + 2 * KV) * D;
+    float *nanbuf = hnan(N * K);
+    void *a = dupd(t, nanbuf, N * K, t->adt), *b = dupd(t, dqkv0, N * Q, t->adt);
+    free(nanbuf);
+    if (sc_cuda_set_attention_path(t->cu, p) != SC_SUCCESS) check(0, "sc_cuda_set_attention_path", "path %d refused", (int)p);
+    sc__cuda_attention_smem_cap(t->cu, cap);
+    sc_cuda_attention_backward(t->cu, a, b, dg, dqk_in, dqkv_in, dout, dlse, B, T, H, KV, D);
+    sc__cuda_attention_smem_cap(t->cu, 0);
+    sc_cuda_set_attention_path(t->cu, SC_ATTENTION_DEFAULT);
+    *gk = dget(t, a, N * K, t->adt);
+    *gv = dget(t, b, N * Q, t->adt);
+    dfree(t, a); dfree(t, b);
+}
+static int same_bits(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof(float)); }
+
+/* the shared memory a block of sm_86 / sm_89: PORTABLE's head_dim-128 kernels take 2-warp blocks there */
+#define SMEM_99K 101376
+
+/* Attention on one shape, every path:
+   - DEFAULT (what the op runs unless told otherwise): against the CPU op within tolerance, and a
+     replay gives the same bits.
+   - PORTABLE (mma.sync) equals DEFAULT bit for bit wherever DEFAULT does not run the Hopper
+     kernels, that is: every shape except bf16 head_dim 128 on an H100/H200 running the sm_90a
+     code (sc_cuda_attention_hopper), and there still in the backward of sequences longer than
+     32 * head_dim (sc_attention_ds_bytes 0: both take the recomputing dQ and the mma.sync dK/dV).
+     On the tensor-core shapes it is also checked against the CPU op within tolerance, and at head
+     dim 128 its 2-warp blocks (as on a GPU with 99 KiB a block) give its 4-warp blocks' bits.
+   - REFERENCE (f32 tiled kernels) against the CPU op within tolerance on the tensor-core shapes
+     (on the others DEFAULT is REFERENCE). */
 static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
 {
-    char nm[160], what[128];
+    char nm[192], what[160];
     int N = B * T, Q = (H + 2 * KV) * D, K = (H + KV) * D, HD = H * D;
+    const int tc = t->bf16 && (D == 64 || D == 128);          /* the tensor-core paths apply */
+    const int hopper = tc && D == 128 && sc_cuda_attention_hopper(t->cu);
+    const int longseq = tc && sc_attention_ds_bytes(B, T, H, D, 2) == 0; /* dQ recomputes S and dP */
+    const char *lq = longseq ? ", dQ recomputed" : "";
     float *qk = hrand((size_t)N * K, 1, 0), *qkv = hrand((size_t)N * Q, 1, 0);
     rnd(t, t->adt, qk, (size_t)N * K); rnd(t, t->adt, qkv, (size_t)N * Q);
     float *out = hnan((size_t)N * HD), *lse = hnan((size_t)N * H);
@@ -393,45 +449,45 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         float *got2 = dget(t, dout, (size_t)N * HD, t->adt), *gl2 = dget(t, dlse, (size_t)N * H, SC_F32);
         snprintf(what, sizeof what, "attention_forward replay bitwise B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
         name_of(nm, sizeof nm, t, what);
-        check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the replay differs");
+        check(same_bits(got, got2, (size_t)N * HD) && same_bits(gl, gl2, (size_t)N * H), nm, "the replay differs");
         free(got2); free(gl2);
-        /* the wgmma forward (TMA producer, persistent) against the same without its producer warp
-           (mode 6) and without its software pipeline (mode 5): the same bits */
-        for (int mode = 5; mode <= 6 && t->bf16 && D == 128; mode++) {
-            dnan(t, dout, (size_t)N * HD, t->adt);
-            dnan(t, dlse, (size_t)N * H, SC_F32);
-            sc_cuda_set_attention_reference(t->cu, mode);
-            sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
-            sc_cuda_set_attention_reference(t->cu, 0);
-            got2 = dget(t, dout, (size_t)N * HD, t->adt), gl2 = dget(t, dlse, (size_t)N * H, SC_F32);
-            snprintf(what, sizeof what, "attention_forward default == %s bitwise B=%d T=%d H=%d KV=%d D=%d",
-                     mode == 5 ? "unpipelined" : "without TMA producer", B, T, H, KV, D);
+    }
+    {   /* the other paths */
+        float *po, *pl;
+        attn_fwd_path(t, SC_ATTENTION_PORTABLE, 0, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D, &po, &pl);
+        if (!hopper) {
+            snprintf(what, sizeof what, "attention_forward DEFAULT == PORTABLE bitwise B=%d T=%d H=%d KV=%d D=%d", B, T, H,
+                     KV, D);
             name_of(nm, sizeof nm, t, what);
-            check(!memcmp(got, got2, (size_t)N * HD * 4) && !memcmp(gl, gl2, (size_t)N * H * 4), nm, "the schedules differ");
-            free(got2); free(gl2);
+            check(same_bits(got, po, (size_t)N * HD) && same_bits(gl, pl, (size_t)N * H), nm, "the paths differ");
         }
-        if (t->bf16 && (D == 64 || D == 128)) { /* mma.sync, one m-tile per warp: the same bits (the tiling is not arithmetic) */
-            float *go[2], *gs[2];
-            for (int k = 0; k < 2; k++) {
-                dnan(t, dout, (size_t)N * HD, t->adt);
-                dnan(t, dlse, (size_t)N * H, SC_F32);
-                sc_cuda_set_attention_reference(t->cu, k ? 2 : 4);
-                sc_cuda_attention_forward(t->cu, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D);
-                sc_cuda_set_attention_reference(t->cu, 0);
-                go[k] = dget(t, dout, (size_t)N * HD, t->adt), gs[k] = dget(t, dlse, (size_t)N * H, SC_F32);
-            }
-            snprintf(what, sizeof what, "attention_forward mma.sync one m-tile a warp == two bitwise B=%d T=%d H=%d KV=%d D=%d",
+        if (tc) {
+            snprintf(what, sizeof what, "attention_forward PORTABLE out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, po, out, (size_t)N * HD, t->tol, t->bf16);
+            snprintf(what, sizeof what, "attention_forward PORTABLE lse B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, pl, lse, (size_t)N * H, t->tol, t->bf16);
+        }
+        if (tc && D == 128) {
+            float *so, *sl;
+            attn_fwd_path(t, SC_ATTENTION_PORTABLE, SMEM_99K, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D, &so, &sl);
+            snprintf(what, sizeof what, "attention_forward PORTABLE 99 KiB blocks == PORTABLE bitwise B=%d T=%d H=%d KV=%d D=%d",
                      B, T, H, KV, D);
             name_of(nm, sizeof nm, t, what);
-            check(!memcmp(go[0], go[1], (size_t)N * HD * 4) && !memcmp(gs[0], gs[1], (size_t)N * H * 4), nm,
-                  "the tilings differ");
-            snprintf(what, sizeof what, "attention_forward mma.sync out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            check(same_bits(so, po, (size_t)N * HD) && same_bits(sl, pl, (size_t)N * H), nm, "the block sizes differ");
+            free(so); free(sl);
+        }
+        free(po); free(pl);
+        if (tc) {
+            attn_fwd_path(t, SC_ATTENTION_REFERENCE, 0, dout, dlse, dqk_in, dqkv_in, B, T, H, KV, D, &po, &pl);
+            snprintf(what, sizeof what, "attention_forward REFERENCE out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
             name_of(nm, sizeof nm, t, what);
-            check_rel(nm, go[0], out, (size_t)N * HD, t->tol, t->bf16);
-            snprintf(what, sizeof what, "attention_forward mma.sync lse B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            check_rel(nm, po, out, (size_t)N * HD, t->tol, t->bf16);
+            snprintf(what, sizeof what, "attention_forward REFERENCE lse B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
             name_of(nm, sizeof nm, t, what);
-            check_rel(nm, gs[0], lse, (size_t)N * H, t->tol, t->bf16);
-            for (int k = 0; k < 2; k++) { free(go[k]); free(gs[k]); }
+            check_rel(nm, pl, lse, (size_t)N * H, t->tol, t->bf16);
+            free(po); free(pl);
         }
     }
     snprintf(what, sizeof what, "attention_forward out B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
@@ -456,67 +512,65 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
     sc_cpu_attention_backward(dqk, dqkv, g, qk, qkv, out, lse, B, T, H, KV, D);
     sc_cuda_attention_backward(t->cu, ddqk, ddqkv, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
     got = dget(t, ddqk, (size_t)N * K, t->adt);
+    float *gv = dget(t, ddqkv, (size_t)N * Q, t->adt);
     {   /* a replay gives the same bits */
-        float *gv = dget(t, ddqkv, (size_t)N * Q, t->adt);
-        void *ddqk2 = dupd(t, dqk, (size_t)N * K, t->adt), *ddqkv2 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
-        sc_cuda_attention_backward(t->cu, ddqk2, ddqkv2, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
-        float *g2 = dget(t, ddqk2, (size_t)N * K, t->adt), *gv2 = dget(t, ddqkv2, (size_t)N * Q, t->adt);
+        float *g2, *gv2;
+        attn_bwd_path(t, SC_ATTENTION_DEFAULT, 0, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D, &g2, &gv2);
         snprintf(what, sizeof what, "attention_backward replay bitwise B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
         name_of(nm, sizeof nm, t, what);
-        check(!memcmp(got, g2, (size_t)N * K * 4) && !memcmp(gv, gv2, (size_t)N * Q * 4), nm, "the replay differs");
+        check(same_bits(got, g2, (size_t)N * K) && same_bits(gv, gv2, (size_t)N * Q), nm, "the replay differs");
         free(g2); free(gv2);
-        if (t->bf16 && (D == 64 || D == 128)) { /* the mma.sync kernels: one m-tile a warp == two, bitwise */
-            float *gk[2], *gvv[2];
-            for (int k = 0; k < 2; k++) {
-                dfree(t, ddqk2); dfree(t, ddqkv2);
-                ddqk2 = dupd(t, dqk, (size_t)N * K, t->adt), ddqkv2 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
-                sc_cuda_set_attention_reference(t->cu, k ? 2 : 4);
-                sc_cuda_attention_backward(t->cu, ddqk2, ddqkv2, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
-                sc_cuda_set_attention_reference(t->cu, 0);
-                gk[k] = dget(t, ddqk2, (size_t)N * K, t->adt), gvv[k] = dget(t, ddqkv2, (size_t)N * Q, t->adt);
-            }
-            snprintf(what, sizeof what, "attention_backward mma.sync one m-tile a warp == two bitwise B=%d T=%d H=%d KV=%d D=%d",
-                     B, T, H, KV, D);
-            name_of(nm, sizeof nm, t, what);
-            check(!memcmp(gk[0], gk[1], (size_t)N * K * 4) && !memcmp(gvv[0], gvv[1], (size_t)N * Q * 4), nm,
-                  "the tilings differ");
-            snprintf(what, sizeof what, "attention_backward mma.sync dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
-            name_of(nm, sizeof nm, t, what);
-            check_rel(nm, gk[0], dqk, (size_t)N * K, t->tol, t->bf16);
-            snprintf(what, sizeof what, "attention_backward mma.sync dqkv (v cols) B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
-            name_of(nm, sizeof nm, t, what);
-            check_rel(nm, gvv[0], dqkv, (size_t)N * Q, t->tol, t->bf16);
-            for (int k = 0; k < 2; k++) { free(gk[k]); free(gvv[k]); }
-        }
-        free(gv);
-        dfree(t, ddqk2); dfree(t, ddqkv2);
     }
-    snprintf(what, sizeof what, "attention_backward dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+    {   /* the other paths */
+        float *pk, *pv;
+        attn_bwd_path(t, SC_ATTENTION_PORTABLE, 0, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D, &pk, &pv);
+        if (!hopper || longseq) {
+            snprintf(what, sizeof what, "attention_backward DEFAULT == PORTABLE bitwise B=%d T=%d H=%d KV=%d D=%d%s", B, T, H,
+                     KV, D, lq);
+            name_of(nm, sizeof nm, t, what);
+            check(same_bits(got, pk, (size_t)N * K) && same_bits(gv, pv, (size_t)N * Q), nm, "the paths differ");
+        }
+        if (tc) {
+            snprintf(what, sizeof what, "attention_backward PORTABLE dqk B=%d T=%d H=%d KV=%d D=%d%s", B, T, H, KV, D, lq);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, pk, dqk, (size_t)N * K, t->tol, t->bf16);
+            snprintf(what, sizeof what, "attention_backward PORTABLE dqkv (v cols) B=%d T=%d H=%d KV=%d D=%d%s", B, T, H, KV,
+                     D, lq);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, pv, dqkv, (size_t)N * Q, t->tol, t->bf16);
+        }
+        if (tc && D == 128) {
+            float *sk, *sv;
+            attn_bwd_path(t, SC_ATTENTION_PORTABLE, SMEM_99K, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV,
+                          D, &sk, &sv);
+            snprintf(what, sizeof what,
+                     "attention_backward PORTABLE 99 KiB blocks == PORTABLE bitwise B=%d T=%d H=%d KV=%d D=%d%s", B, T, H,
+                     KV, D, lq);
+            name_of(nm, sizeof nm, t, what);
+            check(same_bits(sk, pk, (size_t)N * K) && same_bits(sv, pv, (size_t)N * Q), nm, "the block sizes differ");
+            free(sk); free(sv);
+        }
+        free(pk); free(pv);
+        if (tc) {
+            attn_bwd_path(t, SC_ATTENTION_REFERENCE, 0, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D,
+                          &pk, &pv);
+            snprintf(what, sizeof what, "attention_backward REFERENCE dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, pk, dqk, (size_t)N * K, t->tol, t->bf16);
+            snprintf(what, sizeof what, "attention_backward REFERENCE dqkv (v cols) B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+            name_of(nm, sizeof nm, t, what);
+            check_rel(nm, pv, dqkv, (size_t)N * Q, t->tol, t->bf16);
+            free(pk); free(pv);
+        }
+    }
+    snprintf(what, sizeof what, "attention_backward dqk B=%d T=%d H=%d KV=%d D=%d%s", B, T, H, KV, D, lq);
     name_of(nm, sizeof nm, t, what);
     check_rel(nm, got, dqk, (size_t)N * K, t->tol, t->bf16);
     free(got);
-    got = dget(t, ddqkv, (size_t)N * Q, t->adt);
-    snprintf(what, sizeof what, "attention_backward dqkv (v cols) B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
+    snprintf(what, sizeof what, "attention_backward dqkv (v cols) B=%d T=%d H=%d KV=%d D=%d%s", B, T, H, KV, D, lq);
     name_of(nm, sizeof nm, t, what);
-    check_rel(nm, got, dqkv, (size_t)N * Q, t->tol, t->bf16);
-    free(got);
-    if (t->bf16 && (D == 64 || D == 128)) { /* the long-sequence path: dQ recomputes S and dP instead of reading dS */
-        void *ddqk3 = dupd(t, dqk, (size_t)N * K, t->adt), *ddqkv3 = dupd(t, dqkv_init, (size_t)N * Q, t->adt);
-        sc_cuda_set_attention_reference(t->cu, 3);
-        sc_cuda_attention_backward(t->cu, ddqk3, ddqkv3, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D);
-        sc_cuda_set_attention_reference(t->cu, 0);
-        got = dget(t, ddqk3, (size_t)N * K, t->adt);
-        snprintf(what, sizeof what, "attention_backward, dQ recomputed: dqk B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
-        name_of(nm, sizeof nm, t, what);
-        check_rel(nm, got, dqk, (size_t)N * K, t->tol, t->bf16);
-        free(got);
-        got = dget(t, ddqkv3, (size_t)N * Q, t->adt);
-        snprintf(what, sizeof what, "attention_backward, dQ recomputed: dqkv B=%d T=%d H=%d KV=%d D=%d", B, T, H, KV, D);
-        name_of(nm, sizeof nm, t, what);
-        check_rel(nm, got, dqkv, (size_t)N * Q, t->tol, t->bf16);
-        free(got);
-        dfree(t, ddqk3); dfree(t, ddqkv3);
-    }
+    check_rel(nm, gv, dqkv, (size_t)N * Q, t->tol, t->bf16);
+    free(gv);
     free(qk); free(qkv); free(out); free(lse); free(g); free(dqk); free(dqkv); free(dqkv_init);
     dfree(t, dqk_in); dfree(t, dqkv_in); dfree(t, dout); dfree(t, dlse); dfree(t, dg); dfree(t, dout2); dfree(t, dlse2);
     dfree(t, ddqk); dfree(t, ddqkv);
@@ -704,7 +758,7 @@ static int slide_train_hs(const sc_config *c, const float *params, const int32_t
     mc.lr = optim == SC_OPTIM_SGD ? 0.05f : 0.01f;
     mc.weight_decay = 0.1f;
     mc.mode = mode;
-    mc.prefetch = prefetch;
+    mc.slide_prefetch = prefetch;
     mc.head_slice = head_slice;
     mc.slide_keep_head = mode == SC_MODE_SLIDE && g_keep_head;
     mc.slide_device_update = mode == SC_MODE_SLIDE && g_dev_update;
@@ -881,7 +935,7 @@ static void test_slide_options(const sc_config *c, int B, int T)
             ref[1] = dpu_loss(c, params, &mc, &plan, NULL, ids + N, B, T, &ok);
             ref[2] = dpu_loss(c, params, &mc, &plan, ids, ids + 2 * N, B, T, &ok);
             mc.mode = SC_MODE_SLIDE;
-            mc.prefetch = 1;
+            mc.slide_prefetch = 1;
             mc.slide_dpu = 1;
             sc_model *m = NULL;
             float l[3] = {0, 0, 0};
@@ -1068,7 +1122,17 @@ static void run_op_tests(int bf16, int gf32)
     test_attention(&t, 1, 1, 2, 1, 64);
     test_attention(&t, 2, 37, 4, 4, 64);
     test_attention(&t, 1, 129, 8, 2, 128);
+    /* sequences longer than 32 * head_dim have no dS workspace (sc_attention_ds_bytes 0): dQ
+       recomputes S and dP (k_fa_dq) on every path */
+    char pn[160];
+    name_of(pn, sizeof pn, &t, "attention: T 2070 (head_dim 64) and 4100 (128) take the recomputing dQ");
+    check(sc_attention_ds_bytes(1, 2070, 2, 64, 2) == 0 && sc_attention_ds_bytes(1, 4100, 2, 128, 2) == 0 &&
+          sc_attention_ds_bytes(1, 2048, 4, 64, 2) > 0, pn, "sc_attention_ds_bytes changed its bound");
+    test_attention(&t, 1, 2070, 2, 1, 64);
+    name_of(pn, sizeof pn, &t, "sc_cuda_set_attention_path refuses an unknown path");
+    check(sc_cuda_set_attention_path(t.cu, (sc_attention_path)3) == SC_ERROR_INVALID_ARGS, pn, "accepted");
     if (!g_quick) {
+        test_attention(&t, 1, 4100, 2, 1, 128);
         test_attention(&t, 1, 1, 4, 4, 128);
         test_attention(&t, 2, 37, 4, 1, 128);
         test_attention(&t, 2, 129, 4, 2, 64);
@@ -1416,7 +1480,7 @@ static void test_graph(const sc_config *c, int B, int T)
             mc.optim = cs[k].adamw ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
             mc.lr = 1e-3f;
             mc.weight_decay = 0.1f;
-            mc.cuda_graph = d ? 1 : -1;
+            mc.cuda_graph = d ? SC_CUDA_GRAPH_ON : SC_CUDA_GRAPH_OFF;
             r[d] = sc_model_create(&m[d], c, &mc, params);
             if (r[d] != SC_SUCCESS) break;
             if (cs[k].traced) {
@@ -1471,14 +1535,14 @@ static void test_graph(const sc_config *c, int B, int T)
             sc_model_destroy(m[d]);
         }
     }
-    /* keep_logits cannot be graphed: cuda_graph = 1 refuses it at creation */
+    /* keep_logits cannot be graphed: SC_CUDA_GRAPH_ON refuses it at creation */
     sc_model_config mc = sc_model_config_init();
     mc.device = SC_DEVICE_CUDA;
     mc.keep_logits = 1;
-    mc.cuda_graph = 1;
+    mc.cuda_graph = SC_CUDA_GRAPH_ON;
     sc_model *bad = NULL;
     sc_result rb = sc_model_create(&bad, c, &mc, params);
-    check(rb == SC_ERROR_UNSUPPORTED && !bad, "graph: cuda_graph = 1 with keep_logits is refused", "%s", sc_result_string(rb));
+    check(rb == SC_ERROR_UNSUPPORTED && !bad, "graph: SC_CUDA_GRAPH_ON with keep_logits is refused", "%s", sc_result_string(rb));
     sc_model_destroy(bad);
     free(params); free(ids);
 }
@@ -1498,7 +1562,7 @@ static void test_graph(const sc_config *c, int B, int T)
    shapes (bench/bf16_grad_err.py, 5 random models per head_dim and attention). The reference
    kernel (a check, not the fast path) measured 1.6e-2 on an H200 and 2.0-2.2e-2 on an H100, so
    its k_proj.bias bound is 3e-2; every other gradient keeps 2e-2. */
-static void test_bf16_hf_init(int arch, int D, int ref_attn)
+static void test_bf16_hf_init(int arch, int D, sc_attention_path path)
 {
     sc_config c;
     sc_config_named(&c, "tiny");
@@ -1506,7 +1570,7 @@ static void test_bf16_hf_init(int arch, int D, int ref_attn)
     c.num_heads = 4; c.num_kv_heads = 1; c.head_dim = D; c.max_position = 160; c.init_std = 0.02;
     if (arch == 2) { c.arch = SC_ARCH_QWEN2; c.attention_bias = 1; c.qk_norm = 0; c.tie_embeddings = 0; }
     snprintf(c.name, sizeof c.name, "hf-init-%s-d%d%s", arch == 2 ? "qwen2" : "qwen3", D,
-             ref_attn ? "-refattn" : "");
+             path == SC_ATTENTION_REFERENCE ? "-refattn" : path == SC_ATTENTION_PORTABLE ? "-portable-99k" : "");
     int B = 2, T = 131, N = B * T;
     size_t np = sc_config_num_params(&c);
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * N);
@@ -1530,13 +1594,15 @@ static void test_bf16_hf_init(int arch, int D, int ref_attn)
         char nm[256];
         sc_model *g = mk_model(&c, 1, 1, master, p);
         if (!g) { check(0, c.name, "create GPU model failed"); continue; }
-        sc_cuda_set_attention_reference(sc_model_cuda(g), ref_attn);
+        sc_cuda_set_attention_path(sc_model_cuda(g), path);
+        /* PORTABLE in the blocks of a GPU with 99 KiB a block (sm_86 / sm_89): the whole model as it trains there */
+        if (path == SC_ATTENTION_PORTABLE) sc__cuda_attention_smem_cap(sc_model_cuda(g), SMEM_99K);
         mres got = run_fb(g, "none", ids, B, T);
         double le = fabs((double)got.loss - ref.loss) / fabs((double)ref.loss);
         snprintf(nm, sizeof nm, "%s bf16%s: loss within 1e-2 of CPU f32 (rel %.2e)", c.name, master ? "+master" : "", le);
         check(got.r == SC_SUCCESS && le <= 1e-2, nm, "rel %.3e", le);
         snprintf(nm, sizeof nm, "%s bf16%s vs CPU f32", c.name, master ? "+master" : "");
-        g_kbias_tol = ref_attn ? 3e-2 : 0;
+        g_kbias_tol = path == SC_ATTENTION_REFERENCE ? 3e-2 : 0;
         if (got.r == SC_SUCCESS) compare_grads(nm, &c, got.grads, ref.grads, 2e-2, 1);
         g_kbias_tol = 0;
         free(got.grads);
@@ -1761,8 +1827,8 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* attention alone at the Qwen3-1.7B shape, bf16: the tiled f32-arithmetic kernels ("old") vs the
-   tensor-core kernels ("new"); CUDA events, median of 20 after 3 warm-ups */
+/* attention alone at the Qwen3-1.7B shape, bf16, on each path (sc_attention_path): REFERENCE,
+   PORTABLE, DEFAULT, and whether DEFAULT gave PORTABLE's bits; CUDA events, median of 20 after 3 warm-ups */
 static void bench_attention(void)
 {
     sc_cuda *cu = NULL;
@@ -1783,14 +1849,14 @@ static void bench_attention(void)
     double ffl = 4.0 * B * H * (double)T * T / 2 * D, bfl = 2.5 * ffl;
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
-    static const int modes[] = {1, 3, 2, 4, 5, 6, 0};
-    static const char *mname[] = {"default (wgmma on sm_90)", "f32 tiled reference", "one m-tile a warp (8 warps)",
-                                  "dQ recomputing S and dP", "mma.sync (4 warps x 2 m-tiles)", "wgmma fwd unpipelined",
-                                  "wgmma fwd without TMA"};
-    float *ref = NULL;
-    for (int mi = 0; mi < 7; mi++) {
-        int mode = modes[mi];
-        sc_cuda_set_attention_reference(cu, mode);
+    /* REFERENCE, PORTABLE, then DEFAULT, whose outputs are compared with PORTABLE's */
+    static const sc_attention_path paths[] = {SC_ATTENTION_REFERENCE, SC_ATTENTION_PORTABLE, SC_ATTENTION_DEFAULT};
+    static const char *pname[] = {"REFERENCE (f32 tiled)", "PORTABLE (mma.sync)", "DEFAULT"};
+    printf("  DEFAULT here: %s\n", sc_cuda_attention_hopper(cu) ? "the Hopper kernels (wgmma + TMA forward, wgmma dK/dV)"
+                                                                 : "PORTABLE's kernels");
+    unsigned char *portable = NULL;
+    for (int pi = 0; pi < 3; pi++) {
+        sc_cuda_set_attention_path(cu, paths[pi]);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);
         for (int op = 0; op < 2; op++) {
             float ms[23];
@@ -1805,24 +1871,25 @@ static void bench_attention(void)
             }
             qsort(ms + 3, 20, sizeof(float), cmp_float);
             double med = 0.5 * (ms[3 + 9] + ms[3 + 10]);
-            printf("  %-30s %-8s %8.3f ms  %7.1f TFLOP/s  (min %.3f, max %.3f)\n", mname[mode],
+            printf("  %-30s %-8s %8.3f ms  %7.1f TFLOP/s  (min %.3f, max %.3f)\n", pname[pi],
                    op ? "backward" : "forward", med, (op ? bfl : ffl) / med * 1e-9, ms[3], ms[22]);
         }
-        /* outputs of the last backward (dqk) and forward (out): the tensor-core tilings agree bitwise */
+        /* outputs of the last backward (dqk) and forward (out) */
         size_t nb = (nK + nO) * 2;
         unsigned char *hb = (unsigned char *)malloc(nb);
         sc_cuda_download(cu, hb, dqk, nK * 2);
         sc_cuda_download(cu, hb + nK * 2, out, nO * 2);
-        if (mode == 2) ref = (float *)hb;
+        if (paths[pi] == SC_ATTENTION_PORTABLE) portable = hb;
         else {
-            if (mode != 1 && ref)
-                printf("  %s vs one m-tile a warp: backward dqk %s, forward out %s\n", mname[mode],
-                       memcmp(hb, ref, nK * 2) ? "different bits" : "same bits",
-                       memcmp(hb + nK * 2, (unsigned char *)ref + nK * 2, nO * 2) ? "different bits" : "same bits");
+            if (paths[pi] == SC_ATTENTION_DEFAULT && portable)
+                printf("  DEFAULT vs PORTABLE: backward dqk %s, forward out %s\n",
+                       memcmp(hb, portable, nK * 2) ? "different bits" : "same bits",
+                       memcmp(hb + nK * 2, portable + nK * 2, nO * 2) ? "different bits" : "same bits");
             free(hb);
         }
     }
-    free(ref);
+    sc_cuda_set_attention_path(cu, SC_ATTENTION_DEFAULT);
+    free(portable);
     sc_result r = sc_cuda_synchronize(cu);
     if (r != SC_SUCCESS) printf("bench_attention: %s\n", sc_cuda_error_message(cu));
     sc_cuda_raw_free(qk, 0, cu); sc_cuda_raw_free(qkv, 0, cu); sc_cuda_raw_free(out, 0, cu);
@@ -1935,12 +2002,13 @@ int main(int argc, char **argv)
         g_model_sgd_only = 1;
         test_model_cfg(&c, 2, 131);
         g_model_sgd_only = 0;
-        test_bf16_hf_init(3, 64, 0);
-        test_bf16_hf_init(3, 128, 0);
-        test_bf16_hf_init(2, 64, 0);
-        test_bf16_hf_init(2, 128, 0);
-        test_bf16_hf_init(2, 64, 1);
-        test_bf16_hf_init(2, 128, 1);
+        test_bf16_hf_init(3, 64, SC_ATTENTION_DEFAULT);
+        test_bf16_hf_init(3, 128, SC_ATTENTION_DEFAULT);
+        test_bf16_hf_init(2, 64, SC_ATTENTION_DEFAULT);
+        test_bf16_hf_init(2, 128, SC_ATTENTION_DEFAULT);
+        test_bf16_hf_init(2, 64, SC_ATTENTION_REFERENCE);
+        test_bf16_hf_init(2, 128, SC_ATTENTION_REFERENCE);
+        test_bf16_hf_init(3, 128, SC_ATTENTION_PORTABLE);
         test_fixture("qwen3_gqa_tied");
         test_fixture("qwen2_bias_untied");
         test_fixture("qwen3_mha_untied");

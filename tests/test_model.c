@@ -1,6 +1,7 @@
 /* The CPU model against HF transformers fixtures (tests/fixtures, made by gen_fixtures.py in
    float64), a finite-difference check, bitwise invariance of every checkpoint policy, the
    saved-activation accounting, and bad input. Run from the repository root. */
+#define SLIDECHECK_TESTING 1 /* the sc__ test hooks (the Makefile's test builds define it too) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 #include <math.h>
@@ -259,18 +260,18 @@ static void test_bad_input(void)
         CHECK(r == SC_ERROR_INVALID_ARGS, "policy '%s' rejected: %s", bad[i], sc_last_error());
     }
     /* the whole-step CUDA graph: a bad value, and "on" where it cannot be (the CPU backend) */
-    mc.cuda_graph = 2;
+    mc.cuda_graph = (sc_cuda_graph)3;
     m = NULL;
     r = sc_model_create(&m, &c, &mc, NULL);
-    CHECK(r == SC_ERROR_INVALID_ARGS && !m && strstr(sc_last_error(), "cuda_graph"), "cuda_graph 2 rejected: %s",
+    CHECK(r == SC_ERROR_INVALID_ARGS && !m && strstr(sc_last_error(), "cuda_graph"), "cuda_graph 3 rejected: %s",
           sc_last_error());
-    mc.cuda_graph = 1;
+    mc.cuda_graph = SC_CUDA_GRAPH_ON;
     r = sc_model_create(&m, &c, &mc, NULL);
     CHECK(r == SC_ERROR_UNSUPPORTED && !m && strstr(sc_last_error(), "CUDA graph"),
-          "cuda_graph 1 on the CPU backend rejected: %s", sc_last_error());
-    mc.cuda_graph = 0;
+          "SC_CUDA_GRAPH_ON on the CPU backend rejected: %s", sc_last_error());
+    mc.cuda_graph = SC_CUDA_GRAPH_AUTO;
     r = sc_model_create(&m, &c, &mc, NULL);
-    CHECK(r == SC_SUCCESS && sc_model_graph_steps(m) == 0, "cuda_graph 0 on the CPU backend: eager, no graph");
+    CHECK(r == SC_SUCCESS && sc_model_graph_steps(m) == 0, "SC_CUDA_GRAPH_AUTO on the CPU backend: eager, no graph");
     sc_model_destroy(m);
     r = sc_config_named(&c, "qwen9-huge");
     CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "qwen9-huge"), "unknown model name rejected: %s",

@@ -33,8 +33,8 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.lr = rc.optim == SC_OPTIM_SGD ? 0.05f : 0.01f;
     mc.weight_decay = 0.1f;
     mc.mode = mode;
-    mc.prefetch = rc.prefetch;
-    mc.cpu_threads = 2;
+    mc.slide_prefetch = rc.prefetch;
+    mc.slide_cpu_threads = 2;
     mc.head_slice = rc.head_slice;
     mc.state_bf16 = rc.state_bf16;
     mc.slide_dpu = x->dpu && mode == SC_MODE_SLIDE;
@@ -331,13 +331,13 @@ int main(void)
     sc_config_named(&cfg, "tiny");
     sc_model_config mc = sc_model_config_init();
     mc.mode = SC_MODE_SLIDE;
-    mc.prefetch = cfg.num_layers + 1;
+    mc.slide_prefetch = cfg.num_layers + 1;
     sc_model *m = NULL;
     sc_result r = sc_model_create(&m, &cfg, &mc, NULL);
     CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "prefetch"), "prefetch %d > %d layers refused: %s",
-          mc.prefetch, cfg.num_layers, sc_last_error());
+          mc.slide_prefetch, cfg.num_layers, sc_last_error());
     if (m) sc_model_destroy(m);
-    mc.prefetch = 0;
+    mc.slide_prefetch = 0;
     mc.mode = SC_MODE_RESIDENT;
     mc.slide_dpu = 1;
     m = NULL;
@@ -377,7 +377,7 @@ int main(void)
     }
     mc.mode = SC_MODE_SLIDE;
     mc.slide_dpu = 0;
-    mc.prefetch = 2;
+    mc.slide_prefetch = 2;
     mc.mem_cap = 1 << 20;
     m = NULL;
     int32_t ids[64];
@@ -416,7 +416,7 @@ int main(void)
         sc_model_config kc = sc_model_config_init(), pc;
         kc.mode = SC_MODE_SLIDE;
         kc.optim = SC_OPTIM_ADAMW;
-        kc.prefetch = 2;
+        kc.slide_prefetch = 2;
         pc = kc;
         kc.slide_keep_head = 1;
         size_t wk = sc_slide_window_bytes(&cfg, &kc, &plan), wp = sc_slide_window_bytes(&cfg, &pc, &plan);
@@ -471,7 +471,7 @@ int main(void)
         dc.mode = SC_MODE_SLIDE;
         dc.optim = SC_OPTIM_SGD;
         dc.lr = 0.05f;
-        dc.prefetch = 1;
+        dc.slide_prefetch = 1;
         hc = dc;
         dc.slide_device_update = 1;
         sc_plan pn;
