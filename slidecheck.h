@@ -9,12 +9,15 @@
 
 ABOUT
    A CPU reference forward/backward of the Qwen2 (q/k/v biases) and Qwen3 (per-head q/k
-   RMSNorm) decoder layer, checked against HF transformers; checkpoint policies whose replay
-   runs the very same arithmetic, so loss and gradients are bitwise identical under every
-   policy; an exact budget planner; a caching allocator with PyTorch's semantics through which
-   every byte of model memory goes; a tracer (spans by phase and layer, one memory event per
-   allocation and free, CPU RSS with its true peak); HF checkpoint and safetensors I/O that
-   validates everything it reads. The CUDA backend lives in slidecheck_cuda.cu.
+   RMSNorm) decoder layer, checked against HF transformers, and a CUDA backend that mirrors it
+   op for op; checkpoint policies whose replay runs the very same arithmetic, so loss and
+   gradients are bitwise identical under every policy; an exact budget planner; a caching
+   allocator with PyTorch's semantics through which every byte of model memory goes; a tracer
+   (spans by phase and layer, one memory event per allocation and free, CPU RSS with its true
+   peak); slide mode, which keeps weights, gradients and optimizer state on the host and streams
+   the layers through the GPU with the same bits as resident mode; data parallel over processes
+   launched as torchrun launches them; HF checkpoint and safetensors I/O that validates
+   everything it reads. The CUDA backend lives in slidecheck_cuda.cu.
 
 BUILDING
    SLIDECHECK_IMPLEMENTATION  in one translation unit: compile the implementation there.
@@ -23,6 +26,7 @@ BUILDING
    SLIDECHECK_CUDA            the GPU backend: link slidecheck_cuda.o (nvcc, sm_90) with
                               -lcublasLt -lcublas -lcudart. Without it the header is CPU-only
                               and `SC_DEVICE_CUDA` fails with SC_ERROR_NO_DEVICE.
+   SLIDECHECK_TESTING         also declare the sc__ test hooks (the tests define it).
    SC_MALLOC, SC_FREE, SC_REALLOC  your own host allocator: define all three or none.
    SC_ASSERT                  your own assert.
    -fopenmp                   optional: the CPU ops run on all cores. Work is split by output
@@ -30,94 +34,254 @@ BUILDING
                               depend on the number of threads.
    Compiles as C11 and as C++ with -Wall -Wextra -Werror.
 
+   Read at run time: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+   (data parallel, as torchrun sets them); SLIDECHECK_RENDEZVOUS_PORT and
+   SLIDECHECK_RENDEZVOUS_TIMEOUT (seconds, default 60); SLIDECHECK_NCCL (the NCCL library,
+   default libnccl.so.2). NCCL_NVLS_ENABLE is set to 0 unless already set.
+
 USAGE
    Every function that can fail returns sc_result (SC_SUCCESS = 0, errors < 0) and leaves a
    message naming the file / tensor / value in sc_last_error(). Nothing aborts on bad input.
+   Config structs are zero-initialised or made by *_config_init(): zero means the default.
+   Size letters: B batch, T sequence, N = B*T rows, C hidden, L layers, V vocabulary.
 
-   Results and tensors
-     sc_result_string(r)                    fixed text for a code
-     sc_last_error()                        this thread's last detailed message
-     sc_set_error(r, fmt, ...)              record a message, return r
-     sc_tensor_view / sc_tensor_numel / sc_tensor_nbytes / sc_dtype_size
-     sc_f32_to_bf16 (round to nearest even) / sc_bf16_to_f32 / sc_f16_to_f32 / sc_round_bf16_inplace
+   A training loop (ids: accum*B*T token ids per step; a whole program is the example below):
 
-   Configs and parameters (one flat buffer, one named view per HF parameter)
-     sc_config_named(cfg, name)             tiny | qwen3-0.6b | qwen3-1.7b | qwen2.5-0.5b |
-                                            qwen2.5-1.5b | qwen2.5-7b; unknown -> INVALID_ARGS
-     sc_config_validate(cfg)                sizes positive, KV | H, head_dim even, ...
-     sc_config_params(cfg, out, cap)        the parameter table (HF name, shape, offset)
-     sc_config_num_params / sc_config_layer_offsets / sc_config_layer_base /
-     sc_config_norm_offset / sc_config_lm_head_offset
-     sc_rng_seed / sc_rng_u64 / sc_rng_uniform / sc_rng_normal
+       sc_config cfg;      sc_config_named(&cfg, "qwen3-1.7b");  // or sc_hf_read_config(dir, &cfg)
+       sc_model_config mc = sc_model_config_init();              // CPU, fp32, SGD, lr 1e-4
+       mc.optim = SC_OPTIM_ADAMW; mc.lr = 3e-4f;         // mc.device = SC_DEVICE_CUDA: the GPU
+       mc.mode = SC_MODE_SLIDE;                          // optional: weights stay on the host
+       sc_model *m;        sc_model_create(&m, &cfg, &mc, NULL);  // NULL: seeded random init
+       sc_plan plan;       sc_plan_parse(&plan, "selective", cfg.num_layers);
+       sc_tracer tr;       sc_tracer_config tc = {0};
+       sc_model_tracer_timing(m, &tc); sc_tracer_init(&tr, &tc); sc_model_set_tracer(m, &tr);
+       for (int s = 0; s < steps; s++) {
+           float loss;
+           sc_tracer_step_begin(&tr, 0, s);
+           if (sc_model_step(m, &plan, ids, accum, B, T, 1, &loss))   // accum x [B, T], update
+               { fprintf(stderr, "%s\n", sc_last_error()); break; }
+           sc_tracer_step_end(&tr, loss, (double)accum * B * T, NULL);
+       }
+       sc_model_sync(m);                                 // slide: the last host updates land
+       sc_tracer_write_all(&tr, "runs/x");               // CSVs and a Perfetto trace
+       float *w = malloc(sizeof(float) * sc_config_num_params(&cfg));
+       sc_model_get_params(m, w); sc_hf_write("ckpt", &cfg, w, 1);  // transformers loads it
+       sc_model_destroy(m); sc_tracer_uninit(&tr);
 
-   Layer ops (CPU reference; sc_cuda_<same name> on the GPU): outputs first, then what backward
-   needs, then inputs, then sizes. Parameter gradients accumulate, activation gradients are
-   overwritten, except rmsnorm_backward's dinp (the residual stream), which accumulates.
-     sc_cpu_embedding_{forward,backward}     sc_cpu_rmsnorm_{forward,backward}
-     sc_cpu_add_rmsnorm_forward              sc_cpu_add_forward
-     sc_cpu_matmul_{forward,backward}        sc_rope_table
-     sc_cpu_qknorm_rope_{forward,backward}   sc_cpu_attention_{forward,backward}
-     sc_cpu_swiglu_{forward,backward,backward_remat}   sc_cpu_crossentropy_forward_backward
-     sc_cpu_sgd_update                       sc_cpu_adamw_update (torch.optim.AdamW semantics)
+   Errors
+     sc_result_string(r)                 a fixed short text for a code
+     sc_last_error()                     this thread's last message ("" if none)
+     sc_set_error(r, fmt, ...)           record a message, return r (for code outside the header)
 
-   Checkpoint policies and planner
-     sc_plan_parse(plan, policy, L)         none | full | every:K | layers:a-b,c | selective |
-                                            selective:mlp | sqrt; bad -> INVALID_ARGS
-     sc_plan_is_budget(policy, &bytes)      1 for budget:SIZE, 0 otherwise, -1 malformed
-     sc_plan_saved_bytes[_layer](...)       closed-form saved bytes (equal to the allocator's)
-     sc_plan_estimate_costs / sc_plan_fixed_bytes / sc_plan_evaluate
-     sc_planner_plan(out, rep, ...)         exact DP: least recompute time with peak <= budget;
-                                            none fits -> INVALID_ARGS naming the smallest budget
-     sc_plan_report_table(rep, plan, buf, cap)
+   Tensors and dtypes
+     sc_dtype_size(t)                    bytes per element of SC_F32, SC_BF16, SC_I32
+     sc_tensor_view(data, dt, dev, nd, shape, name)   a view (never owns memory), ndim <= 4
+     sc_tensor_numel(t) / sc_tensor_nbytes(t)         elements / bytes of a view
+     sc_f32_to_bf16(f) / sc_bf16_to_f32(h)            round to nearest even (NaN stays NaN) / exact
+     sc_round_bf16_inplace(x, n)         round each float to the nearest bf16 value
+     sc_f16_to_f32(h)                    IEEE half to float, exact
+     sc_rng_seed(seed) / sc_rng_u64 / sc_rng_uniform / sc_rng_normal   one 64-bit state;
+                                         uniform in [0,1), normal by Box-Muller
 
-   Model
-     sc_model_config_init()                 zero = defaults (CPU, fp32, SGD; lr 1e-4; AdamW's 0.9, 0.999, 1e-8)
-     sc_model_create(&m, cfg, mc, params)   params NULL = seeded HF-style random init
-     sc_model_forward_backward(m, plan, ids, B, T, &loss)
-                                            mean next-token cross-entropy over B*(T-1), grads
-                                            overwritten; ids >= vocab or T > max_position -> RANGE;
-                                            out of memory -> OUT_OF_MEMORY, the model stays usable
-     sc_model_optimizer_step(m)             SGD or AdamW
-     sc_model_get_params / sc_model_get_grads / sc_model_logits / sc_model_last_saved_bytes
-     sc_model_allocator / sc_model_set_tracer / sc_model_cuda / sc_model_destroy
-     sc_model_graph_steps / sc_model_graph_kernels
-                                            the whole-step CUDA graph (mc.cuda_graph, default on
-                                            where it works): steps it ran, kernels it holds
-     sc_parse_size("6GiB", &bytes)          0 or -1
+   Configs and HF checkpoints (one flat float buffer, one named view per HF parameter)
+     sc_config_named(cfg, name)          a built-in: tiny | qwen3-0.6b | qwen3-1.7b | qwen2.5-0.5b
+                                         | qwen2.5-1.5b | qwen2.5-7b; unknown -> INVALID_ARGS
+     sc_config_names()                   those names, comma-separated (for help texts)
+     sc_config_validate(cfg)             sizes positive, KV divides H, ...; else INVALID_ARGS
+     sc_config_params(cfg, out, cap)     the parameter table (HF name, shape, offset); returns count
+     sc_config_num_params(cfg)           floats in the flat buffer
+     sc_config_layer_offsets(cfg)        offsets inside one layer's block (SIZE_MAX if absent)
+     sc_config_layer_base / sc_config_norm_offset / sc_config_lm_head_offset   block offsets
+     sc_config_train_flops(cfg, B, T)    model FLOPs of one step: 6 x matmul weights x tokens +
+                                         causal attention, recompute not counted
+     sc_config_from_json(cfg, text, len, name)   parse and validate config.json text; RoPE
+                                         scaling, sliding windows, non-silu -> UNSUPPORTED
+     sc_config_read(cfg, path)           the same from a file
+     sc_config_write_json(cfg, f, dtype) / sc_config_write(cfg, path, dtype)   a config.json
+                                         transformers 4.x and 5.x load
+     sc_hf_read_config(dir, cfg)         dir/config.json
+     sc_hf_read_params(dir, cfg, params) model.safetensors or its index and shards, every tensor
+                                         with its exact shape; unused tensors: one warning
+     sc_hf_write(dir, cfg, params, bf16) config.json + model.safetensors (F32 or BF16), atomic
+
+   safetensors
+     sc_safetensors_open(st, path)       read and validate the header (offsets tile the data,
+                                         names unique, dtypes known); IO or FORMAT
+     sc_safetensors_open_memory(st, buf, len)   the same over a buffer that outlives st
+     sc_safetensors_close(st)            free what open holds
+     sc_safetensors_find(st, name)       the tensor's entry, or NULL
+     sc_safetensors_meta(st, key)        a __metadata__ value, or NULL
+     sc_safetensors_read_f32(st, name, dst, nd, shape)   F32/BF16/F16 -> float; wrong shape or
+                                         integer dtype -> SHAPE, F64/U8/... -> UNSUPPORTED
+     sc_safetensors_read_i32(st, name, dst, nd, shape)   I32/I64 -> int32; I64 overflow -> RANGE
+     sc_safetensors_write(path, entries, n, meta_kv, n_meta)   write via path.tmp + rename
+
+   Tokens
+     sc_tokens_read(path, &ids, &B, &T)  input_ids [B, T] or [T] (I32/I64); T < 2 -> FORMAT,
+                                         negative ids -> RANGE; free with sc_tokens_free
+     sc_tokens_write(path, ids, B, T)    input_ids as I32
+     sc_tokens_check(ids, B, T, cfg)     every id < vocab and T <= max_position, else RANGE
+     sc_tokens_free(ids)                 free what sc_tokens_read allocated
 
    Caching allocator (PyTorch's CUDACachingAllocator rules; see its section below)
-     sc_allocator_init / uninit / alloc / free / record_stream / empty_cache / reset_peak /
-     reset_accumulated / stats / tag_of / live_bytes_tagged / summary / snapshot_json / validate
+     sc_allocator_init(a, cfg)           cfg NULL: host memory, no cap, no stream events
+     sc_allocator_uninit(a)              give every segment back; live blocks listed on stderr
+     sc_allocator_alloc(a, &p, bytes, stream, tag)   best fit; out of memory or over mem_cap ->
+                                         OUT_OF_MEMORY naming the ten largest live blocks
+     sc_allocator_free(a, p)             NULL ignored; reused after the recorded streams' events
+     sc_allocator_record_stream(a, p, stream)   p is also used on another stream
+     sc_allocator_empty_cache(a)         give fully free segments back
+     sc_allocator_range_idle(a, p, n)    1 when [p, p+n) is inside a segment and not live
+     sc_allocator_reset_peak(a) / sc_allocator_reset_accumulated(a)   as torch.cuda's resets
+     sc_allocator_stats(a)               memory_stats(): allocated / reserved / active / ...
+     sc_allocator_tag_of(a, p)           a live block's tag, or NULL
+     sc_allocator_live_bytes_tagged(a, prefix)   requested bytes of live blocks by tag prefix
+     sc_allocator_summary(a, buf, cap)   memory_summary()'s table (snprintf semantics)
+     sc_allocator_snapshot_json(a, buf, cap)   memory_snapshot()'s segments and blocks as JSON
+     sc_allocator_validate(a)            check every invariant; FORMAT naming the first broken
 
-   Tracer and statistics
-     sc_tracer_init / uninit / step_begin / step_end / span_begin / span_end /
-     count_launches / mem_record / step_count / step_get / layer_ms / layer_stats /
-     phase_stats / peak_method / write_all / write_{step_metrics,layer_metrics,mem_trace,
-     summary,chrome_trace}
-     sc_stats_compute / sc_student_t_quantile / sc_student_t_cdf / sc_cpu_rss_bytes / sc_cpu_hwm_bytes
+   Tracer and statistics (a NULL tracer makes every call a no-op; one thread drives it)
+     sc_tracer_init(tr, cfg) / sc_tracer_uninit(tr)
+     sc_tracer_step_begin(tr, epoch, step)   INVALID_ARGS when a step is already open
+     sc_tracer_step_end(tr, loss, tokens, mem)   close the step: resolve GPU events, metrics
+     sc_tracer_span_begin(tr, name, phase, layer, stream) -> id (-1 outside a step)
+     sc_tracer_span_end(tr, id) / sc_tracer_span_bytes(tr, id, bytes)
+     sc_tracer_span_add(tr, name, phase, layer, stream, t0, t1)   a span timed elsewhere
+     sc_tracer_now_ns()                  the tracer's host clock
+     sc_tracer_count_launches(tr, n)     add n launches to the innermost open span's phase
+     sc_tracer_mem_record(tr, alloc, resv, delta, tag)   one memory event (the allocator hook)
+     sc_tracer_step_note(tr, i, lr, grad_norm, val_loss)   step_metrics.csv's notes (NaN: keep)
+     sc_tracer_step_count(tr) / sc_tracer_step_get(tr, i)   finished steps; NULL out of range
+     sc_tracer_layer_ms(tr, i, layer, phase)   a (layer, phase) cell of step i; 0 if none
+     sc_tracer_layer_stats / sc_tracer_phase_stats   mean, median, std, 95% CI after warm-up
+     sc_tracer_peak_method(tr)           how the CPU peak was measured ("clear_refs", ...)
+     sc_tracer_mem_count / sc_tracer_mem_get(tr, i, &ev)   the memory events; -1 out of range
+     sc_tracer_span_count / sc_tracer_span_get(tr, i, &sp)   the spans; -1 out of range
+     sc_tracer_write_all(tr, dir)        mkdir -p; step_metrics, layer_metrics, mem_trace,
+                                         summary (.csv) and trace.json (Chrome / Perfetto)
+     sc_tracer_write_{step_metrics,layer_metrics,mem_trace,summary,chrome_trace}(tr, path)
+     sc_phase_name(p)                    "fwd", "bwd", "recompute", ...; "?" out of range
+     sc_stats_compute(x, n)              n, mean, median, sample std, ci95 (Student's t), min, max
+     sc_student_t_quantile(p, df) / sc_student_t_cdf(t, df)
+     sc_cpu_rss_bytes() / sc_cpu_hwm_bytes()   this process's RSS and VmHWM (0 where unknown)
 
-   Files
-     sc_config_from_json / sc_config_read / sc_config_write_json / sc_config_write
-     sc_safetensors_open / open_memory / close / find / meta / read_f32 / read_i32 / write
-     sc_hf_read_config / sc_hf_read_params / sc_hf_write
-     sc_tokens_read / sc_tokens_write / sc_tokens_check / sc_tokens_free
-     sc_data_open(&d, "train_??.bin", &dc) / next / seek / position / close   token shards
-                                            (llm.c .bin or 1-D .npy, mmap'd; POSIX); sc_data_write_shard
+   CPU layer ops (the fp32 reference; sc_cuda_<same name> on the GPU). Outputs first, then what
+   backward needs, then inputs, then sizes. Parameter gradients accumulate (+=), activation
+   gradients are overwritten, except rmsnorm_backward's dinp (the residual stream), which adds.
+     sc_cpu_embedding_{forward,backward}        sc_cpu_rmsnorm_{forward,backward}
+     sc_cpu_add_rmsnorm_forward (add + norm)    sc_cpu_add_forward
+     sc_cpu_matmul_{forward,backward}           sc_cpu_matmul_isa() ("avx512", "avx2", "scalar")
+     sc_rope_table (HF's f32 cos/sin)           sc_cpu_qknorm_rope_{forward,backward}
+     sc_cpu_attention_{forward,backward} (causal GQA, saves lse)
+     sc_cpu_swiglu_{forward,backward}           sc_cpu_swiglu_backward_remat (both in one pass)
+     sc_cpu_crossentropy_forward_backward       sc_cpu_crossentropy_slice_{stats,backward}
+                                                (the LM head in vocabulary slices, two passes)
+     sc_cpu_accumulate(acc, x, n, first)        acc = x or acc + x
 
-   Several processes (data parallel)
-     sc_dist_env_read / sc_dist_rendezvous / sc_hash_bytes
-     sc_dist_comm_open / close / rank / world, sc_dist_allreduce_f32 / gather / broadcast /
-     allgather_f32 / part / barrier
+   Optimizers (host and device give the same bits: every operation rounded on its own, no FMA)
+     sc_cpu_sgd_update / sc_cpu_adamw_update    f32 arrays, torch.optim.AdamW semantics
+     sc_optim_consts_make(lr, b1, b2, eps, wd, t)   one step's constants, computed once
+     sc_cpu_adamw_range / sc_cpu_sgd_range      any dtypes of p, m/v and g on [0, n); bf16 out
+     sc_cpu_adamw_mt / sc_cpu_sgd_mt            the same over threads; bits independent of them
+     sc_cpu_optim_isa()                         the path the range functions take
 
-   CUDA backend (with SLIDECHECK_CUDA): sc_cuda_available / create / destroy / status /
-     error_message / set_attention_reference / attention_workspace (with sc_attention_ds_bytes) /
-     synchronize / device_name / launch_count /
-     raw_alloc / raw_free / event_* /
-     mem_get_info / memset0 / memset0_behind / side_join / upload / download / upload_f32 /
-     download_f32 / convert,
-     nccl_unique_id / nccl_open / comm_wait / allreduce_sum / comm_join / comm_settle (data
-     parallel), graph_begin / graph_end / graph_launch / graph_kernels / graph_destroy (CUDA
-     graphs), and the ops above.
+   Checkpoint plans and the planner
+     sc_plan_parse(plan, policy, L)      none | full | every:K | layers:a-b,c | selective |
+                                         selective:mlp | selective:attn | selective:proj | sqrt;
+                                         anything else -> INVALID_ARGS
+     sc_plan_is_budget(policy, &bytes)   1 for budget:SIZE, 0 other policies, -1 malformed
+     sc_keep_name(keep)                  "keep all", "selective", ...
+     sc_plan_saved_bytes(cfg, plan, B, T, act_bytes)   saved activation bytes, closed form
+                                         (equal to the allocator's count)
+     sc_plan_saved_bytes_layer(cfg, plan, l, B, T, act_bytes)   the same for layer l
+     sc_plan_estimate_costs(cfg, B, T, act_bytes, costs)   a roofline ESTIMATE per layer
+     sc_plan_fixed_bytes(cfg, adamw, pb, gb)   weights + gradients (+ AdamW state)
+     sc_plan_evaluate(rep, plan, cfg, B, T, ab, fixed, costs)   predicted peak and recompute
+     sc_planner_plan(out, rep, cfg, B, T, ab, fixed, costs, budget)   exact DP: least recompute
+                                         with peak <= budget; none fits -> INVALID_ARGS naming
+                                         the smallest budget
+     sc_plan_report_table(rep, plan, buf, cap)   one row per layer (snprintf semantics)
+     sc_plan_budget_usable(budget, cfg, B, T)   what to plan for under an allocator cap
+     sc_model_config_storage(mc, &pb, &gb, &ab)   bytes per parameter, gradient, activation
+     sc_model_config_fixed_bytes(cfg, mc)   the planner's fixed bytes for a resident model
+     sc_model_config_fixed_bytes_dp(cfg, mc, world)   the same for rank 0 of `world` ranks
+     sc_model_plan_budget(plan, rep, m, ids, B, T, budget)   budget:SIZE on a live model: times
+                                         one step per policy, then plans; gradients overwritten
+
+   Model and training
+     sc_model_config_init()              zero = defaults: CPU, fp32, SGD, lr 1e-4, AdamW's 0.9,
+                                         0.999, 1e-8, resident mode, CUDA graph auto
+     sc_model_create(&m, cfg, mc, params)   params NULL: seeded HF-style random init; a bad
+                                         config -> INVALID_ARGS, no GPU -> NO_DEVICE
+     sc_model_destroy(m)
+     sc_model_step(m, plan, ids, accum, B, T, update, &loss)   accum micro-batches of [B, T],
+                                         gradients summed in order, then (update) the optimizer;
+                                         ids >= vocab or T > max_position -> RANGE; out of memory
+                                         -> OUT_OF_MEMORY and the model stays usable
+     sc_model_forward_backward(m, plan, ids, B, T, &loss)   one batch, gradients overwritten
+     sc_model_optimizer_step(m)          SGD or AdamW on the current gradients
+     sc_model_get_params / sc_model_get_grads(m, dst)   copies to host floats (flat order)
+     sc_model_logits(m)                  the last forward's logits [B,T,V] (mc.keep_logits)
+     sc_model_last_saved_bytes(m)        saved activations the allocator measured
+     sc_model_cfg(m) / sc_model_allocator(m) / sc_model_cuda(m) (NULL on the CPU backend)
+     sc_model_set_tracer(m, tr)          spans per layer and phase; NULL detaches
+     sc_model_tracer_timing(m, &tc)      tc's event callbacks for the model's device
+     sc_model_graph_steps(m) / sc_model_graph_kernels(m)   the whole-step CUDA graph
+                                         (mc.cuda_graph): steps it ran, kernels it holds
+     sc_parse_size("6GiB", &bytes)       0, or -1 for a malformed size
+
+   Slide mode (mc.mode = SC_MODE_SLIDE; options mc.slide_*, all zero = off)
+     sc_model_step(...)                  returns while host updates may still run; the next
+                                         upload of a layer waits for that layer's update
+     sc_model_sync(m)                    wait for the host updates (get_params does too)
+     sc_model_slide_info(m)              the last step's bytes each way, pinned / host bytes,
+                                         the device window, host optimizer time and wait
+     sc_slide_window_bytes(cfg, mc, plan)   device bytes a plan needs before any activation
+
+   Data parallel (one process per rank; mc.comm makes sc_model_step data parallel, mc.zero = 1
+   ZeRO-1). Every call ends in an error naming a rank that died or stalled past the timeout.
+     sc_dist_env_read(&e)                RANK, WORLD_SIZE, MASTER_ADDR, ...; none: 1 process;
+                                         malformed -> INVALID_ARGS naming the variable
+     sc_dist_rendezvous(&e, check, blob, n)   every rank meets rank 0 and gets its blob; a
+                                         mismatch or a missing rank -> an error on every rank
+     sc_hash_bytes(h, p, n)              FNV-1a, for the rendezvous check
+     sc_dist_comm_open(&c, &e, check, blob, n)   the rendezvous, its connections kept open
+     sc_dist_comm_close(c)
+     sc_dist_comm_rank(c) / sc_dist_comm_world(c)   NULL comm: 0 of 1
+     sc_dist_allreduce_f32(c, buf, n)    sum in rank order: the same bits on every rank
+     sc_dist_gather / sc_dist_broadcast / sc_dist_allgather_f32 / sc_dist_barrier
+     sc_dist_part(c, n, &lo, &hi)        this rank's part of n elements
+
+   Training on token shards
+     (see below)
+
+   CUDA backend (with SLIDECHECK_CUDA; ops are asynchronous on the compute stream, failures
+   sticky in sc_cuda_status)
+     sc_cuda_available()                 SC_SUCCESS if a usable GPU and driver exist
+     sc_cuda_create(&cu, cfg) / sc_cuda_destroy(cu)
+     sc_cuda_status(cu) / sc_cuda_error_message(cu)   the first failure so far, and its text
+     sc_cuda_synchronize(cu) / sc_cuda_device_name(cu) / sc_cuda_versions(&drv, &rt, &cublas)
+     sc_cuda_launch_count(cu)            kernels launched so far
+     sc_cuda_set_attention_path(cu, p)   SC_ATTENTION_DEFAULT | _PORTABLE | _REFERENCE
+     sc_cuda_attention_hopper(cu)        1 where DEFAULT runs the Hopper kernels
+     sc_cuda_attention_workspace(cu, ws, bytes)   the dS buffer (sc_attention_ds_bytes)
+     sc_cuda_nvtx_push(name) / sc_cuda_nvtx_pop()   NVTX ranges for nsys
+     sc_cuda_profile_ops / _collect / _report   per-kernel times (an event after each kernel)
+     sc_cuda_graph_begin / _end / _launch / _kernels / _destroy   whole-step CUDA graphs
+     sc_cuda_raw_alloc / _raw_free / _event_record / _event_query / _event_destroy
+     sc_cuda_event_synchronize / _event_elapsed_ms   the allocator's and tracer's callbacks
+     sc_cuda_mem_get_info(cu, &free, &total)
+     sc_cuda_memset0 / _memset0_behind / _side_join / _upload / _download (waits)
+     sc_cuda_upload_f32 / _download_f32 (waits) / _convert   with dtype conversion
+     sc_cuda_host_alloc / _host_free / _copy_async / _stream_wait   slide mode's pinned memory
+                                         and streams (0 compute, 1 upload, 2 download)
+     sc_cuda_nccl_unique_id / _nccl_open / _comm_wait / _allreduce_sum / _reduce_scatter_sum
+     sc_cuda_allgather / _comm_count / _comm_join / _comm_settle   data parallel over NCCL;
+                                         settle fails (never hangs) when a rank stalls
+     sc_cuda_grad_norm(cu, g, gt, n, max_norm) / sc_cuda_grad_norm_read   the clipping norm
+     sc_cuda_sgd_update / sc_cuda_adamw_update   the optimizers, the host's bits
+     sc_cuda_<op>(cu, ...)               every CPU layer op above but rope_table, on the GPU:
+                                         sc_cuda_embedding_forward, sc_cuda_attention_backward, ...
 
    Example: one training step with full recompute (expected output: a loss near ln(vocab)).
 #if 0
@@ -134,7 +298,7 @@ USAGE
            return 1;
        }
        sc_model_optimizer_step(m);
-       printf("loss %.4f\n", loss);     // prints "loss 6.2766" (ln 512 = 6.24)
+       printf("loss %.4f\n", loss);     // prints "loss 6.2583" (ln 512 = 6.24)
        sc_model_destroy(m);
        return 0;
    }
