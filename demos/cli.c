@@ -226,14 +226,19 @@ static int cli_word_in(const char *list, const char *word)
     return 0;
 }
 
-/* Prints text from column `at`, wrapped at 100 columns, continuation lines indented to `indent`. */
+/* Prints text from column `at`, wrapped at 100 columns, continuation lines indented to `indent`.
+   The last line gets at least two words: a lone word there reads as a slip. */
 static void cli_wrap(const char *text, int indent, int at)
 {
     for (const char *s = text; *s;) {
         while (*s == ' ') s++;
         int n = (int)strcspn(s, " ");
         if (!n) break;
-        if (at > indent && at + 1 + n > 100) {
+        const char *t = s + n;
+        while (*t == ' ') t++;
+        int m = (int)strcspn(t, " "), last = m > 0 && !t[m + strspn(t + m, " ")];
+        int brk = at + 1 + n > 100 || (last && at + 1 + n + 1 + m > 100 && indent + n + 1 + m <= 100);
+        if (at > indent && brk) {
             printf("\n%*s", indent, "");
             at = indent;
         } else if (at > indent) at += printf(" ");

@@ -238,6 +238,8 @@ for c in grad train plan; do
     expect 0 "$c --help" $S $c --help
     long=$(awk 'length > 100' "$T/out" | head -1)
     [ -z "$long" ] && ok "$c --help: every line <= 100 columns" || bad "$c --help: a line over 100 columns: $long"
+    lone=$(grep -E "^ {26}[^ ]+$" "$T/out" | head -1)
+    [ -z "$lone" ] && ok "$c --help: no wrapped line of one word" || bad "$c --help: a wrapped line of one word: $lone"
     old=$(grep -E -e "--(prefetch|cpu-threads|keep-head|head-once|dpu|slide-update)\b" "$T/out" | head -1)
     [ -z "$old" ] && ok "$c --help names no earlier spelling" || bad "$c --help: $old"
 done
