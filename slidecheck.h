@@ -8468,7 +8468,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         goto fail;
     }
     if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE && (mc.slide_dpu || mc.slide_keep_head)) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without --dpu and --keep-head, for now");
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without slide_dpu and slide_keep_head, for now");
         goto fail;
     }
     /* slide mode's AdamW state is on the host, sharded alike with or without master weights */

@@ -848,7 +848,7 @@ static void test_slide_cfg(const sc_config *c, int B, int T)
     free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
 }
 
-/* --keep-head and --dpu on the GPU. keep-head: slide == resident bitwise. DPU (W[s+1] =
+/* --slide-keep-head and --slide-dpu on the GPU. keep-head: slide == resident bitwise. DPU (W[s+1] =
    update(W[s], g[s-1])): on tokens t0, t1, t2, steps 0 and 1 both run on W0 (no update lands
    before step 2) and step 2 on update(W0, g0), so its three losses equal resident gradient-only
    steps on t0 and t1 from W0 and on t2 after one resident update on t0, bitwise. */
@@ -888,7 +888,7 @@ static void test_slide_options(const sc_config *c, int B, int T)
                                        lb, wb, gb);
                 g_keep_head = 0;
                 char nm[256];
-                snprintf(nm, sizeof nm, "%s slide --keep-head == resident bitwise (losses, grads, weights): %s %s %s",
+                snprintf(nm, sizeof nm, "%s slide --slide-keep-head == resident bitwise (losses, grads, weights): %s %s %s",
                          c->name, mnames[md], pol, o ? "adamw" : "sgd");
                 check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
                       "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
@@ -911,7 +911,7 @@ static void test_slide_options(const sc_config *c, int B, int T)
                                           SC_MODE_SLIDE, pf, slice, lb, wb, gb);
                 g_keep_head = g_dev_update = g_head_once = 0;
                 char nm[256];
-                snprintf(nm, sizeof nm, "%s slide --slide-update device == resident bitwise (losses, grads, weights): "
+                snprintf(nm, sizeof nm, "%s slide --slide-device-update == resident bitwise (losses, grads, weights): "
                          "%s %s sgd accum %d prefetch %d, head %s", c->name, mnames[md], upol[p], 1 + (p == 1), pf,
                          hk == 0 ? "slot" : hk == 1 ? "kept" : hk == 2 ? "in slices" : "in slices, up once");
                 check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
@@ -944,7 +944,7 @@ static void test_slide_options(const sc_config *c, int B, int T)
             if (!ok) printf("  dpu: %s\n", sc_last_error());
             sc_model_destroy(m);
             char nm[256];
-            snprintf(nm, sizeof nm, "%s slide --dpu: losses of steps 0-2 == resident on W0, W0, update(W0, g0) bitwise: "
+            snprintf(nm, sizeof nm, "%s slide --slide-dpu: losses of steps 0-2 == resident on W0, W0, update(W0, g0) bitwise: "
                      "%s %s %s (%.6f %.6f %.6f)", c->name, mnames[md], pol, md ? "adamw" : "sgd", l[0], l[1], l[2]);
             check(ok && !memcmp(l, ref, sizeof l), nm, "resident gives %.9g %.9g %.9g", ref[0], ref[1], ref[2]);
         }
