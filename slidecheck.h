@@ -1001,7 +1001,7 @@ SCDEF void sc_tokens_free(int32_t *ids);
 /* ---- token shards (training data) ----
    A glob(3) pattern names the shards, taken in strcmp order of their paths. Each shard is
    llm.c's format (a 256 x int32 little-endian header: magic 20240520 with uint16 tokens or
-   20240801 with uint32 tokens, version 1, token count; then the tokens) or a 1-D .npy of
+   20240801 with uint32 tokens, version 1 (llm.c's uint32 shards: 7), token count; then the tokens) or a 1-D .npy of
    '<u2', '<u4' or '<i4' (told apart by the "\x93NUMPY" magic, not the extension). Shards are
    memory-mapped read-only, so a dataset larger than RAM works. A batch is the next B*T
    tokens of the current shard (B rows of T); a shard's tail shorter than B*T is skipped, and
@@ -1066,8 +1066,10 @@ SCDEF void sc_cpu_matmul_backward(float *dinp, float *dw, float *dbias, const fl
    vector paths fuse multiply-adds and agree with each other bit for bit; the scalar path rounds products on their own
    (other bits, same tolerance). "avx512", "avx2" or "scalar": the path they take on this CPU (attention too). */
 SCDEF const char *sc_cpu_matmul_isa(void);
+#ifdef SLIDECHECK_TESTING
 /* Test hook (private): forces "avx512", "avx2" or "scalar"; returns 0 if this CPU cannot run it. NULL: automatic. */
 SCDEF int sc__cpu_matmul_force(const char *isa);
+#endif
 /* RoPE tables, HF convention: inv_freq in float32, cos/sin of (pos * inv_freq) in float32; [maxT, D/2]. */
 SCDEF void sc_rope_table(float *cosb, float *sinb, int maxT, int D, double theta);
 /* qk[N,K] = rope(qknorm(qkv[:, :K])) per head (norm only if qnorm_w != NULL); rstd[N, H+KV]. */
@@ -1166,11 +1168,13 @@ SCDEF double sc_lr_factor(sc_lr_schedule s, int64_t step, int64_t warmup, int64_
 /* "constant", "linear" or "cosine"; SC_ERROR_INVALID_ARGS for anything else */
 SCDEF sc_result sc_lr_schedule_parse(const char *name, sc_lr_schedule *out);
 SCDEF const char *sc_lr_schedule_name(sc_lr_schedule s);
+#ifdef SLIDECHECK_TESTING
 /* Test hook (private): forces "avx512", "avx2" or "scalar"; returns 0 if this CPU cannot run it. NULL: automatic. */
 SCDEF int sc__cpu_optim_force(const char *isa);
 /* Test / bench hook (private): wout's stores, 1 non-temporal (the default), 0 ordinary; returns the previous
    setting. The bits are the same either way. Not to be called while an update runs. */
 SCDEF int sc__cpu_optim_stream(int on);
+#endif
 
 /* ------------------------------------------------------------------------------------------
    Checkpoint policies. A policy is a per-layer plan:
@@ -5768,7 +5772,10 @@ static sc_result sc__shard_parse(sc__shard *s)
         else
             return sc__fail(SC_ERROR_FORMAT, "file '%s': bad magic %u (a token shard has %d for uint16 tokens, %d for uint32,"
                             " or is a .npy)", s->path, magic, SC__SHARD_MAGIC16, SC__SHARD_MAGIC32);
-        if (version != 1) return sc__fail(SC_ERROR_FORMAT, "file '%s': token shard version %u, expected 1", s->path, version);
+        /* llm.c writes version 1 for its uint16 (GPT-2) shards and 7 for its uint32 (Llama 3) ones */
+        if (version != 1 && !(version == 7 && s->width == 4))
+            return sc__fail(SC_ERROR_FORMAT, "file '%s': token shard version %u, expected 1 (or 7 with uint32 tokens)",
+                            s->path, version);
         if (count > INT32_MAX) /* llm.c's header is int32 */
             return sc__fail(SC_ERROR_FORMAT, "file '%s': negative token count %d", s->path, (int32_t)count);
         off = SC__SHARD_HEADER;
@@ -6314,13 +6321,14 @@ static int sc__mm_pick(void)
 
 /* The run-time ISA paths (matmuls and the host optimizer): 3 AVX-512, 2 AVX2, 1 scalar. */
 static const char *sc__isa_name(int path) { return path == 3 ? "avx512" : path == 2 ? "avx2" : "scalar"; }
+SCDEF const char *sc_cpu_matmul_isa(void) { return sc__isa_name(sc__mm_pick()); }
+
+#ifdef SLIDECHECK_TESTING
 /* A test hook's ISA name as a path (NULL: the best one); 0 when unknown. */
 static int sc__isa_code(const char *isa, int best)
 {
     return !isa ? best : !strcmp(isa, "avx512") ? 3 : !strcmp(isa, "avx2") ? 2 : !strcmp(isa, "scalar") ? 1 : 0;
 }
-
-SCDEF const char *sc_cpu_matmul_isa(void) { return sc__isa_name(sc__mm_pick()); }
 
 SCDEF int sc__cpu_matmul_force(const char *isa)
 {
@@ -6329,6 +6337,7 @@ SCDEF int sc__cpu_matmul_force(const char *isa)
     __atomic_store_n(&sc__mm_path, want, __ATOMIC_RELAXED);
     return 1;
 }
+#endif
 
 typedef struct sc__gemm {
     int M, N, K;
@@ -7237,6 +7246,7 @@ static int sc__optim_pick(void)
 
 SCDEF const char *sc_cpu_optim_isa(void) { return sc__isa_name(sc__optim_pick()); }
 
+#ifdef SLIDECHECK_TESTING
 SCDEF int sc__cpu_optim_force(const char *isa)
 {
     int want = sc__isa_code(isa, sc__optim_best());
@@ -7256,6 +7266,7 @@ SCDEF int sc__cpu_optim_stream(int on)
     return 0;
 #endif
 }
+#endif
 
 SCDEF void sc_cpu_adamw_range(void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g, sc_dtype gt,
                               uint16_t *wout, size_t n, const sc_optim_consts *k)

@@ -645,6 +645,49 @@ static void test_ce(tctx *t, int n, int V)
     dfree(t, dlg); dfree(t, ddl); dfree(t, drl); dfree(t, dtg);
 }
 
+/* The gradient norm on the device equals the host's bitwise (one summation order), and a
+   clipped AdamW step on the device equals the host's with the same scale. */
+static void test_grad_norm(tctx *t)
+{
+    const size_t sizes[4] = {1, 1003, 65536, 2 * 65536 + 4099};
+    for (int si = 0; si < 4; si++)
+        for (int bf = 0; bf < 2; bf++) {
+            size_t n = sizes[si];
+            sc_dtype G = bf ? SC_BF16 : SC_F32;
+            float *g = hrand(n, 0.3f, 0.0f);
+            rnd(t, G, g, n);
+            void *dg = dupd(t, g, n, G);
+            /* the host reads the same storage: bf16 bits, or f32 */
+            void *hg = bf ? malloc(n * 2) : (void *)g;
+            if (bf) for (size_t i = 0; i < n; i++) ((uint16_t *)hg)[i] = sc_f32_to_bf16(g[i]);
+            double want = sc_grad_norm(hg, G, n, 0), got = -1.0;
+            float scale = -1.0f;
+            sc_cuda_grad_norm(t->cu, dg, G, n, 0.5f);
+            sc_result r = sc_cuda_grad_norm_read(t->cu, &got, &scale);
+            char nm[160];
+            snprintf(nm, sizeof nm, "grad_norm %s n=%zu: device == host bitwise, scale == sc_clip_scale", bf ? "bf16" : "f32", n);
+            check(r == SC_SUCCESS && !memcmp(&got, &want, sizeof got) && scale == sc_clip_scale(want, 0.5f), nm,
+                  "device %.17g host %.17g scale %g", got, want, (double)scale);
+            /* a clipped AdamW step: the device reads the scale the norm kernel wrote */
+            float *p = hrand(n, 0.1f, 0.0f), *m = hrand(n, 0.01f, 0.0f), *v = hrand(n, 1e-4f, 0.0f);
+            for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+            void *dp = dupd(t, p, n, SC_F32), *dm = dupd(t, m, n, SC_F32), *dv = dupd(t, v, n, SC_F32);
+            sc_optim_consts k = sc_optim_consts_make(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 2);
+            sc_cuda_adamw_update(t->cu, dp, dm, dv, SC_F32, SC_F32, dg, G, n, &k);
+            k.gscale = sc_clip_scale(want, 0.5f);
+            sc_cpu_adamw_range(p, m, v, SC_F32, SC_F32, hg, G, NULL, n, &k);
+            float *gp = dget(t, dp, n, SC_F32);
+            snprintf(nm, sizeof nm, "clipped adamw %s n=%zu: device == host bitwise", bf ? "bf16" : "f32", n);
+            check(!memcmp(gp, p, n * 4), nm, "%s", "weights differ");
+            sc_cuda_grad_norm(t->cu, dg, G, n, 0.0f); /* scale back to 1 for the tests after */
+            (void)sc_cuda_grad_norm_read(t->cu, NULL, NULL);
+            free(gp); free(p); free(m); free(v);
+            if (bf) free(hg);
+            free(g);
+            dfree(t, dg); dfree(t, dp); dfree(t, dm); dfree(t, dv);
+        }
+}
+
 /* 6. optimizers, one step */
 static void test_optim(tctx *t)
 {
@@ -657,7 +700,8 @@ static void test_optim(tctx *t)
     void *dp = dupd(t, p, n, pt), *dg = dupd(t, g, n, gt), *dm = dupd(t, m, n, pt), *dv = dupd(t, v, n, pt);
     float *p2 = hcopy(p, n);
     sc_cpu_sgd_update(p2, g, n, 0.01f, 0.1f);
-    sc_cuda_sgd_update(t->cu, dp, pt, dg, gt, n, 0.01f, 0.1f);
+    sc_optim_consts ks = sc_optim_consts_make(0.01f, 0.0f, 0.0f, 0.0f, 0.1f, 1);
+    sc_cuda_sgd_update(t->cu, dp, pt, dg, gt, n, &ks);
     float *got = dget(t, dp, n, pt);
     name_of(nm, sizeof nm, t, "sgd_update");
     check_rel(nm, got, p2, n, t->bf16 ? t->tol : 1e-6, t->bf16);
@@ -719,7 +763,7 @@ static void test_optim_bitwise(void)
                         sc_cuda_adamw_update(cu, dp, dm, dv, P, S, dg, G, n, &k);
                     } else {
                         sc_cpu_sgd_mt(hp, P, hg, G, NULL, n, &k, 0);
-                        sc_cuda_sgd_update(cu, dp, P, dg, G, n, k.lr, k.weight_decay);
+                        sc_cuda_sgd_update(cu, dp, P, dg, G, n, &k);
                     }
                 }
                 void *rp = malloc(n * pe), *rm = malloc(n * se), *rv = malloc(n * se);
@@ -1146,6 +1190,7 @@ static void run_op_tests(int bf16, int gf32)
     test_ce(&t, 37, 97);
     if (!g_quick) test_ce(&t, 5, 151936);
     test_optim(&t);
+    test_grad_norm(&t);
     char nm[160];
     name_of(nm, sizeof nm, &t, "no sticky CUDA error after the op tests");
     sc_result st = sc_cuda_synchronize(t.cu);
