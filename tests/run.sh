@@ -21,6 +21,8 @@ run_one() {
 if [ "$1" = "--gpu" ]; then
     ./build/test_gpu > build/test_gpu.log 2>&1   # the whole log, with every measured error
     run_one gpu cat build/test_gpu.log
+    # training on the train_qwen3 shards against PyTorch's loop, and its bitwise equalities
+    run_one "gpu train" env BIG=0 sh bench/gpu_train_checks.sh build/gpu_train
 else
     for t in "$@"; do run_one "$t" "./build/test_$t"; done
     for t in "$@"; do ASAN_OPTIONS=detect_leaks=1 run_one "asan $t" "./build/asan/test_$t"; done
