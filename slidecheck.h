@@ -252,8 +252,29 @@ USAGE
      sc_dist_gather / sc_dist_broadcast / sc_dist_allgather_f32 / sc_dist_barrier
      sc_dist_part(c, n, &lo, &hi)        this rank's part of n elements
 
-   Training on token shards
-     (see below)
+   Training on token shards (llm.c's shards or 1-D .npy, memory-mapped; see sc_data_config)
+     sc_data_open(&d, pattern, &dc) / sc_data_close(d)   a glob of shards, sorted by name; bad files
+                                         (magic, version, size, token >= vocab) fail naming the file
+     sc_data_next(d, ids)                this rank's next batch: B rows of T consecutive tokens
+     sc_data_position(d) / sc_data_seek(d, pos)   global batches read; continue from there (resume)
+     sc_data_epoch_batches / shard_count / shard_name / shard_tokens / hash   what was opened
+     sc_data_write_shard(path, tokens, n, force_u32)   one llm.c shard (uint16 when it fits)
+     sc_lr_factor(sched, step, warmup, total, min_ratio)   transformers' constant / linear / cosine
+     sc_lr_schedule_parse(name, &s) / sc_lr_schedule_name(s)
+     sc_model_set_lr(m, lr) / sc_model_lr(m)   the next update's learning rate
+     mc.clip_grad_norm = C               torch's clip_grad_norm_ before every update, exact in every mode
+     sc_model_grad_norm(m)               the 2-norm of the current gradients, before clipping
+     sc_grad_norm(g, dt, n, threads) / sc_clip_scale(norm, C)   the same norm and factor on any buffer
+     sc_model_steps_done(m)              optimizer steps taken (AdamW's t)
+     sc_model_save_optimizer(m, path) / sc_model_load_optimizer(m, path)   m, v and master weights, exact
+     sc_tracer_step_note(tr, i, lr, norm, val)   step_metrics.csv's lr, grad_norm and val_loss
+
+     for (int s = 0; s < steps; s++) {   a loop over shards with warm-up + cosine and clipping
+         sc_model_set_lr(m, lr * (float)sc_lr_factor(SC_LR_COSINE, s, warmup, steps, 0.1));
+         for (int k = 0; k < accum; k++) sc_data_next(d, ids + (size_t)k * B * T);
+         sc_model_step(m, &plan, ids, accum, B, T, 1, &loss);
+         printf("step %d loss %.6f norm %.6f\n", s + 1, loss, sc_model_grad_norm(m));
+     }
 
    CUDA backend (with SLIDECHECK_CUDA; ops are asynchronous on the compute stream, failures
    sticky in sc_cuda_status)

@@ -125,7 +125,7 @@ static const cli_help cli_helps[] = {
      "warm-up steps of the schedule: lr rises linearly from 0 at step 0 (default 0)"},
     {"train", "training", "min-lr-ratio", "--min-lr-ratio R", "cosine: the floor as a fraction of --lr (default 0)"},
     {"train", "training", "clip-grad-norm", "--clip-grad-norm C",
-     "torch's clip_grad_norm_: every gradient is scaled by min(1, C / (norm + 1e-6)) before the update, norm the "
+     "torch's clip_grad_norm_: every gradient is scaled by min(1,C/(norm+1e-6)) before the update, norm the "
      "2-norm over all gradients (the same bits in every mode; slide mode then updates after the backward). The "
      "norm is printed every step, clipped or not"},
     {"train", "training", "val-every", "--val-every N, --val-batches K", "see --val-data"},
