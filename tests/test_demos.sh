@@ -80,18 +80,33 @@ pngs maxbatch maxbatch.png:1200x600
 check csv "$T/maxbatch/maxbatch.csv" policy,mode,mem_cap_bytes,max_batch,tokens_per_s
 bad_flags maxbatch
 
-# ---- textdemo: a byte-level model on a real text ---------------------------------------------
+# ---- textdemo: a byte-level model on a real text, read from the token shards it writes -----
 run textdemo --steps 20
-pngs textdemo loss_curves.png:1400x820
-check csv "$T/textdemo/loss.csv" run,step,train_loss,val_loss,elapsed_ms
-# the validation loss falls over the 20 steps (first vs last evaluation of the first run)
-vals=$(awk -F, 'NR == 2 { r = $1 } NR > 1 && $1 == r && $4 != "" { if (f == "") f = $4; l = $4 } END { print f, l }' \
-    "$T/textdemo/loss.csv")
+pngs textdemo loss_curves.png:1400x1110
+check csv "$T/textdemo/loss.csv" run,step,loss,lr,grad_norm,val_loss,elapsed_ms
+for f in train_00.bin train_01.bin val_00.bin; do
+    [ -s "$T/textdemo/shards/$f" ] && ok "textdemo wrote shards/$f" || bad "textdemo: no shards/$f"
+done
+# the validation loss falls over the 20 steps (first vs last evaluation of the first run); columns by name
+vals=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    NR == 2 { r = $c["run"] } $c["run"] == r && $c["val_loss"] != "" { if (f == "") f = $c["val_loss"]; l = $c["val_loss"] }
+    END { print f, l }' "$T/textdemo/loss.csv")
 if awk -v v="$vals" 'BEGIN { split(v, a, " "); exit !(a[1] != "" && a[2] + 0 < a[1] - 0.5) }'; then
     ok "textdemo: validation loss falls ($vals)"
 else bad "textdemo: validation loss did not fall by 0.5 nats ($vals)"; fi
 grep -q "bitwise" "$T/textdemo.log" && ok "textdemo reports the bitwise check" || bad "textdemo: no bitwise line in its log"
+# the log's name-value lines: 20 steps and 11 evaluations (steps 0, 2, ..., 20) per run, 4 runs
+n=$(grep -c '^step [0-9]* loss [0-9.]* lr [0-9.e+-]* norm [0-9.]*' "$T/textdemo.log")
+[ "$n" -eq 80 ] && ok "textdemo prints 'step S loss X lr X norm X' for every step ($n)" || bad "textdemo: $n step lines, not 80"
+n=$(grep -c '^val step [0-9]* loss [0-9.]*$' "$T/textdemo.log")
+[ "$n" -eq 44 ] && ok "textdemo prints 'val step S loss X' for every evaluation ($n)" || bad "textdemo: $n val lines, not 44"
+# the schedule in loss.csv: step 1 has lr 0 (the warm-up starts from 0), step 20 about 10% of the peak 1e-3
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["run"] == "none" && $c["step"] == 1 { a = $c["lr"] }
+    $c["run"] == "none" && $c["step"] == 20 { b = $c["lr"] } END { exit !(a == 0 && b > 1e-4 && b < 1.2e-4) }' \
+    "$T/textdemo/loss.csv" && ok "textdemo: lr warms up from 0 and ends near 10% of 1e-3" || bad "textdemo: lr schedule in loss.csv"
 bad_flags textdemo
+"$B/textdemo" --clip-grad-norm -1 > "$T/err.log" 2>&1
+rc=$?; [ $rc -eq 2 ] && ok "textdemo: bad --clip-grad-norm exits 2" || bad "textdemo: bad --clip-grad-norm exited $rc"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
