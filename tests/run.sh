@@ -29,6 +29,7 @@ else
     # a ThreadSanitizer report makes the program exit 66: a failure here
     [ -x build/tsan/test_slide ] && run_one "tsan slide" ./build/tsan/test_slide
     run_one cli sh tests/test_cli.sh
+    run_one train sh tests/test_train.sh
     run_one "train vs pytorch" sh tests/test_train_ref.sh
     run_one demos sh tests/test_demos.sh
 fi
