@@ -19,8 +19,15 @@ ifeq ($(wildcard slidecheck_cuda.cu),)
 NVCC :=
 endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-NVFLAGS  = -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=sm_90 \
-           -Xcompiler -Wall,-Wextra,-Werror,-fPIC
+# Ampere (sm_80), consumer Ampere and Ada (sm_86, sm_89), Hopper with its wgmma/TMA kernels
+# (sm_90a), and compute_90 PTX that later GPUs compile at load time (they run the sm_80-class
+# kernels: see slidecheck_cuda.cu). NVCC_THREADS: nvcc compiles the targets in parallel (0: as
+# many threads as cores).
+NVCC_THREADS ?= 0
+NVFLAGS  = -O3 -std=c++17 --threads $(NVCC_THREADS) \
+           -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 \
+           -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90a,code=sm_90a \
+           -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
 TESTS = tensor model alloc trace io plan slide optim plot dist data train
@@ -51,22 +58,22 @@ build/slidecheck_cuda.o: slidecheck_cuda.cu $(HDRS)
 
 build/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -DSLIDECHECK_TESTING -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
 
 build/asan/test_%: tests/test_%.c tests/check.h $(HDRS)
 	@mkdir -p build/asan
-	$(CC) $(SANFLAGS) -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
+	$(CC) $(SANFLAGS) -DSLIDECHECK_TESTING -I. $(STB_CFLAGS) $< -o $@ $(LDLIBS)
 
 # ThreadSanitizer on slide mode's copy threads, host optimizer and their event ordering (without
 # OpenMP, whose runtime is not instrumented: the optimizer's threads would be false reports)
 build/tsan/test_slide: tests/test_slide.c tests/check.h $(HDRS)
 	@mkdir -p build/tsan
-	$(CC) -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I. $< -o $@ -lm -pthread
+	$(CC) -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -DSLIDECHECK_TESTING -I. $< -o $@ -lm -pthread
 
 build/cpp_check: tests/test_model.c $(HDRS)
 	@mkdir -p build
-	$(CXX) -x c++ -std=c++17 -O0 -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
-	$(CC) -std=c11 -DSLIDECHECK_STATIC -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
+	$(CXX) -x c++ -std=c++17 -O0 -Wall -Wextra -Werror -fopenmp -DSLIDECHECK_TESTING -I. -fsyntax-only tests/test_model.c
+	$(CC) -std=c11 -DSLIDECHECK_STATIC -DSLIDECHECK_TESTING -Wall -Wextra -Werror -fopenmp -I. -fsyntax-only tests/test_model.c
 	@touch $@
 
 # Every .c file under both compilers, syntax only: gcc with the warnings Ubuntu's gcc adds by
@@ -102,7 +109,7 @@ test-gpu: build/slidecheck build/test_gpu
 	@sh tests/run.sh --gpu
 
 build/test_gpu: tests/test_gpu.c $(HDRS) build/slidecheck_cuda.o
-	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -I. -I$(CUDA_HOME)/include tests/test_gpu.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -DSLIDECHECK_TESTING -I. -I$(CUDA_HOME)/include tests/test_gpu.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
 
 build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_DEPS)
 	@mkdir -p build
@@ -159,17 +166,17 @@ fuzz-build: build/fuzz_safetensors build/fuzz_config
 
 build/fuzz_safetensors: tests/fuzz_safetensors.c slidecheck.h
 	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -I. $< -o $@ -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
 
 build/fuzz_config: tests/fuzz_config.c slidecheck.h
 	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -I. $< -o $@ -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
 
 # Seed corpora and dictionaries. build/fuzz_seedgen is tests/test_io.c, run for the sample
 # files it writes (its own pass/fail output is not the point here).
 fuzz-seeds:
 	@mkdir -p build $(FUZZ_CORPUS)/safetensors $(FUZZ_CORPUS)/config
-	gcc -std=c11 -O1 -I. $(FUZZ_DEFS) tests/test_io.c -o build/fuzz_seedgen -lm
+	gcc -std=c11 -O1 -DSLIDECHECK_TESTING -I. $(FUZZ_DEFS) tests/test_io.c -o build/fuzz_seedgen -lm
 	./build/fuzz_seedgen > /dev/null 2>&1 || true
 	@for f in build/tmp_io/*.safetensors build/tmp_io/*/*.safetensors tests/fixtures/*/*.safetensors; do \
 	    [ -f "$$f" ] && cp "$$f" "$(FUZZ_CORPUS)/safetensors/$$(echo "$$f" | tr / _)"; done; true

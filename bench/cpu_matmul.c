@@ -8,6 +8,7 @@
    then the median of R. GFLOP/s counts 2*N*IC*OC per forward and twice that per backward. --big adds the shapes
    of qwen3-0.6b at N = 32 (the LM head of 151936 rows included). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#define SLIDECHECK_TESTING 1 /* the sc__ test / bench hooks (sc__cpu_*_force, sc__cpu_optim_stream) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "slidecheck.h"
 #include <stdlib.h>

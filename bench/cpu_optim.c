@@ -10,6 +10,7 @@
    over the plain triad's real GB/s. The streaming triad (12 B real) is the bandwidth with no such reads. As in
    slide mode, p, m and v come from malloc (pageable), g and wout are page-aligned (pinned there). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#define SLIDECHECK_TESTING 1 /* the sc__ test / bench hooks (sc__cpu_*_force, sc__cpu_optim_stream) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "slidecheck.h"
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* Host optimizer kernels: every path (scalar, AVX2, AVX-512), single- and multithreaded, equals a plain scalar
    reference bit for bit, for every dtype combination, and the f32 case equals sc_cpu_adamw/sgd_update. */
+#define SLIDECHECK_TESTING 1 /* the sc__ test hooks (the Makefile's test builds define it too) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "slidecheck.h"
 #include <math.h>
