@@ -190,7 +190,7 @@ static void test_grad_norm(void)
 
 /* ---- the model ---- */
 
-enum { B = 2, T = 16, ACC = 2, STEPS = 3 };
+enum { B = 2, T = 8, ACC = 2, STEPS = 3 };
 static sc_config cfg;
 static size_t np;
 static float *p0;         /* the random initial weights every model starts from */
