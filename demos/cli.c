@@ -848,11 +848,12 @@ static void check_train_state(const char *dir, const train_state *now, train_sta
             exit(1);
         }
     }
-    struct { const char *key; char *v; } strs[] = {
-        {"lr_schedule", saved->schedule}, {"optim", saved->optim}, {"dtype", saved->dtype}, {"mode", saved->mode}};
+    struct { const char *key; char *v; const char *fmt; } strs[] = {
+        {"lr_schedule", saved->schedule, "\"%15[a-z0-9]\""}, {"optim", saved->optim, "\"%7[a-z0-9]\""},
+        {"dtype", saved->dtype, "\"%7[a-z0-9]\""}, {"mode", saved->mode, "\"%15[a-z0-9]\""}};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         const char *v = state_value(text, strs[i].key);
-        if (!v || sscanf(v, "\"%7[a-z0-9]\"", strs[i].v) != 1) {
+        if (!v || sscanf(v, strs[i].fmt, strs[i].v) != 1) {
             fprintf(stderr, "slidecheck: --resume: %s has no %s\n", path, strs[i].key);
             exit(1);
         }
@@ -873,10 +874,10 @@ static void check_train_state(const char *dir, const train_state *now, train_sta
     }
     MISMATCH(saved->model_hash != now->model_hash || saved->nparams != now->nparams, "the model", "%lld parameters",
              saved->nparams, now->nparams)
-    MISMATCH(saved->data_hash != now->data_hash, "the training data (shard names, sizes or shuffle)", "%016llx",
-             saved->data_hash, now->data_hash)
     MISMATCH(saved->B != now->B, "--batch", "%lld", saved->B, now->B)
     MISMATCH(saved->T != now->T, "--seq", "%lld", saved->T, now->T)
+    MISMATCH(saved->data_hash != now->data_hash, "the training data (shard names, sizes or shuffle)", "%016llx",
+             saved->data_hash, now->data_hash)
     MISMATCH(saved->accum != now->accum, "--accum", "%lld", saved->accum, now->accum)
     MISMATCH(saved->world != now->world, "the number of ranks", "%lld", saved->world, now->world)
     MISMATCH(saved->steps != now->steps, "--steps (the schedule's total)", "%lld", saved->steps, now->steps)
