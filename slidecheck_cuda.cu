@@ -1493,7 +1493,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
 /* Warps per block where a GPU's shared memory is short of the 4-warp blocks': at head_dim 128
    those ask 102-103 KiB, and sm_86 / sm_89 (and later consumer GPUs) give a block 99 KiB. The
    bits do not depend on the warps a block (each row, or each key, is one warp's, with the same
-   loop over the same tiles), so such a GPU computes what an A100 or an H100's PORTABLE path does. */
+   loop over the same tiles): test_gpu compares the two on an H100 (sc__cuda_attention_smem_cap). */
 #define SC__FA_NW_SMALL 2
 
 __device__ __forceinline__ uint32_t fa_saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -4333,6 +4333,8 @@ SC_CUDA_DEF sc_result sc_cuda_set_attention_path(sc_cuda *cu, sc_attention_path 
 
 SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu) { return cu && cu->sm90a; }
 
+/* A test hook, declared in the header under SLIDECHECK_TESTING; always defined here, since one
+   slidecheck_cuda.o serves the tests and everything else. */
 SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes)
 {
     if (cu) cu->smem_cap = bytes > 0 ? bytes : 0;
