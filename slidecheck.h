@@ -23,7 +23,7 @@ BUILDING
    SLIDECHECK_IMPLEMENTATION  in one translation unit: compile the implementation there.
    SLIDECHECK_STATIC          every function static (a private copy per translation unit);
                               CPU only (not with SLIDECHECK_CUDA).
-   SLIDECHECK_CUDA            the GPU backend: link slidecheck_cuda.o (nvcc, sm_90) with
+   SLIDECHECK_CUDA            the GPU backend: link slidecheck_cuda.o (nvcc; sm_80-sm_90a) with
                               -lcublasLt -lcublas -lcudart. Without it the header is CPU-only
                               and `SC_DEVICE_CUDA` fails with SC_ERROR_NO_DEVICE.
    SLIDECHECK_TESTING         also declare the sc__ test hooks (the tests define it).
@@ -7368,15 +7368,14 @@ static double sc__tree256(double *s)
     return s[0];
 }
 
-SCDEF double sc_grad_norm(const void *g, sc_dtype gt, size_t n, int threads)
+/* The chunk sums [c0, c1) of g[0, n): each depends on its own chunk only, so a chunk can be
+   summed whenever its gradients are final (slide mode sums each layer's as it lands). */
+static void sc__grad_norm_chunks(double *part, const void *g, sc_dtype gt, size_t n, size_t c0, size_t c1, int threads)
 {
-    size_t nc = (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
-    double *part = (double *)SC_MALLOC(sizeof(double) * (nc ? nc : 1));
-    if (!part) return NAN;
     int nt = sc__optim_threads(threads);
     (void)nt;
     SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 4))
-    for (long long c = 0; c < (long long)nc; c++) {
+    for (long long c = (long long)c0; c < (long long)c1; c++) {
         double lane[256] = {0};
         size_t o = (size_t)c * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
         for (size_t r = o; r < e; r += 256) /* lane t takes r + t: rows of 256, lanes side by side */
@@ -7386,10 +7385,24 @@ SCDEF double sc_grad_norm(const void *g, sc_dtype gt, size_t n, int threads)
             }
         part[c] = sc__tree256(lane);
     }
+}
+
+static double sc__grad_norm_finish(const double *part, size_t nc)
+{
     double lane[256] = {0};
     for (size_t i = 0; i < nc; i++) lane[i % 256] = lane[i % 256] + part[i];
-    SC_FREE(part);
     return sqrt(sc__tree256(lane));
+}
+
+SCDEF double sc_grad_norm(const void *g, sc_dtype gt, size_t n, int threads)
+{
+    size_t nc = (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
+    double *part = (double *)SC_MALLOC(sizeof(double) * (nc ? nc : 1));
+    if (!part) return NAN;
+    sc__grad_norm_chunks(part, g, gt, n, 0, nc, threads);
+    double r = sc__grad_norm_finish(part, nc);
+    SC_FREE(part);
+    return r;
 }
 
 SCDEF double sc_lr_factor(sc_lr_schedule s, int64_t step, int64_t warmup, int64_t total, double min_lr_ratio)
@@ -8002,7 +8015,7 @@ static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *
 typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a CUDA event */
 typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
-enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2 };
+enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3 };
 /* A host task: the update of one unit once its gradients have landed (ev); dev: the device
    updated the layer and ev is the download of its new weights (nothing to run: the unit's next
    upload waits for it through pend[]); devhead: the device updated the LM head's rows (the host
@@ -8088,6 +8101,10 @@ typedef struct sc__slide {
        step starts: a unit's upload waits for its own update only. */
     sc__task *tasks; size_t tcap, tn; uint64_t tqueued, tdone;
     int pend[2][SC_MAX_LAYERS + 1];
+    /* clipping: the gradient norm's chunk sums, those of each layer summed as it lands */
+    double *gn_part;
+    unsigned char *gn_done;
+    size_t gn_nc;
     sc__hspan *hspans; size_t nhspans, chspans;
     struct sc_model *m;
 } sc__slide;
@@ -8481,9 +8498,12 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_INVALID_ARGS, "clip_grad_norm %g: must be 0 (off) or a positive norm", (double)mc.clip_grad_norm);
         goto fail;
     }
-    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update || mc.zero)) {
+    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update || mc.zero ||
+                                     (mc.mode == SC_MODE_SLIDE && mc.device == SC_DEVICE_CUDA &&
+                                      sc_dist_comm_world(mc.comm) > 1))) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "clip_grad_norm needs every gradient in one place before any update: not with "
-                     "slide_dpu, slide_keep_head, slide_device_update or zero");
+                     "slide_dpu, slide_keep_head, slide_device_update, zero or slide mode's data parallel on the GPU (each host holds its "
+                     "chunks of the gradients)");
         goto fail;
     }
     if (mc.slide_head_once && (mc.mode != SC_MODE_SLIDE || mc.slide_keep_head || mc.head_slice <= 0)) {
@@ -9071,8 +9091,22 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     const sc_config *c = &m->cfg;
     const sc__stepbuf *b = &sl->sb[t->sb];
     int nt = sc__slide_threads(m), wb = m->mc.slide_dpu ? t->par : 0;
-    if (t->kind == SC__TASK_LAYER) {
+    if (t->kind == SC__TASK_CLIPPED) { /* the update after clipping: unit L the embedding, norm and head */
+        size_t e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c);
+        if (t->unit == c->num_layers) {
+            sc__slide_update(m, &t->k, 0, e, nt, wb);
+            sc__slide_update(m, &t->k, no, m->nparams - no, nt, wb);
+        } else
+            sc__slide_update(m, &t->k, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt, wb);
+    } else if (t->kind == SC__TASK_LAYER) {
         size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
+        if (sl->gn_part && !t->update) { /* clipping: this layer's gradients are final */
+            size_t C = SC_GRAD_NORM_CHUNK, c0 = (base + C - 1) / C, c1 = (base + sc__layer_numel(c)) / C;
+            if (c1 > c0) {
+                sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
+                memset(sl->gn_done + c0, 1, c1 - c0);
+            }
+        }
         /* over NCCL, a rank updates its chunks of the layer only (the upload gathers the rest) */
         sc__slide_layer_chunk(m, m->nccl, at, cnt);
         for (int i = 0; i < 2 && t->update; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
@@ -9132,7 +9166,8 @@ static void *sc__opt_main(void *arg)
         int64_t t1 = sc__trace_now_ns();
         SC__LOCK(sl);
         if (!t.dev) {
-            sc__hspan_push(sl, SC_PHASE_OPT, t.kind == SC__TASK_LAYER ? t.unit : -1, 3, t0, t1, 0);
+            int lay = t.kind == SC__TASK_LAYER || (t.kind == SC__TASK_CLIPPED && t.unit < m->cfg.num_layers);
+            sc__hspan_push(sl, SC_PHASE_OPT, lay ? t.unit : -1, 3, t0, t1, 0);
             sl->opt_ms += (double)(t1 - t0) / 1e6;
         }
         sl->pend[t.par][t.unit]--;
@@ -9153,7 +9188,9 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     t.dev = kind == SC__TASK_LAYER && sl->devup;
     t.devhead = kind == SC__TASK_HEAD_EARLY && sl->devhead;
     if (t.dev) t.update = 0;
-    t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (kind == SC__TASK_LAYER ? unit + 1 : 0);
+    /* the lowest rank runs first: the head's tasks, then the layers from the first */
+    int lay = kind == SC__TASK_LAYER || (kind == SC__TASK_CLIPPED && unit < m->cfg.num_layers);
+    t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (lay ? unit + 1 : 0);
     SC__LOCK(sl);
     if (sl->tn == sl->tcap) {
         size_t n = sl->tcap ? 2 * sl->tcap : 64;
@@ -9261,6 +9298,8 @@ static void sc__slide_destroy(sc_model *m)
     }
     sc__ev_release(m, &sl->head.ready);
     sc__ev_release(m, &sl->head.free);
+    SC_FREE(sl->gn_part);
+    SC_FREE(sl->gn_done);
     sc__free(m, sl->head.w);
     for (int i = 0; i < 2; i++) {
         sc__slot *b[2] = {&sl->hs[i], &sl->hsg[i]};
@@ -9326,6 +9365,13 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     if (pthread_mutex_init(&sl->mu, NULL) || pthread_cond_init(&sl->cv, NULL))
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: pthread mutex/cond init failed");
     sl->sync_ok = 1;
+    if (m->mc.clip_grad_norm > 0.0f) { /* the norm's chunk sums, summed as the layers land */
+        sl->gn_nc = (sc_config_num_params(c) + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
+        sl->gn_part = (double *)SC_MALLOC(sizeof(double) * (sl->gn_nc ? sl->gn_nc : 1));
+        sl->gn_done = (unsigned char *)SC_MALLOC(sl->gn_nc ? sl->gn_nc : 1);
+        if (sl->gn_done) memset(sl->gn_done, 0, sl->gn_nc ? sl->gn_nc : 1);
+        if (!sl->gn_part || !sl->gn_done) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (gradient norm)");
+    }
     int gpu = m->cu != NULL, master = gpu && m->mc.bf16 && m->mc.master_weights;
     int dpu = m->mc.slide_dpu != 0, nw = dpu ? 2 : master; /* working copies */
     size_t n = m->nparams;
@@ -10842,6 +10888,42 @@ SCDEF int64_t sc_model_graph_kernels(const sc_model *m)
 #endif
 }
 
+/* Slide mode with clipping: once every gradient is on the host (and the embedding's backward
+   has run there), the norm, then the clipped update queued to the optimizer thread unit by unit,
+   the embedding and head first and then the layers from the first, so that the next step's first
+   uploads wait only for their own units while the host goes on with the rest. */
+static sc_result sc__slide_clipped_update(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    int L = m->cfg.num_layers;
+    sc__slide_drain(m);
+    if (sl->task_err != SC_SUCCESS) return sc__fail(sl->task_err, "slide: a host task ran out of memory");
+    m->t++;
+    /* the chunks the layer tasks have not summed (the embedding, norm and head, and those
+       across a layer boundary), then the norm: sc_grad_norm's bits */
+    int nt = sc__slide_threads(m);
+    for (size_t c0 = 0; c0 < sl->gn_nc;) {
+        if (sl->gn_done[c0]) { c0++; continue; }
+        size_t c1 = c0;
+        while (c1 < sl->gn_nc && !sl->gn_done[c1]) c1++;
+        sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
+        c0 = c1;
+    }
+    memset(sl->gn_done, 0, sl->gn_nc);
+    m->gnorm_step = m->t;
+    m->gnorm = sc__grad_norm_finish(sl->gn_part, sl->gn_nc);
+    m->gscale = sc_clip_scale(m->gnorm, m->mc.clip_grad_norm);
+    sl->k = sc__model_consts(m);
+    m->gscale = 1.0f; /* the tasks carry the scale in their constants */
+    sl->update = 1;
+    sl->par = m->t & 1;
+    sc__slide_queue(m, SC__TASK_CLIPPED, L, sc__ev_record(m, 2));
+    for (int l = 0; l < L; l++) sc__slide_queue(m, SC__TASK_CLIPPED, l, sc__ev_record(m, 2));
+    sl->pending = 0;
+    sl->keep_slots = 0; /* the host weights change: the slots' copies are stale */
+    return SC_SUCCESS;
+}
+
 SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
                               int update, float *loss)
 {
@@ -10912,7 +10994,8 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #endif
     sc__model_drop_acts(m);
     sc__free_dres(m);
-    if (r == SC_SUCCESS && update && ((!m->sl && !m->cu) || slide_clip)) r = sc_model_optimizer_step(m);
+    if (r == SC_SUCCESS && update && !m->sl && !m->cu) r = sc_model_optimizer_step(m);
+    if (r == SC_SUCCESS && update && slide_clip) r = sc__slide_clipped_update(m);
     return r;
 }
 
