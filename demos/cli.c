@@ -1160,9 +1160,13 @@ static int cmd_train(int argc, char **argv)
                (long long)sc_data_epoch_batches(data), B, T, o.have_shuffle ? ", shuffled" : "",
                val ? ", validation on" : "");
     int64_t loop_t0 = sc_tracer_now_ns();
+    /* the share of the wall time spent inside the steps after the warm-up (the rest: reading the
+       batch, the schedule, the norm's read-back, printing, validation and saves) */
+    double in_step_ms = 0.0, out_t0 = 0.0;
     for (int s = s0; s < o.steps; s++) {
         float loss;
         int ti = s - s0; /* the tracer's index of this step */
+        if (s == s0 + o.warmup) out_t0 = (double)sc_tracer_now_ns() / 1e6;
         double lr = o.lr * sc_lr_factor(sched, s, o.lr_warmup, o.steps, o.min_lr_ratio);
         sc_model_set_lr(m, (float)lr);
         for (int k = 0; data && k < o.accum; k++)
@@ -1186,6 +1190,7 @@ static int cmd_train(int argc, char **argv)
 #endif
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, ti);
         walls[s] = sm->wall_ms;
+        if (s >= s0 + o.warmup) in_step_ms += sm->wall_ms;
         /* the norm the update clipped with (computed now when not clipping: after the step's time) */
         double gn = sc_model_grad_norm(m);
         double vl = NAN;
@@ -1245,6 +1250,8 @@ static int cmd_train(int argc, char **argv)
         printf("  params %zu", sc_config_num_params(&cfg));
         /* kernel launches + cuBLASLt calls of the last step (0 on the CPU) */
         printf("  launches %lld", (long long)launches);
+        double all_ms = (double)sc_tracer_now_ns() / 1e6 - out_t0;
+        if (out_t0 > 0 && all_ms > 0) printf("  in-step %.1f%% of wall time", 100.0 * in_step_ms / all_ms);
         if (sc_model_graph_steps(m))
             printf(" (cuda graph: %lld of %d steps, %lld kernels in it)", (long long)sc_model_graph_steps(m), o.steps,
                    (long long)sc_model_graph_kernels(m));
