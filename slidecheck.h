@@ -8498,12 +8498,14 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_INVALID_ARGS, "clip_grad_norm %g: must be 0 (off) or a positive norm", (double)mc.clip_grad_norm);
         goto fail;
     }
-    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update || mc.zero ||
+    /* ZeRO-1 on the CPU backend sums every gradient on every rank: only the GPU's and slide's shard them */
+    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update ||
+                                     (mc.zero && (mc.device == SC_DEVICE_CUDA || mc.mode == SC_MODE_SLIDE)) ||
                                      (mc.mode == SC_MODE_SLIDE && mc.device == SC_DEVICE_CUDA &&
                                       sc_dist_comm_world(mc.comm) > 1))) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "clip_grad_norm needs every gradient in one place before any update: not with "
-                     "slide_dpu, slide_keep_head, slide_device_update, zero or slide mode's data parallel on the GPU (each host holds its "
-                     "chunks of the gradients)");
+                     "slide_dpu, slide_keep_head, slide_device_update, zero on the GPU or in slide mode, or slide mode's data parallel "
+                     "on the GPU (each rank holds chunks of the gradients)");
         goto fail;
     }
     if (mc.slide_head_once && (mc.mode != SC_MODE_SLIDE || mc.slide_keep_head || mc.head_slice <= 0)) {

@@ -213,5 +213,17 @@ steps_from "$T/val.out" 1 > "$T/val.steps"; steps_from "$T/noval.out" 1 > "$T/no
 if [ "$rc" -eq 0 ] && cmp -s "$T/val.steps" "$T/noval.steps" && cmp -s "$T/val/model.safetensors" "$T/noval/model.safetensors"; then
     ok "validation changes no step line and no weight (against the same run without it)"
 else bad "validation changed training (exit $rc)"; fi
+# data parallel on the CPU (two processes): the clipped run with ZeRO-1 and in slide mode gives
+# plain data parallel's weights, bit for bit (every rank sums every gradient before the norm)
+for v in dp "dpz --zero 1" "dps --mode slide"; do
+    set -- $v
+    n=$1; shift
+    run "$n" --model tiny $C --data "$DATA" --gpus 2 --save "$T/$n" "$@"
+    [ "$rc" -eq 0 ] || bad "$n: exit $rc: $(tail -2 "$T/$n.err")"
+done
+if cmp -s "$T/dp/model.safetensors" "$T/dpz/model.safetensors"; then ok "2 ranks, clipping: ZeRO-1 == plain data parallel (bitwise)"
+else bad "2 ranks, clipping: ZeRO-1 differs from plain data parallel"; fi
+if cmp -s "$T/dp/model.safetensors" "$T/dps/model.safetensors"; then ok "2 ranks, clipping: slide == resident (bitwise)"
+else bad "2 ranks, clipping: slide differs from resident"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
