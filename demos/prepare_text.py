@@ -20,15 +20,21 @@ import struct
 import sys
 
 
-def load_tokenizer(model):
-    """(encode(text) -> list of ids, eos id, vocab size) from the checkpoint directory `model`."""
+def load_tokenizer(model, lib="auto"):
+    """(encode(text) -> list of ids, eos id, vocab size) from the checkpoint directory `model`;
+    lib: "tokenizers", "transformers" or "auto" (tokenizers when it and tokenizer.json are there)."""
     if not os.path.isdir(model):
         sys.exit("%s: not a directory (give a local checkpoint directory)" % model)
     tj = os.path.join(model, "tokenizer.json")
-    try:
-        import tokenizers
-    except ImportError:
-        tokenizers = None
+    tokenizers = None
+    if lib != "transformers":
+        try:
+            import tokenizers
+        except ImportError:
+            if lib == "tokenizers":
+                sys.exit("--tokenizer-lib tokenizers: the `tokenizers` package is not installed")
+        if lib == "tokenizers" and not os.path.isfile(tj):
+            sys.exit("%s: no tokenizer.json for the `tokenizers` package" % model)
     if tokenizers is not None and os.path.isfile(tj):
         tok = tokenizers.Tokenizer.from_file(tj)
         eos = None
@@ -101,11 +107,13 @@ def main():
     ap.add_argument("--val-tokens", type=int, default=0, help="tokens of the first, validation shard (0: none)")
     ap.add_argument("--split", choices=("file", "blank", "line"), default="file",
                     help="a document is a whole file, a blank-line-separated paragraph, or a line")
+    ap.add_argument("--tokenizer-lib", choices=("auto", "tokenizers", "transformers"), default="auto",
+                    help="which package reads the tokenizer (auto: tokenizers with tokenizer.json, else transformers)")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     if a.shard_tokens < 1 or a.val_tokens < 0 or a.shard_tokens > 2**31 - 1 or a.val_tokens > 2**31 - 1:
         sys.exit("--shard-tokens must be in [1, 2^31) and --val-tokens in [0, 2^31)")
-    encode, eos, vocab = load_tokenizer(a.model)
+    encode, eos, vocab = load_tokenizer(a.model, a.tokenizer_lib)
     if os.path.dirname(a.out):
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
     buf = array.array("I")
