@@ -872,8 +872,9 @@ static void check_train_state(const char *dir, const train_state *now, train_sta
         fprintf(stderr, "slidecheck: --resume %s: %s differs: saved " fmt ", this run " fmt "\n", dir, what, a, b); \
         exit(1);                                                                                              \
     }
-    MISMATCH(saved->model_hash != now->model_hash || saved->nparams != now->nparams, "the model", "%lld parameters",
-             saved->nparams, now->nparams)
+    MISMATCH(saved->nparams != now->nparams, "the model", "%lld parameters", saved->nparams, now->nparams)
+    MISMATCH(saved->model_hash != now->model_hash, "the model's config (sizes, heads or vocabulary)", "%016llx",
+             saved->model_hash, now->model_hash)
     MISMATCH(saved->B != now->B, "--batch", "%lld", saved->B, now->B)
     MISMATCH(saved->T != now->T, "--seq", "%lld", saved->T, now->T)
     MISMATCH(saved->data_hash != now->data_hash, "the training data (shard names, sizes or shuffle)", "%016llx",
@@ -885,13 +886,14 @@ static void check_train_state(const char *dir, const train_state *now, train_sta
     MISMATCH(strcmp(saved->schedule, now->schedule), "--lr-schedule", "%s", saved->schedule, now->schedule)
     MISMATCH(strcmp(saved->optim, now->optim), "--optim", "%s", saved->optim, now->optim)
     MISMATCH(strcmp(saved->dtype, now->dtype), "--dtype", "%s", saved->dtype, now->dtype)
-    MISMATCH(saved->master != now->master || saved->state_bf16 != now->state_bf16, "master weights / bf16 state",
-             "%d", saved->master * 2 + saved->state_bf16, now->master * 2 + now->state_bf16)
+    MISMATCH(saved->master != now->master, "--master-weights (f32 master weights)", "%d", saved->master, now->master)
+    MISMATCH(saved->state_bf16 != now->state_bf16, "--state-bf16", "%d", saved->state_bf16, now->state_bf16)
     MISMATCH(saved->lr != now->lr, "--lr", "%.9g", saved->lr, now->lr)
     MISMATCH(saved->min_lr_ratio != now->min_lr_ratio, "--min-lr-ratio", "%.9g", saved->min_lr_ratio, now->min_lr_ratio)
     MISMATCH(saved->clip != now->clip, "--clip-grad-norm", "%.9g", saved->clip, now->clip)
-    MISMATCH(saved->beta1 != now->beta1 || saved->beta2 != now->beta2 || saved->eps != now->eps,
-             "--beta1/--beta2/--eps", "%.9g", saved->beta1 + saved->beta2 + saved->eps, now->beta1 + now->beta2 + now->eps)
+    MISMATCH(saved->beta1 != now->beta1, "--beta1", "%.9g", saved->beta1, now->beta1)
+    MISMATCH(saved->beta2 != now->beta2, "--beta2", "%.9g", saved->beta2, now->beta2)
+    MISMATCH(saved->eps != now->eps, "--eps", "%.9g", saved->eps, now->eps)
     MISMATCH(saved->wd != now->wd, "--weight-decay", "%.9g", saved->wd, now->wd)
     MISMATCH(saved->step < 1 || saved->step >= now->steps, "the step (nothing left to run)", "%lld", saved->step, now->steps)
 #undef MISMATCH
