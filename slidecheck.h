@@ -240,7 +240,8 @@ USAGE
 
    Data parallel (one process per rank; mc.comm makes sc_model_step data parallel, mc.zero = 1
    ZeRO-1). Every call ends in an error naming a rank that died or stalled past the timeout.
-     sc_dist_env_read(&e)                RANK, WORLD_SIZE, MASTER_ADDR, ...; none: 1 process;
+     sc_dist_env_read(&e)                torchrun's RANK, WORLD_SIZE, GROUP_RANK, MASTER_ADDR, ...
+                                         or srun's SLURM_PROCID, SLURM_NTASKS, ...; none: 1 process;
                                          malformed -> INVALID_ARGS naming the variable
      sc_dist_rendezvous(&e, check, blob, n)   every rank meets rank 0 and gets its blob; a
                                          mismatch or a missing rank -> an error on every rank
@@ -1707,26 +1708,58 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
 
 /* ------------------------------------------------------------------------------------------
    Several processes (data parallel): the launch environment and the rendezvous. A launcher
-   (torchrun, MPI, Slurm, or `--gpus N`) starts one process per GPU with RANK, LOCAL_RANK,
-   WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, as PyTorch's env:// does. Rank 0 listens on
-   MASTER_ADDR:MASTER_PORT (the port after it where torchrun's agent holds MASTER_PORT for its
-   own store; SLIDECHECK_RENDEZVOUS_PORT overrides both); every other rank connects, says who it is and what it runs (a hash
-   of the model config, shapes and token file), and receives rank 0's blob (the NCCL unique id).
-   A rank that never arrives, a rank 0 that cannot be reached and a mismatch all end in a clear
-   error on every rank within the timeout, never a hang.
+   starts one process per GPU and says who each one is:
+     torchrun (and MPI-style scripts): RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK
+       (this machine's index: torchrun --node_rank), GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+       as PyTorch's env:// reads them;
+     Slurm's srun (RANK and WORLD_SIZE unset, SLURM_PROCID and SLURM_NTASKS set inside a job step,
+       SLURM_STEP_ID): rank SLURM_PROCID of SLURM_NTASKS, local rank SLURM_LOCALID, node
+       SLURM_NODEID; ranks per node SLURM_NTASKS_PER_NODE where it is one number, else this node's
+       entry of SLURM_TASKS_PER_NODE ("4(x2),3": nodes 0 and 1 run 4, node 2 runs 3). MASTER_ADDR
+       and MASTER_PORT where set, else the first host of SLURM_STEP_NODELIST (or
+       SLURM_JOB_NODELIST, SLURM_NODELIST: "gpu[003-010],cpu7" -> gpu003) and the port
+       20000 + SLURM_JOB_ID % 12768 (the same on every task, below Linux's ephemeral ports).
+       An sbatch script itself has SLURM_PROCID=0 but no SLURM_STEP_ID: one process there.
+   torchrun's variables win where both are set (torchrun under srun). Rank 0 listens on
+   MASTER_PORT (the port after it where torchrun's agent holds MASTER_PORT for its own store;
+   SLIDECHECK_RENDEZVOUS_PORT overrides both) at:
+     the address of the interface NCCL_SOCKET_IFNAME names, as NCCL reads it: a comma list of
+       name prefixes ("eth,ib"), exact names after "=" ("=eth0"), every interface but those after
+       "^" ("^docker,lo"); IPv4 first, loopback interfaces last. No interface matching is an
+       error naming the variable. Where MASTER_ADDR is a loopback address every rank is on this
+       machine and rank 0 listens there, whatever interface the variable names;
+     else MASTER_ADDR itself where it is a loopback address (127.x.y.z, ::1, localhost);
+     else every interface (a host name may resolve to 127.0.1.1 on its own machine, as Debian's
+       /etc/hosts has it, while the other machines reach it by its network address).
+   Every other rank connects to MASTER_ADDR (an address, or a host name resolved with
+   getaddrinfo, each of its addresses tried in turn), says who it is and what it runs (a hash of
+   the model config, shapes and token file), and receives rank 0's blob (the NCCL unique id). A
+   rank that never arrives, a rank 0 that cannot be reached and a mismatch all end in a clear
+   error on every rank within the timeout, never a hang. Errors name a rank as "rank 3", or
+   "rank 3 (node 1)" when the ranks span several machines; a node none of whose ranks arrived is
+   named as such.
    ------------------------------------------------------------------------------------------ */
 typedef struct sc_dist_env {
     int rank, local_rank, world_size, local_world_size;
+    int node;       /* this machine's index: GROUP_RANK, SLURM_NODEID, else RANK / LOCAL_WORLD_SIZE */
+    int node_count; /* GROUP_WORLD_SIZE, the entries of SLURM_TASKS_PER_NODE, SLURM_NNODES, else
+                       WORLD_SIZE / LOCAL_WORLD_SIZE rounded up */
+    int gpu;        /* the device this rank uses: LOCAL_RANK modulo the number of devices that
+                       CUDA_VISIBLE_DEVICES lists (Slurm's --gpus-per-task or --gpu-bind shows each
+                       task its own, as device 0), LOCAL_RANK where it is unset */
     char master_addr[256];
     int master_port; /* the rendezvous port: SLIDECHECK_RENDEZVOUS_PORT, else MASTER_PORT (+ 1 under
-                        torchrun's agent store, TORCHELASTIC_USE_AGENT_STORE=True) */
-    double timeout_s; /* SLIDECHECK_RENDEZVOUS_TIMEOUT, default 60 */
+                        torchrun's agent store, TORCHELASTIC_USE_AGENT_STORE=True), else Slurm's */
+    char socket_ifname[256]; /* NCCL_SOCKET_IFNAME: where rank 0 listens (see above); "" = unset */
+    double timeout_s; /* SLIDECHECK_RENDEZVOUS_TIMEOUT, default 60. The other ranks wait for rank 0
+                         1 s and a tenth longer, so that rank 0, which sees every rank, is the one to
+                         name a rank that stalls */
 } sc_dist_env;
 
-/* Reads the environment. None of RANK / WORLD_SIZE set: one process (rank 0 of 1). A variable
-   that is malformed, out of range or missing where needed: SC_ERROR_INVALID_ARGS naming it.
-   MASTER_ADDR: an IPv4 or IPv6 address, or a host name where the C library exposes getaddrinfo
-   (POSIX builds; under strict -std=c11 only "localhost" and addresses). */
+/* Reads the environment. None of RANK / WORLD_SIZE / an srun step: one process (rank 0 of 1). A
+   variable that is malformed, out of range or missing where needed: SC_ERROR_INVALID_ARGS naming
+   it. MASTER_ADDR (or Slurm's first host): an IPv4 or IPv6 address, or a host name (getaddrinfo:
+   POSIX builds, and Linux under strict -std=c11). */
 SCDEF sc_result sc_dist_env_read(sc_dist_env *e);
 /* The rendezvous described above. check: what must agree across ranks; blob: in on rank 0, out
    on the others (the same blob_bytes on every rank, at most 65536). */
@@ -1737,9 +1770,11 @@ SCDEF uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n);
    kept open, for small collectives between the processes: per-rank metrics for rank 0's merged
    summary, barriers, the config checks of later steps. Deterministic: rank 0 combines in rank
    order, so every rank gets the same bits, run after run. Bounded: a rank that dies or stalls
-   ends every call in an error naming it (SC_ERROR_IO, or SC_ERROR_TIMEOUT after the
-   environment's timeout) on every rank, never a hang; the comm is then broken and every later
-   call fails at once. Values travel in the host's byte order (ranks of one architecture).
+   ends every call in an error naming it and its node (rank 0 sees it, SC_ERROR_IO, or
+   SC_ERROR_TIMEOUT after the environment's timeout, and tells the others, SC_ERROR_IO) on every
+   rank, never a hang; a rank 0 that dies or stalls is named by the others. The comm is then
+   broken and every later call fails at once, saying why. Values travel in the host's byte order
+   (ranks of one architecture).
    Gradients on the GPU go over NCCL, not over this channel. With one process every call is a
    no-op that succeeds. */
 typedef struct sc_dist_comm sc_dist_comm;
@@ -11668,6 +11703,35 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget)
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
 #endif
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
+#include <ifaddrs.h>
+#define SC__HAVE_IFADDRS 1
+#endif
+/* Host names go through getaddrinfo. Strict -std=c11 hides it and struct addrinfo in <netdb.h>;
+   glibc and musl still export it, with this layout, so declare what we use there (as for
+   clock_gettime above). */
+#if defined(AI_PASSIVE)
+typedef struct addrinfo sc__addrinfo;
+#define SC__HAVE_GAI 1
+#elif defined(__linux__)
+typedef struct sc__addrinfo {
+    int ai_flags, ai_family, ai_socktype, ai_protocol;
+    socklen_t ai_addrlen;
+    struct sockaddr *ai_addr;
+    char *ai_canonname;
+    struct sc__addrinfo *ai_next;
+} sc__addrinfo;
+#ifdef __cplusplus
+extern "C" {
+#endif
+int getaddrinfo(const char *node, const char *service, const sc__addrinfo *hints, sc__addrinfo **res);
+void freeaddrinfo(sc__addrinfo *res);
+const char *gai_strerror(int code);
+#ifdef __cplusplus
+}
+#endif
+#define SC__HAVE_GAI 1
+#endif
 #endif
 
 SCDEF uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n)
@@ -11692,14 +11756,83 @@ static int sc__env_int(const char *name, long lo, long hi, int *out, int *presen
     return 1;
 }
 
-SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
+/* the variable's value, NULL when unset or empty; "" for messages */
+static const char *sc__env_str(const char *name)
 {
-    if (!e) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_env_read: NULL");
-    memset(e, 0, sizeof *e);
-    e->world_size = e->local_world_size = 1;
-    e->timeout_s = 60.0;
-    snprintf(e->master_addr, sizeof e->master_addr, "127.0.0.1");
-    int hw, hr, hl, hlw, hp, big = 1 << 20;
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+static const char *sc__env_show(const char *name) { return getenv(name) ? getenv(name) : ""; }
+
+static int sc__is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+/* Slurm's tasks per node, "4(x2),3": *count = entry `at` (nodes 0 and 1: 4, node 2: 3; -1 past
+   the end), *entries = 3. 0 when malformed. */
+static int sc__tasks_per_node(const char *s, int at, int *count, int *entries)
+{
+    const long big = 1 << 20;
+    *count = -1, *entries = 0;
+    for (const char *p = s;;) {
+        char *end;
+        if (!sc__is_digit(*p)) return 0;
+        long c = strtol(p, &end, 10), rep = 1;
+        if (c < 1 || c > big) return 0;
+        p = end;
+        if (*p == '(') {
+            if (p[1] != 'x' || !sc__is_digit(p[2])) return 0;
+            rep = strtol(p + 2, &end, 10);
+            if (*end != ')' || rep < 1 || rep > big) return 0;
+            p = end + 1;
+        }
+        if (*entries + rep > big) return 0;
+        if (at >= *entries && at < *entries + rep) *count = (int)c;
+        *entries += (int)rep;
+        if (!*p) return 1;
+        if (*p++ != ',') return 0;
+    }
+}
+
+/* The first host of a Slurm host list: "node[01-04,07]" -> node01, "gpu-a[003-010],gpu-b7" ->
+   gpu-a003, "n[1-3]x" -> n1x, "r[1-2]n[01-04]" -> r1n01 (zero padding kept: the first number
+   is copied as written). 0, or -1 when malformed or longer than cap. */
+static int sc__hostlist_first(const char *list, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *p = list;
+    while (*p && *p != ',') {
+        const char *from = p;
+        size_t k = 1;
+        if (*p == ']') return -1;
+        if (*p == '[') { /* digits, then "-digits", then ",digits[-digits]" ... up to ']' */
+            from = ++p;
+            while (sc__is_digit(*p)) p++;
+            k = (size_t)(p - from);
+            if (!k) return -1;
+            for (int first = 1; *p != ']'; first = 0) {
+                if (!first && *p++ != ',') return -1;
+                if (!first && !sc__is_digit(*p)) return -1;
+                while (!first && sc__is_digit(*p)) p++;
+                if (*p == '-') {
+                    if (!sc__is_digit(*++p)) return -1;
+                    while (sc__is_digit(*p)) p++;
+                }
+            }
+            p++;
+        } else
+            p++;
+        if (n + k >= cap) return -1;
+        memcpy(out + n, from, k);
+        n += k;
+    }
+    if (!n) return -1;
+    out[n] = 0;
+    return 0;
+}
+
+/* torchrun's variables (see sc_dist_env) */
+static sc_result sc__dist_env_torchrun(sc_dist_env *e)
+{
+    int hw, hr, hl, hlw, hg, hgw, gw = 0, big = 1 << 20;
     if (!sc__env_int("WORLD_SIZE", 1, big, &e->world_size, &hw))
         return sc__fail(SC_ERROR_INVALID_ARGS, "WORLD_SIZE='%s': need an integer in [1, %d]", getenv("WORLD_SIZE"), big);
     if (!sc__env_int("RANK", 0, big, &e->rank, &hr))
@@ -11715,7 +11848,84 @@ SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
         return sc__fail(SC_ERROR_INVALID_ARGS, "LOCAL_WORLD_SIZE='%s': need an integer >= 1", getenv("LOCAL_WORLD_SIZE"));
     if (!sc__env_int("LOCAL_RANK", 0, big, &e->local_rank, &hl) || e->local_rank >= e->local_world_size)
         return sc__fail(SC_ERROR_INVALID_ARGS, "LOCAL_RANK='%s': need an integer in [0, LOCAL_WORLD_SIZE=%d)",
-                        getenv("LOCAL_RANK") ? getenv("LOCAL_RANK") : "", e->local_world_size);
+                        sc__env_show("LOCAL_RANK"), e->local_world_size);
+    /* torchrun numbers ranks node by node: without GROUP_RANK the node follows from the rank */
+    e->node = e->rank / e->local_world_size;
+    e->node_count = (e->world_size + e->local_world_size - 1) / e->local_world_size;
+    if (!sc__env_int("GROUP_WORLD_SIZE", 1, big, &gw, &hgw))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "GROUP_WORLD_SIZE='%s': need an integer >= 1 (the number of nodes)",
+                        getenv("GROUP_WORLD_SIZE"));
+    if (!sc__env_int("GROUP_RANK", 0, hgw ? gw - 1 : big, &e->node, &hg)) {
+        if (hgw)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "GROUP_RANK='%s': need an integer in [0, GROUP_WORLD_SIZE=%d) (the "
+                            "node's index, torchrun --node_rank)", getenv("GROUP_RANK"), gw);
+        return sc__fail(SC_ERROR_INVALID_ARGS, "GROUP_RANK='%s': need an integer >= 0 (the node's index, torchrun "
+                        "--node_rank)", getenv("GROUP_RANK"));
+    }
+    if (hgw) e->node_count = gw;
+    else if (e->node >= e->node_count) e->node_count = e->node + 1;
+    return SC_SUCCESS;
+}
+
+/* Slurm's srun (see sc_dist_env); rank 0's host and port are read by the caller */
+static sc_result sc__dist_env_slurm(sc_dist_env *e)
+{
+    int h, big = 1 << 20, count = -1, entries = 0, lw = 0;
+    if (!sc__env_int("SLURM_NTASKS", 1, big, &e->world_size, &h))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_NTASKS='%s': need an integer in [1, %d]", getenv("SLURM_NTASKS"),
+                        big);
+    if (!sc__env_int("SLURM_PROCID", 0, big, &e->rank, &h) || e->rank >= e->world_size)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_PROCID='%s': need an integer in [0, SLURM_NTASKS=%d)",
+                        getenv("SLURM_PROCID"), e->world_size);
+    e->local_rank = e->rank;
+    e->local_world_size = e->world_size;
+    if (!sc__env_int("SLURM_LOCALID", 0, big, &e->local_rank, &h) || (!h && e->world_size > 1))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_LOCALID='%s': need an integer >= 0 (srun sets it for each task)",
+                        sc__env_show("SLURM_LOCALID"));
+    if (!sc__env_int("SLURM_NODEID", 0, big, &e->node, &h) || (!h && e->world_size > 1))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_NODEID='%s': need an integer >= 0 (srun sets it for each task)",
+                        sc__env_show("SLURM_NODEID"));
+    const char *tpn = sc__env_str("SLURM_TASKS_PER_NODE");
+    if (tpn && !sc__tasks_per_node(tpn, e->node, &count, &entries))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_TASKS_PER_NODE='%s': need task counts like 4 or 4(x2),3", tpn);
+    if (tpn && count < 0)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_NODEID=%d: SLURM_TASKS_PER_NODE='%s' lists %d nodes", e->node,
+                        tpn, entries);
+    /* SLURM_NTASKS_PER_NODE (--ntasks-per-node) where it is one number; else this node's entry */
+    if (sc__env_int("SLURM_NTASKS_PER_NODE", 1, big, &lw, &h) && h) e->local_world_size = lw;
+    else if (tpn) e->local_world_size = count;
+    if (e->local_world_size > e->world_size) e->local_world_size = e->world_size; /* a step smaller than the job */
+    if (e->local_rank >= e->local_world_size)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_LOCALID=%d is not below this node's %d tasks (%s)", e->local_rank,
+                        e->local_world_size, tpn ? "SLURM_TASKS_PER_NODE" : "SLURM_NTASKS_PER_NODE");
+    e->node_count = (e->world_size + e->local_world_size - 1) / e->local_world_size;
+    if (tpn) e->node_count = entries;
+    else if (!sc__env_int("SLURM_NNODES", 1, big, &e->node_count, &h))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_NNODES='%s': need an integer >= 1", getenv("SLURM_NNODES"));
+    if (e->node >= e->node_count)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "SLURM_NODEID=%d is not below the job's %d nodes", e->node, e->node_count);
+    return SC_SUCCESS;
+}
+
+SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
+{
+    if (!e) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_env_read: NULL");
+    memset(e, 0, sizeof *e);
+    e->world_size = e->local_world_size = e->node_count = 1;
+    e->timeout_s = 60.0;
+    snprintf(e->master_addr, sizeof e->master_addr, "127.0.0.1");
+    /* srun's tasks: SLURM_PROCID in a job step (an sbatch script itself has SLURM_PROCID=0 and
+       SLURM_NTASKS of the whole job, but no step id: it is one process) */
+    int slurm = !sc__env_str("RANK") && !sc__env_str("WORLD_SIZE") && sc__env_str("SLURM_PROCID") &&
+                sc__env_str("SLURM_NTASKS") && (sc__env_str("SLURM_STEP_ID") || sc__env_str("SLURM_STEPID"));
+    SC__TRY(slurm ? sc__dist_env_slurm(e) : sc__dist_env_torchrun(e));
+    e->gpu = e->local_rank;
+    const char *cvd = sc__env_str("CUDA_VISIBLE_DEVICES");
+    if (cvd) { /* this process sees k devices: each task its own (Slurm), or all of this node's */
+        int k = 0;
+        for (const char *p = cvd; *p; p++) k += *p != ',' && (p == cvd || p[-1] == ',');
+        if (k > 0) e->gpu = e->local_rank % k;
+    }
     const char *t = getenv("SLIDECHECK_RENDEZVOUS_TIMEOUT");
     if (t && *t) {
         char *end;
@@ -11724,19 +11934,49 @@ SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
             return sc__fail(SC_ERROR_INVALID_ARGS, "SLIDECHECK_RENDEZVOUS_TIMEOUT='%s': need seconds in (0, 86400]", t);
         e->timeout_s = x;
     }
+    const char *ifn = sc__env_str("NCCL_SOCKET_IFNAME");
+    if (ifn && strlen(ifn) >= sizeof e->socket_ifname)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "NCCL_SOCKET_IFNAME is too long");
+    if (ifn) snprintf(e->socket_ifname, sizeof e->socket_ifname, "%s", ifn);
     if (e->world_size == 1) return SC_SUCCESS;
-    const char *a = getenv("MASTER_ADDR");
-    if (!a || !*a) return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is not set (WORLD_SIZE=%d needs rank 0's address)",
-                                  e->world_size);
-    if (strlen(a) >= sizeof e->master_addr) return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is too long");
-    snprintf(e->master_addr, sizeof e->master_addr, "%s", a);
-    if (!sc__env_int("MASTER_PORT", 1, 65535, &e->master_port, &hp) || !hp)
-        return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_PORT='%s': need a port in [1, 65535]",
-                        getenv("MASTER_PORT") ? getenv("MASTER_PORT") : "");
-    /* torchrun's agent serves its own TCP store on MASTER_PORT and tells its workers so with
-       TORCHELASTIC_USE_AGENT_STORE=True; the rendezvous then takes the port after it */
-    const char *as = getenv("TORCHELASTIC_USE_AGENT_STORE");
-    int rp = e->master_port + (as && !strcmp(as, "True") && e->master_port < 65535);
+    /* rank 0's address: MASTER_ADDR, else (srun) the first host of the step's nodes */
+    const char *a = sc__env_str("MASTER_ADDR");
+    const char *lists[3] = {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, *lv = NULL;
+    for (int i = 0; slurm && !a && !lv && i < 3; i++)
+        if (sc__env_str(lists[i])) lv = lists[i];
+    if (a) {
+        if (strlen(a) >= sizeof e->master_addr) return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is too long");
+        snprintf(e->master_addr, sizeof e->master_addr, "%s", a);
+    } else if (lv) {
+        if (sc__hostlist_first(getenv(lv), e->master_addr, sizeof e->master_addr))
+            return sc__fail(SC_ERROR_INVALID_ARGS, "%s='%s': need a host list like node[01-04,07],gpu3 (its first host "
+                            "is rank 0's; or set MASTER_ADDR)", lv, getenv(lv));
+    } else if (slurm)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is not set, nor SLURM_STEP_NODELIST or SLURM_JOB_NODELIST "
+                        "(SLURM_NTASKS=%d needs rank 0's host)", e->world_size);
+    else
+        return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR is not set (WORLD_SIZE=%d needs rank 0's address)",
+                        e->world_size);
+    int hp, rp = 0;
+    if (!sc__env_int("MASTER_PORT", 1, 65535, &e->master_port, &hp) || (!hp && !slurm))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_PORT='%s': need a port in [1, 65535]", sc__env_show("MASTER_PORT"));
+    if (hp) {
+        /* torchrun's agent serves its own TCP store on MASTER_PORT and tells its workers so with
+           TORCHELASTIC_USE_AGENT_STORE=True; the rendezvous then takes the port after it */
+        const char *as = getenv("TORCHELASTIC_USE_AGENT_STORE");
+        rp = e->master_port + (as && !strcmp(as, "True") && e->master_port < 65535);
+    } else { /* srun: a port from the job id, the same on every task */
+        const char *jv = sc__env_str("SLURM_JOB_ID") ? "SLURM_JOB_ID" : sc__env_str("SLURM_JOBID") ? "SLURM_JOBID" : NULL;
+        const char *j = jv ? getenv(jv) : NULL;
+        char *end = NULL;
+        errno = 0;
+        unsigned long long id = j && sc__is_digit(*j) ? strtoull(j, &end, 10) : 0;
+        if (!jv) return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_PORT is not set, nor SLURM_JOB_ID (the port comes from it)");
+        if (!end || *end || errno)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "%s='%s': need an integer (the rendezvous port comes from it; or set "
+                            "MASTER_PORT)", jv, j);
+        rp = 20000 + (int)(id % 12768);
+    }
     if (!sc__env_int("SLIDECHECK_RENDEZVOUS_PORT", 1, 65535, &rp, &hp))
         return sc__fail(SC_ERROR_INVALID_ARGS, "SLIDECHECK_RENDEZVOUS_PORT='%s': need a port in [1, 65535]",
                         getenv("SLIDECHECK_RENDEZVOUS_PORT"));
@@ -11745,10 +11985,22 @@ SCDEF sc_result sc_dist_env_read(sc_dist_env *e)
 }
 
 #ifndef _WIN32
+/* A grace the ranks other than 0 add to their waits on rank 0: rank 0 sees every rank and
+   should be the one to report a rank that stalls, before the others give up on rank 0. */
+static double sc__dist_grace_s(double timeout_s) { return 1.0 + 0.1 * timeout_s; }
+
+/* "rank 3", or "rank 3 (node 1)" when the ranks span several machines (multi) */
+static const char *sc__rank_name(char *buf, size_t cap, int rank, int node, int multi)
+{
+    if (multi && node >= 0) snprintf(buf, cap, "rank %d (node %d)", rank, node);
+    else snprintf(buf, cap, "rank %d", rank);
+    return buf;
+}
+
 static int64_t sc__dist_ms_left(int64_t deadline_ns) { return (deadline_ns - sc__trace_now_ns()) / 1000000; }
 
-/* 1 ready, 0 deadline passed, -1 error */
-static int sc__dist_wait(int fd, short ev, int64_t deadline_ns)
+/* poll one fd for ev until the deadline: its revents, 0 at the deadline, -1 on error */
+static int sc__dist_poll(int fd, short ev, int64_t deadline_ns)
 {
     for (;;) {
         int64_t left = sc__dist_ms_left(deadline_ns);
@@ -11756,17 +12008,30 @@ static int sc__dist_wait(int fd, short ev, int64_t deadline_ns)
         struct pollfd p;
         p.fd = fd, p.events = ev, p.revents = 0;
         int r = poll(&p, 1, (int)(left < 1000 ? left : 1000));
-        if (r > 0) return (p.revents & (ev | POLLHUP | POLLERR)) ? 1 : -1;
+        if (r > 0) return p.revents ? p.revents : -1;
         if (r < 0 && errno != EINTR) return -1;
     }
 }
 
-static int sc__dist_io(int fd, void *buf, size_t n, int sending, int64_t deadline_ns)
+/* 1 ready, 0 deadline passed, -1 error */
+static int sc__dist_wait(int fd, short ev, int64_t deadline_ns)
+{
+    int w = sc__dist_poll(fd, ev, deadline_ns);
+    return w <= 0 ? w : (w & (ev | POLLHUP | POLLERR)) ? 1 : -1;
+}
+
+/* n bytes each way before the deadline: 1 done, 0 deadline passed, -1 error or closed. watch:
+   while sending, stop with 2 as soon as the peer has something to say (rank 0 stopping the
+   channel while this rank sends to it) */
+static int sc__dist_io(int fd, void *buf, size_t n, int sending, int64_t deadline_ns, int watch)
 {
     char *p = (char *)buf;
     while (n) {
-        int w = sc__dist_wait(fd, sending ? POLLOUT : POLLIN, deadline_ns);
+        short ev = sending ? (short)(POLLOUT | (watch ? POLLIN : 0)) : (short)POLLIN;
+        int w = sc__dist_poll(fd, ev, deadline_ns);
         if (w <= 0) return w;
+        if (sending && watch && (w & (POLLIN | POLLHUP | POLLERR))) return 2;
+        if (!(w & (ev | POLLHUP | POLLERR))) return -1;
         ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
         if (k == 0) return -1; /* the peer closed */
         if (k < 0) {
@@ -11786,37 +12051,190 @@ static uint32_t sc__get32(const unsigned char *b)
     return v;
 }
 
-static sc_result sc__dist_addr(const sc_dist_env *e, struct sockaddr_storage *ss, socklen_t *len)
+static void sc__dist_set_port(struct sockaddr_storage *ss, int port)
+{
+    if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+/* an address as text, without the port ("10.0.0.7", "fd00::2") */
+static const char *sc__dist_host(const struct sockaddr_storage *ss, char *buf, size_t cap)
+{
+    const void *a = ss->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+                                             : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+    if ((ss->ss_family != AF_INET && ss->ss_family != AF_INET6) || !inet_ntop(ss->ss_family, a, buf, (socklen_t)cap))
+        snprintf(buf, cap, "?");
+    return buf;
+}
+
+static int sc__dist_is_loopback(const struct sockaddr_storage *ss)
+{
+    unsigned char b[16];
+    static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (ss->ss_family == AF_INET) return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family != AF_INET6) return 0;
+    memcpy(b, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+    return !memcmp(b, one, 16) || (!memcmp(b, v4mapped, 12) && b[12] == 127);
+}
+
+/* h as a numeric address (or "localhost" as 127.0.0.1) with the port: 1, else 0 */
+static int sc__dist_numeric(const char *h, int port, struct sockaddr_storage *ss, socklen_t *len)
 {
     memset(ss, 0, sizeof *ss);
-    const char *h = strcmp(e->master_addr, "localhost") ? e->master_addr : "127.0.0.1";
+    if (!strcmp(h, "localhost")) h = "127.0.0.1";
     struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET, a4->sin_port = htons((uint16_t)e->master_port), *len = sizeof *a4;
+    if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) ss->ss_family = AF_INET, *len = sizeof *a4;
+    else if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) ss->ss_family = AF_INET6, *len = sizeof *a6;
+    else return 0;
+    sc__dist_set_port(ss, port);
+    return 1;
+}
+
+#define SC__DIST_ADDRS 8 /* MASTER_ADDR's addresses that the other ranks try in turn */
+
+/* MASTER_ADDR's addresses with the port: *n of them (1 to SC__DIST_ADDRS) */
+static sc_result sc__dist_resolve(const sc_dist_env *e, struct sockaddr_storage *ss, socklen_t *len, int *n)
+{
+    *n = 0;
+    if (sc__dist_numeric(e->master_addr, e->master_port, &ss[0], &len[0])) {
+        *n = 1;
         return SC_SUCCESS;
     }
-    if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6, a6->sin6_port = htons((uint16_t)e->master_port), *len = sizeof *a6;
-        return SC_SUCCESS;
-    }
-#ifdef AI_NUMERICSERV /* getaddrinfo is visible (a POSIX build) */
-    struct addrinfo hints, *res = NULL;
+#ifdef SC__HAVE_GAI
+    sc__addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(h, NULL, &hints, &res);
-    if (rc || !res) return sc__fail(SC_ERROR_IO, "MASTER_ADDR '%s': %s", h, rc ? gai_strerror(rc) : "no address");
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *len = (socklen_t)res->ai_addrlen;
+    int rc = getaddrinfo(e->master_addr, NULL, &hints, &res);
+    if (rc || !res)
+        return sc__fail(SC_ERROR_IO, "MASTER_ADDR '%s': %s", e->master_addr, rc ? gai_strerror(rc) : "no address");
+    for (const sc__addrinfo *a = res; a && *n < SC__DIST_ADDRS; a = a->ai_next) {
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof ss[0]) continue;
+        memset(&ss[*n], 0, sizeof ss[0]);
+        memcpy(&ss[*n], a->ai_addr, a->ai_addrlen);
+        len[*n] = (socklen_t)a->ai_addrlen;
+        sc__dist_set_port(&ss[(*n)++], e->master_port);
+    }
     freeaddrinfo(res);
-    if (ss->ss_family == AF_INET) a4->sin_port = htons((uint16_t)e->master_port);
-    else a6->sin6_port = htons((uint16_t)e->master_port);
+    if (!*n) return sc__fail(SC_ERROR_IO, "MASTER_ADDR '%s': no IPv4 or IPv6 address", e->master_addr);
     return SC_SUCCESS;
 #else
     return sc__fail(SC_ERROR_INVALID_ARGS, "MASTER_ADDR '%s' is not an IP address or localhost, and this build has no "
-                    "getaddrinfo (strict C: compile with -D_POSIX_C_SOURCE=200112L to resolve host names)", h);
+                    "getaddrinfo (compile with -D_POSIX_C_SOURCE=200112L to resolve host names)", e->master_addr);
 #endif
+}
+
+#ifdef SC__HAVE_IFADDRS
+/* NCCL_SOCKET_IFNAME's syntax (see sc_dist_env): 1 when it names interface `name` */
+static int sc__ifname_match(const char *spec, const char *name)
+{
+    int neg = *spec == '^', exact, hit = 0;
+    spec += neg;
+    exact = *spec == '=';
+    spec += exact;
+    for (const char *p = spec; !hit;) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n) hit = !strncmp(name, p, n) && (!exact || name[n] == 0);
+        if (!q) break;
+        p = q + 1;
+    }
+    return neg ? !hit : hit;
+}
+
+
+/* The address rank 0 binds on the interface NCCL_SOCKET_IFNAME names (spec): the first match in
+   getifaddrs' order, preferring a non-loopback interface, then family fam; IPv6 link-local
+   addresses are skipped (they need a scope). *ifn gets the interface's name. */
+static sc_result sc__dist_ifaddr(const char *spec, int fam, struct sockaddr_storage *ss, socklen_t *len, char *ifn,
+                                 size_t cap)
+{
+    const unsigned up = 0x1, loopback = 0x8; /* IFF_UP, IFF_LOOPBACK: <net/if.h> hides them under strict C */
+    struct ifaddrs *all = NULL;
+    if (getifaddrs(&all))
+        return sc__fail(SC_ERROR_IO, "NCCL_SOCKET_IFNAME='%s': getifaddrs: %s", spec, strerror(errno));
+    const struct ifaddrs *best = NULL;
+    int best_score = 1 << 30, named = 0;
+    char seen[256] = "";
+    size_t ns = 0;
+    for (const struct ifaddrs *i = all; i; i = i->ifa_next) {
+        if (!i->ifa_name) continue;
+        size_t nl = strlen(i->ifa_name);
+        const char *at = strstr(seen, i->ifa_name); /* each name once in the list for the error */
+        int listed = 0;
+        for (; at && !listed; at = strstr(at + 1, i->ifa_name))
+            listed = (at == seen || at[-1] == ' ') && (at[nl] == ',' || at[nl] == 0);
+        if (!listed && ns + nl + 3 < sizeof seen) ns += (size_t)snprintf(seen + ns, sizeof seen - ns, "%s%s", ns ? ", " : "", i->ifa_name);
+        if (!sc__ifname_match(spec, i->ifa_name)) continue;
+        named = 1;
+        if (!i->ifa_addr || !(i->ifa_flags & up)) continue;
+        int f = i->ifa_addr->sa_family;
+        if (f != AF_INET && f != AF_INET6) continue;
+        if (f == AF_INET6) {
+            unsigned char b[16];
+            memcpy(b, &((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr, 16);
+            if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) continue; /* fe80::/10 */
+        }
+        int score = ((i->ifa_flags & loopback) ? 2 : 0) + (f != fam);
+        if (score < best_score) best = i, best_score = score;
+    }
+    if (best) {
+        socklen_t l = best->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+        memset(ss, 0, sizeof *ss);
+        memcpy(ss, best->ifa_addr, l);
+        *len = l;
+        snprintf(ifn, cap, "%s", best->ifa_name);
+    }
+    freeifaddrs(all);
+    if (!best)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "NCCL_SOCKET_IFNAME='%s': %s (this machine has: %s)", spec,
+                        named ? "the interfaces it names have no address that is up" : "no interface matches it", seen);
+    return SC_SUCCESS;
+}
+#endif
+
+/* Where rank 0 listens (see sc_dist_env); desc gets what that is, for messages */
+static sc_result sc__dist_listen_addr(const sc_dist_env *e, struct sockaddr_storage *ss, socklen_t *len, char *desc,
+                                      size_t cap)
+{
+    struct sockaddr_storage m;
+    socklen_t ml = 0;
+    int numeric = sc__dist_numeric(e->master_addr, e->master_port, &m, &ml), loop = numeric && sc__dist_is_loopback(&m);
+    desc[0] = 0;
+    if (e->socket_ifname[0]) {
+#ifdef SC__HAVE_IFADDRS
+        char ifn[64];
+        /* checked even where it is not used, as NCCL would fail on it */
+        SC__TRY(sc__dist_ifaddr(e->socket_ifname, numeric && m.ss_family == AF_INET6 ? AF_INET6 : AF_INET, ss, len, ifn,
+                                sizeof ifn));
+        if (!loop) {
+            char h[64];
+            sc__dist_set_port(ss, e->master_port);
+            snprintf(desc, cap, " (rank 0 on %s:%d, interface %s of NCCL_SOCKET_IFNAME=%.64s)", sc__dist_host(ss, h, sizeof h),
+                     e->master_port, ifn, e->socket_ifname);
+            return SC_SUCCESS;
+        }
+#else
+        return sc__fail(SC_ERROR_UNSUPPORTED, "NCCL_SOCKET_IFNAME='%s': this system has no getifaddrs to find it",
+                        e->socket_ifname);
+#endif
+    }
+    if (loop) { /* every rank is on this machine */
+        *ss = m, *len = ml;
+        return SC_SUCCESS;
+    }
+    /* every interface: IPv6's any address takes IPv4 too (IPV6_V6ONLY off) where the system has
+       IPv6; the listening socket falls back to IPv4's */
+    memset(ss, 0, sizeof *ss);
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    ss->ss_family = fd >= 0 ? AF_INET6 : AF_INET;
+    *len = fd >= 0 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (fd >= 0) close(fd);
+    sc__dist_set_port(ss, e->master_port);
+    snprintf(desc, cap, " (rank 0 on every interface)");
+    return SC_SUCCESS;
 }
 
 static int sc__dist_socket(int family)
@@ -11833,49 +12251,105 @@ static int sc__dist_socket(int family)
     return fd;
 }
 
-#define SC__RV_MAGIC 0x56524353u /* "SCRV" */
-#define SC__RV_HELLO 28
-#define SC__RV_MAX_BLOB 65536
-
-/* rank 0: the reply to one peer: status (0 or a negative sc_result), the message, then the blob */
-static void sc__dist_reply(int fd, sc_result status, const char *msg, const void *blob, size_t blob_bytes, int64_t dl)
+/* rank 0's listening socket on ss (an IPv6 any address falls back to IPv4's); -1 with errno */
+static int sc__dist_listen(struct sockaddr_storage *ss, socklen_t *len, int backlog)
 {
-    unsigned char h[8];
+    static const unsigned char any6[16] = {0};
+    for (;;) {
+        int fd = sc__dist_socket(ss->ss_family), one = 1, zero = 0;
+        int any = ss->ss_family == AF_INET6 && !memcmp(&((struct sockaddr_in6 *)ss)->sin6_addr, any6, 16);
+        if (fd >= 0) {
+            (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+#ifdef IPV6_V6ONLY
+            if (any) (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+#endif
+            if (!bind(fd, (const struct sockaddr *)ss, *len) && !listen(fd, backlog)) return fd;
+            int err = errno;
+            close(fd);
+            errno = err;
+        }
+        if (!any || errno == EADDRINUSE) return -1;
+        int port = ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
+        memset(ss, 0, sizeof *ss);
+        ss->ss_family = AF_INET, *len = sizeof(struct sockaddr_in);
+        sc__dist_set_port(ss, port);
+    }
+}
+
+#define SC__RV_MAGIC 0x56524353u /* "SCRV" */
+#define SC__RV_VERSION 2
+#define SC__RV_HELLO 32 /* magic, version, rank, world, check (2 words), blob bytes, node */
+#define SC__RV_REPLY 16 /* status (0 or a negative sc_result), message bytes, rank 0's node, multi */
+
+/* rank 0: the reply to one peer: the header, the message, then the blob */
+static void sc__dist_reply(int fd, sc_result status, const char *msg, int node0, int multi, const void *blob,
+                           size_t blob_bytes, int64_t dl)
+{
+    unsigned char h[SC__RV_REPLY];
     size_t ml = strlen(msg);
     sc__put32(h, (uint32_t)(int32_t)status);
     sc__put32(h + 4, (uint32_t)ml);
-    if (sc__dist_io(fd, h, 8, 1, dl) == 1 && sc__dist_io(fd, (void *)msg, ml, 1, dl) == 1 && status == SC_SUCCESS)
-        (void)sc__dist_io(fd, (void *)blob, blob_bytes, 1, dl);
+    sc__put32(h + 8, (uint32_t)node0);
+    sc__put32(h + 12, (uint32_t)multi);
+    if (sc__dist_io(fd, h, sizeof h, 1, dl, 0) == 1 && sc__dist_io(fd, (void *)msg, ml, 1, dl, 0) == 1 &&
+        status == SC_SUCCESS)
+        (void)sc__dist_io(fd, (void *)blob, blob_bytes, 1, dl, 0);
 }
 
-/* keep != NULL: on success the connections stay open, keep[r] = rank r's (keep[0] unused) */
-static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_storage *ss, socklen_t len, uint64_t check,
-                                const void *blob, size_t blob_bytes, int64_t dl, int *keep)
+/* the other end of a connection as text */
+static const char *sc__dist_peer(int fd, char *buf, size_t cap)
 {
-    int W = e->world_size, lfd = sc__dist_socket(ss->ss_family), one = 1, arrived = 0;
-    char where[300], msg[1024] = "";
-    snprintf(where, sizeof where, "%s:%d", e->master_addr, e->master_port);
-    if (lfd < 0) return sc__fail(SC_ERROR_IO, "rendezvous: socket: %s", strerror(errno));
-    (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(lfd, (const struct sockaddr *)ss, len) || listen(lfd, W)) {
+    struct sockaddr_storage pa;
+    socklen_t pl = sizeof pa;
+    memset(&pa, 0, sizeof pa);
+    if (getpeername(fd, (struct sockaddr *)&pa, &pl)) snprintf(buf, cap, "?");
+    else sc__dist_host(&pa, buf, cap);
+    return buf;
+}
+
+/* keep != NULL: on success the connections stay open, keep[r] = rank r's (keep[0] unused), and
+   nodes[r] = rank r's node, *multi = whether the ranks span several nodes */
+static sc_result sc__dist_serve(const sc_dist_env *e, struct sockaddr_storage *ss, socklen_t len, const char *desc,
+                                uint64_t check, const void *blob, size_t blob_bytes, int64_t dl, int *keep, int *nodes_out,
+                                int *multi_out)
+{
+    int W = e->world_size, arrived = 0, multi = e->node_count > 1;
+    char where[720], msg[1024] = "", ha[64], hb[64], na[48];
+    snprintf(where, sizeof where, "%s:%d%s", e->master_addr, e->master_port, desc);
+    int lfd = sc__dist_listen(ss, &len, W < 4096 ? W : 4096);
+    if (lfd < 0) {
         int err = errno;
-        close(lfd);
-        return sc__fail(SC_ERROR_IO, "rendezvous: rank 0 cannot listen on %s: %s%s", where, strerror(err),
-                        err == EADDRINUSE ? " (another program holds the port: set SLIDECHECK_RENDEZVOUS_PORT)" : "");
+        return sc__fail(SC_ERROR_IO, "rendezvous: rank 0 cannot listen on %s:%d%s: %s%s", sc__dist_host(ss, ha, sizeof ha),
+                        e->master_port, desc, strerror(err),
+                        err == EADDRINUSE ? " (another program holds the port: set SLIDECHECK_RENDEZVOUS_PORT)"
+                        : err == EADDRNOTAVAIL ? " (not an address of this machine)" : "");
     }
-    int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
-    if (!fds) { close(lfd); return sc__fail(SC_ERROR_OUT_OF_MEMORY, "rendezvous: host malloc failed"); }
-    for (int i = 0; i < W; i++) fds[i] = -1;
+    int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W), *nodes = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
+    if (!fds || !nodes) {
+        SC_FREE(fds), SC_FREE(nodes), close(lfd);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "rendezvous: host malloc failed");
+    }
+    for (int i = 0; i < W; i++) fds[i] = nodes[i] = -1;
+    nodes[0] = e->node;
     sc_result r = SC_SUCCESS;
     while (arrived < W - 1 && r == SC_SUCCESS) {
         int w = sc__dist_wait(lfd, POLLIN, dl);
         if (w == 0) {
-            char miss[256] = "";
-            size_t n = 0;
+            char miss[256] = "", gone[160] = "";
+            size_t n = 0, g = 0;
             for (int i = 1; i < W && n + 12 < sizeof miss; i++)
                 if (fds[i] < 0) n += (size_t)snprintf(miss + n, sizeof miss - n, "%s%d", n ? ", " : "", i);
-            r = sc__fail(SC_ERROR_TIMEOUT, "rendezvous on %s: %d of %d ranks arrived within %g s; missing: rank %s",
-                         where, arrived + 1, W, e->timeout_s, miss);
+            /* nodes none of whose ranks came: their launcher did not start, or cannot reach here */
+            unsigned char *here = multi && e->node_count > 0 ? (unsigned char *)SC_MALLOC((size_t)e->node_count) : NULL;
+            if (here) memset(here, 0, (size_t)e->node_count);
+            for (int i = 0; here && i < W; i++)
+                if (nodes[i] >= 0 && nodes[i] < e->node_count) here[nodes[i]] = 1;
+            for (int d = 0; here && d < e->node_count && g + 12 < sizeof gone; d++)
+                if (!here[d]) g += (size_t)snprintf(gone + g, sizeof gone - g, "%s%d", g ? ", " : "", d);
+            SC_FREE(here);
+            r = sc__fail(SC_ERROR_TIMEOUT, "rendezvous on %s: %d of %d ranks arrived within %g s; missing: rank %s%s%s%s",
+                         where, arrived + 1, W, e->timeout_s, miss, g ? "; no rank of node " : "", gone,
+                         g ? " arrived (its launcher did not start, or cannot reach rank 0)" : "");
             break;
         }
         int c = w > 0 ? accept(lfd, NULL, NULL) : -1;
@@ -11887,26 +12361,46 @@ static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_stor
         int fl = fcntl(c, F_GETFL, 0);
         if (fl >= 0) (void)fcntl(c, F_SETFL, fl | O_NONBLOCK);
         unsigned char h[SC__RV_HELLO];
-        int got = sc__dist_io(c, h, sizeof h, 0, dl);
+        int got = sc__dist_io(c, h, 8, 0, dl, 0);
         if (got <= 0 || sc__get32(h) != SC__RV_MAGIC) { close(c); continue; } /* not one of ours, or it left */
-        int rank = (int)sc__get32(h + 8), world = (int)sc__get32(h + 12);
+        if (sc__get32(h + 4) != SC__RV_VERSION) {
+            snprintf(msg, sizeof msg, "a peer at %s speaks rendezvous protocol %u, rank 0 speaks %d (another build of "
+                     "slidecheck)", sc__dist_peer(c, ha, sizeof ha), sc__get32(h + 4), SC__RV_VERSION);
+            sc__dist_reply(c, SC_ERROR_INVALID_ARGS, msg, e->node, multi, NULL, 0, sc__trace_now_ns() + 2000000000ll);
+            close(c);
+            r = sc__fail(SC_ERROR_INVALID_ARGS, "rendezvous on %s: %s", where, msg);
+            break;
+        }
+        if (sc__dist_io(c, h + 8, sizeof h - 8, 0, dl, 0) != 1) { close(c); continue; }
+        int rank = (int)sc__get32(h + 8), world = (int)sc__get32(h + 12), node = (int)sc__get32(h + 28);
         uint64_t ck = (uint64_t)sc__get32(h + 16) | (uint64_t)sc__get32(h + 20) << 32;
         size_t bb = sc__get32(h + 24);
-        if (sc__get32(h + 4) != 1 || world != W || rank < 1 || rank >= W || fds[rank] >= 0 || bb != blob_bytes ||
-            ck != check) {
-            if (world != W) snprintf(msg, sizeof msg, "a rank says WORLD_SIZE=%d, rank 0 has %d", world, W);
-            else if (rank < 1 || rank >= W) snprintf(msg, sizeof msg, "a peer claims rank %d of %d", rank, W);
-            else if (fds[rank] >= 0) snprintf(msg, sizeof msg, "rank %d arrived twice", rank);
+        multi = multi || node != e->node;
+        if (world != W || rank < 1 || rank >= W || fds[rank] >= 0 || bb != blob_bytes || ck != check) {
+            sc__dist_peer(c, ha, sizeof ha);
+            if (world != W)
+                snprintf(msg, sizeof msg, "%s at %s says WORLD_SIZE=%d, rank 0 has %d",
+                         sc__rank_name(na, sizeof na, rank, node, multi), ha, world, W);
+            else if (rank < 1 || rank >= W)
+                snprintf(msg, sizeof msg, "a peer at %s (node %d) claims rank %d of %d", ha, node, rank, W);
+            else if (fds[rank] >= 0 && !multi && !strcmp(sc__dist_peer(fds[rank], hb, sizeof hb), ha))
+                snprintf(msg, sizeof msg, "rank %d arrived twice", rank);
+            else if (fds[rank] >= 0) /* the usual cause across machines: a launcher without its node rank */
+                snprintf(msg, sizeof msg, "rank %d arrived twice (node %d at %s, then node %d at %s: two launchers "
+                         "start the same ranks: give each machine its own GROUP_RANK, torchrun --node_rank)", rank,
+                         nodes[rank], sc__dist_peer(fds[rank], hb, sizeof hb), node, ha);
             else if (ck != check)
-                snprintf(msg, sizeof msg, "rank %d runs another configuration than rank 0 (check %016llx vs %016llx: model, "
-                         "shapes, optimizer or token file differ)", rank, (unsigned long long)ck, (unsigned long long)check);
-            else snprintf(msg, sizeof msg, "rank %d: protocol mismatch", rank);
-            sc__dist_reply(c, SC_ERROR_INVALID_ARGS, msg, NULL, 0, sc__trace_now_ns() + 2000000000ll);
+                snprintf(msg, sizeof msg, "%s runs another configuration than rank 0 (check %016llx vs %016llx: model, "
+                         "shapes, optimizer or token file differ)", sc__rank_name(na, sizeof na, rank, node, multi),
+                         (unsigned long long)ck, (unsigned long long)check);
+            else snprintf(msg, sizeof msg, "%s: protocol mismatch", sc__rank_name(na, sizeof na, rank, node, multi));
+            sc__dist_reply(c, SC_ERROR_INVALID_ARGS, msg, e->node, multi, NULL, 0, sc__trace_now_ns() + 2000000000ll);
             close(c);
             r = sc__fail(SC_ERROR_INVALID_ARGS, "rendezvous on %s: %s", where, msg);
             break;
         }
         fds[rank] = c;
+        nodes[rank] = node;
         arrived++;
     }
     /* everyone who came hears the outcome, so no rank waits for its own timeout (the replies get
@@ -11914,72 +12408,91 @@ static sc_result sc__dist_serve(const sc_dist_env *e, const struct sockaddr_stor
     int64_t rdl = sc__trace_now_ns() + 2000000000ll;
     for (int i = 1; i < W; i++)
         if (fds[i] >= 0) {
-            sc__dist_reply(fds[i], r, r == SC_SUCCESS ? "" : sc_last_error(), blob, blob_bytes, rdl);
+            sc__dist_reply(fds[i], r, r == SC_SUCCESS ? "" : sc_last_error(), e->node, multi, blob, blob_bytes, rdl);
             if (keep && r == SC_SUCCESS) keep[i] = fds[i];
             else close(fds[i]);
         }
+    if (keep && r == SC_SUCCESS) {
+        memcpy(nodes_out, nodes, sizeof(int) * (size_t)W);
+        *multi_out = multi;
+    }
     SC_FREE(fds);
+    SC_FREE(nodes);
     close(lfd);
     return r;
 }
 
-/* keep != NULL: on success the connection to rank 0 stays open in *keep */
-static sc_result sc__dist_join(const sc_dist_env *e, const struct sockaddr_storage *ss, socklen_t len, uint64_t check,
-                               void *blob, size_t blob_bytes, int64_t dl, int *keep)
+/* keep != NULL: on success the connection to rank 0 stays open in *keep, *node0 = rank 0's node
+   and *multi = whether the ranks span several nodes. ss: MASTER_ADDR's n addresses, tried in
+   turn until rank 0 listens or the deadline. */
+static sc_result sc__dist_join(const sc_dist_env *e, const struct sockaddr_storage *ss, const socklen_t *len, int n,
+                               uint64_t check, void *blob, size_t blob_bytes, int64_t dl, int *keep, int *node0, int *multi)
 {
-    char where[300], last[128] = "no answer";
+    char where[300], last[160] = "no answer", me[48], ha[64];
     snprintf(where, sizeof where, "%s:%d", e->master_addr, e->master_port);
+    sc__rank_name(me, sizeof me, e->rank, e->node, e->node_count > 1);
     int fd = -1;
-    while (fd < 0) { /* rank 0 may not listen yet: retry until the deadline */
+    for (int k = 0; fd < 0; k++) { /* rank 0 may not listen yet: retry until the deadline */
         if (sc__dist_ms_left(dl) <= 0)
-            return sc__fail(SC_ERROR_TIMEOUT, "rendezvous: rank %d could not reach rank 0 at %s within %g s (%s)",
-                            e->rank, where, e->timeout_s, last);
-        fd = sc__dist_socket(ss->ss_family);
+            return sc__fail(SC_ERROR_TIMEOUT, "rendezvous: %s could not reach rank 0 at %s within %g s (%s)", me, where,
+                            e->timeout_s, last);
+        const struct sockaddr_storage *a = &ss[k % n];
+        fd = sc__dist_socket(a->ss_family);
         if (fd < 0) return sc__fail(SC_ERROR_IO, "rendezvous: socket: %s", strerror(errno));
-        int ok = connect(fd, (const struct sockaddr *)ss, len) == 0;
-        if (!ok && errno == EINPROGRESS) {
+        int ok = connect(fd, (const struct sockaddr *)a, len[k % n]) == 0, err = ok ? 0 : errno;
+        if (!ok && err == EINPROGRESS) {
             int64_t step = sc__trace_now_ns() + 1000000000ll;
-            int w = sc__dist_wait(fd, POLLOUT, step < dl ? step : dl), err = 0;
+            int w = sc__dist_wait(fd, POLLOUT, step < dl ? step : dl);
             socklen_t el = sizeof err;
+            err = 0;
             ok = w == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0;
-            if (!ok) snprintf(last, sizeof last, "%s", err ? strerror(err) : "no answer");
-        } else if (!ok) snprintf(last, sizeof last, "%s", strerror(errno));
+        }
         if (!ok) {
+            if (n > 1) snprintf(last, sizeof last, "%s: %s", sc__dist_host(a, ha, sizeof ha), err ? strerror(err) : "no answer");
+            else snprintf(last, sizeof last, "%s", err ? strerror(err) : "no answer");
             close(fd);
             fd = -1;
-            struct pollfd none;
-            none.fd = -1, none.events = 0, none.revents = 0;
-            (void)poll(&none, 0, 50); /* 50 ms between tries */
+            if ((k + 1) % n == 0) { /* 50 ms between rounds */
+                struct pollfd none;
+                none.fd = -1, none.events = 0, none.revents = 0;
+                (void)poll(&none, 0, 50);
+            }
         }
     }
+    /* connected: rank 0 answers once every rank is there, or at its own deadline */
+    double grace = sc__dist_grace_s(e->timeout_s);
+    dl += (int64_t)(grace * 1e9);
     unsigned char h[SC__RV_HELLO];
     sc__put32(h, SC__RV_MAGIC);
-    sc__put32(h + 4, 1);
+    sc__put32(h + 4, SC__RV_VERSION);
     sc__put32(h + 8, (uint32_t)e->rank);
     sc__put32(h + 12, (uint32_t)e->world_size);
     sc__put32(h + 16, (uint32_t)check);
     sc__put32(h + 20, (uint32_t)(check >> 32));
     sc__put32(h + 24, (uint32_t)blob_bytes);
-    unsigned char rh[8];
-    int io = sc__dist_io(fd, h, sizeof h, 1, dl);
-    if (io == 1) io = sc__dist_io(fd, rh, sizeof rh, 0, dl);
+    sc__put32(h + 28, (uint32_t)e->node);
+    unsigned char rh[SC__RV_REPLY];
+    int io = sc__dist_io(fd, h, sizeof h, 1, dl, 0);
+    if (io == 1) io = sc__dist_io(fd, rh, sizeof rh, 0, dl, 0);
     sc_result r = SC_SUCCESS;
     if (io != 1) {
-        r = io == 0 ? sc__fail(SC_ERROR_TIMEOUT, "rendezvous: rank %d reached %s but rank 0 did not answer within %g s "
-                               "(it waits for every rank)", e->rank, where, e->timeout_s)
-                    : sc__fail(SC_ERROR_IO, "rendezvous: rank %d: rank 0 at %s closed the connection", e->rank, where);
+        r = io == 0 ? sc__fail(SC_ERROR_TIMEOUT, "rendezvous: %s reached %s but rank 0 did not answer within %g s "
+                               "(it waits for every rank)", me, where, e->timeout_s + grace)
+                    : sc__fail(SC_ERROR_IO, "rendezvous: %s: rank 0 at %s closed the connection", me, where);
     } else {
         int32_t st = (int32_t)sc__get32(rh);
         uint32_t ml = sc__get32(rh + 4);
         char msg[1100] = "";
-        if (ml >= sizeof msg || sc__dist_io(fd, msg, ml, 0, dl) != 1)
-            r = sc__fail(SC_ERROR_IO, "rendezvous: rank %d: a malformed answer from rank 0", e->rank);
+        if (node0) *node0 = (int)sc__get32(rh + 8);
+        if (multi) *multi = sc__get32(rh + 12) != 0;
+        if (ml >= sizeof msg || sc__dist_io(fd, msg, ml, 0, dl, 0) != 1)
+            r = sc__fail(SC_ERROR_IO, "rendezvous: %s: a malformed answer from rank 0", me);
         else if (st != 0) {
             msg[ml] = 0;
             sc_result code = st == SC_ERROR_TIMEOUT ? SC_ERROR_TIMEOUT : st == SC_ERROR_IO ? SC_ERROR_IO : SC_ERROR_INVALID_ARGS;
             r = sc__fail(code, "rendezvous: rank 0 stopped: %s", msg);
-        } else if (sc__dist_io(fd, blob, blob_bytes, 0, dl) != 1)
-            r = sc__fail(SC_ERROR_IO, "rendezvous: rank %d: rank 0's id did not arrive", e->rank);
+        } else if (sc__dist_io(fd, blob, blob_bytes, 0, dl, 0) != 1)
+            r = sc__fail(SC_ERROR_IO, "rendezvous: %s: rank 0's id did not arrive", me);
     }
     if (keep && r == SC_SUCCESS) *keep = fd;
     else close(fd);
@@ -11987,38 +12500,50 @@ static sc_result sc__dist_join(const sc_dist_env *e, const struct sockaddr_stora
 }
 #endif
 
-static sc_result sc__dist_meet(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes, int *keep);
+#define SC__RV_MAX_BLOB 65536
 
-SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes)
-{
-    return sc__dist_meet(e, check, blob, blob_bytes, NULL);
-}
-
-static sc_result sc__dist_meet(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes, int *keep)
+/* keep, nodes, multi: see sc__dist_serve and sc__dist_join (NULL: a rendezvous only) */
+static sc_result sc__dist_meet(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes, int *keep, int *nodes,
+                               int *multi)
 {
     if (!e || (blob_bytes && !blob) || blob_bytes > SC__RV_MAX_BLOB)
         return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_rendezvous: NULL argument or blob over %d bytes", SC__RV_MAX_BLOB);
     if (e->world_size <= 1) return SC_SUCCESS;
 #ifdef _WIN32
-    (void)check;
+    (void)check, (void)keep, (void)nodes, (void)multi;
     return sc__fail(SC_ERROR_UNSUPPORTED, "sc_dist_rendezvous: several processes need a POSIX system");
 #else
-    if (e->rank < 0 || e->rank >= e->world_size || e->master_port < 1 || e->master_port > 65535 || !(e->timeout_s > 0))
-        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_rendezvous: rank %d of %d, port %d, timeout %g s", e->rank,
-                        e->world_size, e->master_port, e->timeout_s);
-    struct sockaddr_storage ss;
-    socklen_t len = 0;
-    SC__TRY(sc__dist_addr(e, &ss, &len));
+    if (e->rank < 0 || e->rank >= e->world_size || e->master_port < 1 || e->master_port > 65535 || !(e->timeout_s > 0) ||
+        e->node < 0 || (e->node_count > 0 && e->node >= e->node_count))
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_dist_rendezvous: rank %d of %d, node %d of %d, port %d, timeout %g s",
+                        e->rank, e->world_size, e->node, e->node_count, e->master_port, e->timeout_s);
     int64_t dl = sc__trace_now_ns() + (int64_t)(e->timeout_s * 1e9);
-    return e->rank == 0 ? sc__dist_serve(e, &ss, len, check, blob, blob_bytes, dl, keep)
-                        : sc__dist_join(e, &ss, len, check, blob, blob_bytes, dl, keep);
+    if (e->rank == 0) {
+        struct sockaddr_storage ss;
+        socklen_t len = 0;
+        char desc[400];
+        SC__TRY(sc__dist_listen_addr(e, &ss, &len, desc, sizeof desc));
+        return sc__dist_serve(e, &ss, len, desc, check, blob, blob_bytes, dl, keep, nodes, multi);
+    }
+    struct sockaddr_storage ss[SC__DIST_ADDRS];
+    socklen_t len[SC__DIST_ADDRS];
+    int n = 0;
+    SC__TRY(sc__dist_resolve(e, ss, len, &n));
+    return sc__dist_join(e, ss, len, n, check, blob, blob_bytes, dl, keep, nodes, multi);
 #endif
 }
 
+SCDEF sc_result sc_dist_rendezvous(const sc_dist_env *e, uint64_t check, void *blob, size_t blob_bytes)
+{
+    return sc__dist_meet(e, check, blob, blob_bytes, NULL, NULL, NULL);
+}
+
 struct sc_dist_comm {
-    int rank, world, broken;
+    int rank, world, broken, multi;
     double timeout_s;
-    int *fds; /* rank 0: fds[r] to rank r (r >= 1); the others: fds[0] to rank 0 */
+    int *fds;   /* rank 0: fds[r] to rank r (r >= 1); the others: fds[0] to rank 0 */
+    int *nodes; /* rank 0: every rank's node; the others: rank 0's and their own */
+    char why[400]; /* what broke the channel, for the calls after */
 };
 
 SCDEF sc_result sc_dist_comm_open(sc_dist_comm **out, const sc_dist_env *e, uint64_t check, void *blob,
@@ -12028,15 +12553,19 @@ SCDEF sc_result sc_dist_comm_open(sc_dist_comm **out, const sc_dist_env *e, uint
     *out = NULL;
     sc_dist_comm *c = (sc_dist_comm *)SC_MALLOC(sizeof *c);
     int W = e->world_size > 1 ? e->world_size : 1;
-    int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
-    if (!c || !fds) {
+    int *fds = (int *)SC_MALLOC(sizeof(int) * (size_t)W), *nodes = (int *)SC_MALLOC(sizeof(int) * (size_t)W);
+    if (!c || !fds || !nodes) {
         SC_FREE(c);
         SC_FREE(fds);
+        SC_FREE(nodes);
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_dist_comm_open: host malloc failed");
     }
-    for (int i = 0; i < W; i++) fds[i] = -1;
-    c->rank = W > 1 ? e->rank : 0, c->world = W, c->broken = 0, c->timeout_s = e->timeout_s, c->fds = fds;
-    sc_result r = sc__dist_meet(e, check, blob, blob_bytes, fds);
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < W; i++) fds[i] = nodes[i] = -1;
+    c->rank = W > 1 ? e->rank : 0, c->world = W, c->timeout_s = e->timeout_s, c->fds = fds, c->nodes = nodes;
+    c->multi = e->node_count > 1;
+    nodes[c->rank] = e->node;
+    sc_result r = sc__dist_meet(e, check, blob, blob_bytes, fds, nodes, &c->multi);
     if (r != SC_SUCCESS) {
         sc_dist_comm_close(c);
         return r;
@@ -12053,37 +12582,139 @@ SCDEF void sc_dist_comm_close(sc_dist_comm *c)
         if (c->fds[i] >= 0) close(c->fds[i]);
 #endif
     SC_FREE(c->fds);
+    SC_FREE(c->nodes);
     SC_FREE(c);
 }
 
-#ifndef _WIN32
-/* One transfer with peer rank `peer` (fd) before the deadline; on failure the comm breaks: every
-   connection closes, so the other ranks' calls fail at once instead of at their timeouts. */
-static sc_result sc__comm_io(sc_dist_comm *c, int fd, int peer, void *p, size_t n, int sending, int64_t dl,
-                             const char *what)
+/* each exchange's deadline: the environment's timeout from now, with the grace on the ranks
+   other than 0 (sc__dist_grace_s) */
+static double sc__comm_wait_s(const sc_dist_comm *c)
 {
-    int io = sc__dist_io(fd, p, n, sending, dl);
-    if (io == 1) return SC_SUCCESS;
+#ifndef _WIN32
+    if (c->rank > 0) return c->timeout_s + sc__dist_grace_s(c->timeout_s);
+#endif
+    return c->timeout_s;
+}
+static int64_t sc__comm_deadline(const sc_dist_comm *c) { return sc__trace_now_ns() + (int64_t)(sc__comm_wait_s(c) * 1e9); }
+
+#ifndef _WIN32
+/* Rank 0's messages to the others start with a head: DATA (the bytes follow) or STOP (rank 0
+   stopped the channel: the rank that broke it, its node, how, and the timeout in ms follow), so
+   that every rank names the rank that broke it, not only rank 0. The others send their bytes
+   bare: rank 0 knows what comes. */
+#define SC__CH_DATA 0x41544144u /* "DATA" */
+#define SC__CH_STOP 0x504f5453u /* "STOP" */
+#define SC__CH_HEAD 20
+
+/* The channel breaks because rank `peer` (node `node`) closed it (how 0) or did not answer in
+   time (how 1). Rank 0 first tells every other rank so (a STOP head); then every connection
+   closes, so the others' calls end at once instead of at their timeouts, and every later call
+   fails at once. `stop` is the message of a STOP head this rank received from rank 0. */
+static sc_result sc__comm_break(sc_dist_comm *c, int peer, int node, int how, double timeout_s, int stop,
+                                const char *what)
+{
+    char me[48], who[48];
+    sc__rank_name(me, sizeof me, c->rank, c->nodes[c->rank], c->multi);
+    sc__rank_name(who, sizeof who, peer, node, c->multi);
+    if (c->rank == 0) {
+        unsigned char h[SC__CH_HEAD];
+        double ms = timeout_s * 1e3;
+        sc__put32(h, SC__CH_STOP);
+        sc__put32(h + 4, (uint32_t)peer);
+        sc__put32(h + 8, (uint32_t)node);
+        sc__put32(h + 12, (uint32_t)how);
+        sc__put32(h + 16, (uint32_t)(ms < 4e9 ? ms : 4e9));
+        int64_t dl = sc__trace_now_ns() + 1000000000ll; /* the others read their heads: room in every buffer */
+        for (int q = 1; q < c->world; q++)
+            if (q != peer && c->fds[q] >= 0 && sc__dist_io(c->fds[q], h, sizeof h, 1, dl, 0) == 1)
+                (void)shutdown(c->fds[q], SHUT_WR); /* the head, then the end: no reset before it */
+    }
     for (int i = 0; i < c->world; i++)
         if (c->fds[i] >= 0) close(c->fds[i]), c->fds[i] = -1;
     c->broken = 1;
-    if (io == 0)
-        return sc__fail(SC_ERROR_TIMEOUT, "%s: rank %d: rank %d did not answer within %g s", what, c->rank, peer,
-                        c->timeout_s);
-    return sc__fail(SC_ERROR_IO, "%s: rank %d: rank %d closed the connection (it stopped, or broke the channel)", what,
-                    c->rank, peer);
+    if (how == 1) snprintf(c->why, sizeof c->why, "%s did not answer within %g s", who, timeout_s);
+    else snprintf(c->why, sizeof c->why, "%s closed the connection (it stopped, or broke the channel)", who);
+    if (stop) {
+        size_t n = strlen(c->why);
+        snprintf(c->why + n, sizeof c->why - n, "; rank 0 stopped the channel");
+    }
+    return sc__fail(how == 1 && !stop ? SC_ERROR_TIMEOUT : SC_ERROR_IO, "%s: %s: %s", what, me, c->why);
+}
+
+/* the ranks other than 0: rank 0's head; SC_SUCCESS when data follows */
+static sc_result sc__comm_head(sc_dist_comm *c, int64_t dl, const char *what)
+{
+    unsigned char h[SC__CH_HEAD];
+    int io = sc__dist_io(c->fds[0], h, sizeof h, 0, dl, 0);
+    if (io != 1) return sc__comm_break(c, 0, c->nodes[0], io == 0, sc__comm_wait_s(c), 0, what);
+    uint32_t tag = sc__get32(h);
+    if (tag == SC__CH_DATA) return SC_SUCCESS;
+    if (tag != SC__CH_STOP) return sc__comm_break(c, 0, c->nodes[0], 0, 0, 0, what);
+    return sc__comm_break(c, (int)sc__get32(h + 4), (int)sc__get32(h + 8), sc__get32(h + 12) == 1,
+                          sc__get32(h + 16) / 1e3, 1, what);
+}
+
+/* rank 0: n bytes from rank p */
+static sc_result sc__comm_recv(sc_dist_comm *c, int p, void *buf, size_t n, int64_t dl, const char *what)
+{
+    int io = sc__dist_io(c->fds[p], buf, n, 0, dl, 0);
+    return io == 1 ? SC_SUCCESS : sc__comm_break(c, p, c->nodes[p], io == 0, c->timeout_s, 0, what);
+}
+
+/* rank 0: a DATA head and n bytes to rank p */
+static sc_result sc__comm_send(sc_dist_comm *c, int p, const void *buf, size_t n, int64_t dl, const char *what)
+{
+    unsigned char h[SC__CH_HEAD];
+    memset(h, 0, sizeof h);
+    sc__put32(h, SC__CH_DATA);
+    int io = sc__dist_io(c->fds[p], h, sizeof h, 1, dl, 0);
+    if (io == 1) io = sc__dist_io(c->fds[p], (void *)buf, n, 1, dl, 0);
+    return io == 1 ? SC_SUCCESS : sc__comm_break(c, p, c->nodes[p], io == 0, c->timeout_s, 0, what);
+}
+
+/* the others: n bytes up to rank 0, or rank 0's STOP if it comes meanwhile */
+static sc_result sc__comm_up(sc_dist_comm *c, const void *buf, size_t n, int64_t dl, const char *what)
+{
+    int io = sc__dist_io(c->fds[0], (void *)buf, n, 1, dl, 1);
+    if (io == 1) return SC_SUCCESS;
+    if (io != 2) return sc__comm_break(c, 0, c->nodes[0], io == 0, sc__comm_wait_s(c), 0, what);
+    sc_result r = sc__comm_head(c, dl, what); /* rank 0 sends nothing unasked but a STOP */
+    return r != SC_SUCCESS ? r : sc__comm_break(c, 0, c->nodes[0], 0, 0, 0, what);
+}
+
+/* the others: rank 0's head, then n bytes */
+static sc_result sc__comm_down(sc_dist_comm *c, void *buf, size_t n, int64_t dl, const char *what)
+{
+    SC__TRY(sc__comm_head(c, dl, what));
+    int io = sc__dist_io(c->fds[0], buf, n, 0, dl, 0);
+    return io == 1 ? SC_SUCCESS : sc__comm_break(c, 0, c->nodes[0], io == 0, sc__comm_wait_s(c), 0, what);
 }
 #else /* no sockets: a comm never holds more than one rank here, so the collectives never get this far */
-static sc_result sc__comm_io(sc_dist_comm *c, int fd, int peer, void *p, size_t n, int sending, int64_t dl,
-                             const char *what)
+static sc_result sc__comm_none(const char *what)
 {
-    (void)c, (void)fd, (void)peer, (void)p, (void)n, (void)sending, (void)dl;
     return sc__fail(SC_ERROR_UNSUPPORTED, "%s: several processes need a POSIX system", what);
 }
+static sc_result sc__comm_recv(sc_dist_comm *c, int p, void *buf, size_t n, int64_t dl, const char *what)
+{
+    (void)c, (void)p, (void)buf, (void)n, (void)dl;
+    return sc__comm_none(what);
+}
+static sc_result sc__comm_send(sc_dist_comm *c, int p, const void *buf, size_t n, int64_t dl, const char *what)
+{
+    (void)c, (void)p, (void)buf, (void)n, (void)dl;
+    return sc__comm_none(what);
+}
+static sc_result sc__comm_up(sc_dist_comm *c, const void *buf, size_t n, int64_t dl, const char *what)
+{
+    (void)c, (void)buf, (void)n, (void)dl;
+    return sc__comm_none(what);
+}
+static sc_result sc__comm_down(sc_dist_comm *c, void *buf, size_t n, int64_t dl, const char *what)
+{
+    (void)c, (void)buf, (void)n, (void)dl;
+    return sc__comm_none(what);
+}
 #endif
-
-/* each collective's deadline: the environment's timeout from now */
-static int64_t sc__comm_deadline(const sc_dist_comm *c) { return sc__trace_now_ns() + (int64_t)(c->timeout_s * 1e9); }
 
 /* rank r's part [lo, hi) of n elements over W ranks: the first n % W parts one element longer */
 static void sc__part(size_t n, int r, int W, size_t *lo, size_t *hi)
@@ -12096,7 +12727,7 @@ static void sc__part(size_t n, int r, int W, size_t *lo, size_t *hi)
 static sc_result sc__comm_ready(const sc_dist_comm *c, const char *what)
 {
     if (!c) return sc__fail(SC_ERROR_INVALID_ARGS, "%s: NULL comm", what);
-    if (c->broken) return sc__fail(SC_ERROR_IO, "%s: rank %d: the channel broke earlier", what, c->rank);
+    if (c->broken) return sc__fail(SC_ERROR_IO, "%s: rank %d: the channel broke earlier (%s)", what, c->rank, c->why);
     return SC_SUCCESS;
 }
 
@@ -12128,14 +12759,14 @@ SCDEF sc_result sc_dist_allreduce_f32(sc_dist_comm *c, float *buf, size_t n)
         int64_t dl = sc__comm_deadline(c);
         if (c->rank == 0) {
             for (int p = 1; p < c->world && r == SC_SUCCESS; p++) {
-                r = sc__comm_io(c, c->fds[p], p, tmp, m * sizeof(float), 0, dl, what);
+                r = sc__comm_recv(c, p, tmp, m * sizeof(float), dl, what);
                 for (size_t i = 0; r == SC_SUCCESS && i < m; i++) buf[off + i] += tmp[i];
             }
             for (int p = 1; p < c->world && r == SC_SUCCESS; p++)
-                r = sc__comm_io(c, c->fds[p], p, buf + off, m * sizeof(float), 1, dl, what);
+                r = sc__comm_send(c, p, buf + off, m * sizeof(float), dl, what);
         } else {
-            r = sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 1, dl, what);
-            if (r == SC_SUCCESS) r = sc__comm_io(c, c->fds[0], 0, buf + off, m * sizeof(float), 0, dl, what);
+            r = sc__comm_up(c, buf + off, m * sizeof(float), dl, what);
+            if (r == SC_SUCCESS) r = sc__comm_down(c, buf + off, m * sizeof(float), dl, what);
         }
     }
     SC_FREE(tmp);
@@ -12150,8 +12781,8 @@ SCDEF sc_result sc_dist_gather(sc_dist_comm *c, const void *mine, void *all, siz
     if (c->rank == 0 && bytes) memcpy(all, mine, bytes);
     if (c->world == 1 || bytes == 0) return SC_SUCCESS;
     int64_t dl = sc__comm_deadline(c);
-    if (c->rank != 0) return sc__comm_io(c, c->fds[0], 0, (void *)mine, bytes, 1, dl, what);
-    for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)all + (size_t)p * bytes, bytes, 0, dl, what));
+    if (c->rank != 0) return sc__comm_up(c, mine, bytes, dl, what);
+    for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_recv(c, p, (char *)all + (size_t)p * bytes, bytes, dl, what));
     return SC_SUCCESS;
 }
 
@@ -12162,9 +12793,9 @@ static sc_result sc__comm_from0(sc_dist_comm *c, void *buf, size_t bytes, const 
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t m = bytes - off < chunk ? bytes - off : chunk;
         int64_t dl = sc__comm_deadline(c);
-        if (c->rank != 0) SC__TRY(sc__comm_io(c, c->fds[0], 0, (char *)buf + off, m, 0, dl, what));
+        if (c->rank != 0) SC__TRY(sc__comm_down(c, (char *)buf + off, m, dl, what));
         else
-            for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_io(c, c->fds[p], p, (char *)buf + off, m, 1, dl, what));
+            for (int p = 1; p < c->world; p++) SC__TRY(sc__comm_send(c, p, (char *)buf + off, m, dl, what));
     }
     return SC_SUCCESS;
 }
@@ -12193,11 +12824,11 @@ SCDEF sc_result sc_dist_allgather_f32(sc_dist_comm *c, float *buf, size_t n)
     size_t lo, hi;
     if (c->rank != 0) { /* this rank's part up */
         sc__part(n, c->rank, c->world, &lo, &hi);
-        SC__TRY(sc__comm_io(c, c->fds[0], 0, buf + lo, (hi - lo) * sizeof(float), 1, dl, what));
+        SC__TRY(sc__comm_up(c, buf + lo, (hi - lo) * sizeof(float), dl, what));
     } else
         for (int p = 1; p < c->world; p++) { /* every other part in */
             sc__part(n, p, c->world, &lo, &hi);
-            SC__TRY(sc__comm_io(c, c->fds[p], p, buf + lo, (hi - lo) * sizeof(float), 0, dl, what));
+            SC__TRY(sc__comm_recv(c, p, buf + lo, (hi - lo) * sizeof(float), dl, what));
         }
     return sc__comm_from0(c, buf, n * sizeof(float), what);
 }
@@ -12213,7 +12844,6 @@ SCDEF sc_result sc_dist_barrier(sc_dist_comm *c)
     float x = 0.0f;
     return sc_dist_allreduce_f32(c, &x, 1);
 }
-
 #endif /* SLIDECHECK_IMPLEMENTATION_DONE */
 #endif /* SLIDECHECK_IMPLEMENTATION */
 

@@ -201,11 +201,15 @@ static const cli_help cli_helps[] = {
 
     {"train", "data parallel", "gpus", "--gpus N",
      "data parallel over N processes on this machine, started by this command as torchrun "
-     "--nproc_per_node=N --no-python would start them; --batch is per rank. Under a launcher that sets "
-     "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun, MPI, Slurm), leave it out: each process is "
-     "one rank. On the GPU each rank uses GPU LOCAL_RANK and sums the gradients over NCCL (libnccl.so.2, "
-     "or the path in SLIDECHECK_NCCL). Slide mode runs data parallel without --slide-dpu and "
-     "--slide-keep-head"},
+     "--nproc_per_node=N --no-python would start them; --batch is per rank. Under a launcher, leave it "
+     "out: each process is one rank, as torchrun (RANK, WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) "
+     "or srun (SLURM_PROCID, SLURM_NTASKS, SLURM_NODEID; rank 0 on the first host of the job's nodes, port "
+     "20000 + SLURM_JOB_ID % 12768 unless MASTER_ADDR/MASTER_PORT say otherwise) describes it. Across "
+     "machines rank 0 listens on the interface NCCL_SOCKET_IFNAME names, else on every interface. On the "
+     "GPU each rank uses GPU LOCAL_RANK (modulo the GPUs CUDA_VISIBLE_DEVICES lists: 0 where srun gives "
+     "each task its own) and sums "
+     "the gradients over NCCL (libnccl.so.2, or the path in SLIDECHECK_NCCL). Slide mode runs data "
+     "parallel without --slide-dpu and --slide-keep-head"},
     {"plan", "data parallel", "gpus", "--gpus N", "plan one GPU of N in data parallel (--batch per GPU)"},
     {"train", "data parallel", "zero", "--zero 1",
      "with AdamW: ZeRO-1, each rank keeps and updates the AdamW state of its 1/N of the parameters, with "
@@ -741,6 +745,7 @@ static int launch_ranks(int n, int argc, char **argv)
             setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", v[2], 1);
             /* the port picked here is the rendezvous port, whatever an outer launcher said */
             unsetenv("TORCHELASTIC_USE_AGENT_STORE"), unsetenv("SLIDECHECK_RENDEZVOUS_PORT");
+            unsetenv("GROUP_RANK"), unsetenv("GROUP_WORLD_SIZE"); /* one node */
             execv("/proc/self/exe", args);
             execvp(argv[0], args);
             fprintf(stderr, "slidecheck: --gpus: cannot start %s: %s\n", argv[0], strerror(errno));
@@ -985,7 +990,8 @@ static int cmd_train(int argc, char **argv)
         die_usage("%s", "--gpus N starts the ranks itself: leave it out under a launcher (WORLD_SIZE is set)");
     if (o.gpus > 1) return launch_ranks(o.gpus, argc, argv);
     int W = de.world_size, rank = de.rank;
-    if (W > 1) snprintf(g_rank_tag, sizeof g_rank_tag, "rank %d: ", rank);
+    if (W > 1 && de.node_count > 1) snprintf(g_rank_tag, sizeof g_rank_tag, "rank %d (node %d): ", rank, de.node);
+    else if (W > 1) snprintf(g_rank_tag, sizeof g_rank_tag, "rank %d: ", rank);
     if (W > 256) die_usage("%s", "data parallel: at most 256 ranks");
     if (rank > 0 && !freopen("/dev/null", "w", stdout)) die(SC_ERROR_IO, "/dev/null"); /* rank 0 prints */
     /* a long run must not fail at its end: the output places are checked now. Rank 0 writes --out
@@ -1073,7 +1079,7 @@ static int cmd_train(int argc, char **argv)
     mc.clip_grad_norm = (float)o.clip;
     mc.comm = comm;
     mc.zero = o.zero;
-    if (W > 1) mc.gpu = de.local_rank; /* one GPU per process on this machine */
+    if (W > 1) mc.gpu = de.gpu; /* one GPU per process on this machine: LOCAL_RANK, or the task's own (Slurm) */
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     free(params);

@@ -1,11 +1,16 @@
-/* Several processes without a GPU: the launch environment (torchrun's variables) and the TCP
-   rendezvous between real processes on the loopback: rank 0's blob reaches every rank; a
-   configuration mismatch, a rank that never arrives and an unreachable rank 0 all end in a clear
-   error within the timeout on every rank that is there. */
+/* Several processes without a GPU: the launch environment (torchrun's and srun's variables,
+   Slurm's host lists) and the TCP rendezvous between real processes on this machine: rank 0's
+   blob reaches every rank; a configuration mismatch, a rank that never arrives and an unreachable
+   rank 0 all end in a clear error within the timeout on every rank that is there. Two "nodes"
+   (as two torchrun --nnodes 2 would start them, on one machine): a node that is killed, stalls
+   or never starts is named on every rank of the other. Where rank 0 listens: NCCL_SOCKET_IFNAME's
+   interface, MASTER_ADDR's loopback, or every interface; host names resolved. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 #include <math.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,8 @@
 extern int setenv(const char *name, const char *value, int overwrite);
 extern int unsetenv(const char *name);
 extern int nanosleep(const struct timespec *req, struct timespec *rem);
+extern int kill(pid_t pid, int sig);
+extern int gethostname(char *name, size_t len);
 
 static void sleep_ms(int ms)
 {
@@ -30,9 +37,36 @@ static void sleep_ms(int ms)
 
 static const char *vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                              "SLIDECHECK_RENDEZVOUS_TIMEOUT"};
+/* every other variable sc_dist_env_read looks at: cleared too, so that a test run inside a
+   Slurm job or under torchrun reads only what the test sets */
+static const char *more_vars[] = {
+    "GROUP_RANK", "GROUP_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE", "SLIDECHECK_RENDEZVOUS_PORT",
+    "NCCL_SOCKET_IFNAME", "CUDA_VISIBLE_DEVICES", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID",
+    "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NNODES",
+    "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_ID", "SLURM_JOBID"};
 static void env_clear(void)
 {
     for (int i = 0; i < 7; i++) unsetenv(vars[i]);
+}
+static void env_clear_all(void)
+{
+    env_clear();
+    for (size_t i = 0; i < sizeof more_vars / sizeof more_vars[0]; i++) unsetenv(more_vars[i]);
+}
+
+/* a cleared environment, then each "NAME=VALUE" of set (NULL-terminated) */
+static void env_put(const char *const *set)
+{
+    env_clear_all();
+    for (int i = 0; set[i]; i++) {
+        char name[64];
+        const char *eq = strchr(set[i], '=');
+        size_t n = eq ? (size_t)(eq - set[i]) : 0;
+        if (!eq || n >= sizeof name) continue;
+        memcpy(name, set[i], n);
+        name[n] = 0;
+        setenv(name, eq + 1, 1);
+    }
 }
 
 /* RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT TIMEOUT; NULL = unset */
@@ -90,6 +124,170 @@ static void test_env(void)
               sc_last_error());
     }
     env_clear();
+}
+
+/* srun's variables, torchrun's node variables and their precedence: each case's environment ->
+   what sc_dist_env_read reads, or the words of its error */
+#define SRUN "SLURM_STEP_ID=0"
+typedef struct {
+    const char *what, *set[20];
+    int rank, world, local, lws, node, nodes, gpu;
+    const char *addr;
+    int port;
+    const char *err; /* non-NULL: the call fails with this in its message */
+} env_case;
+
+static void test_env_launchers(void)
+{
+    static const env_case cases[] = {
+        {"srun, 2 nodes x 4: rank 5 is local 1 on node 1; rank 0 on node01 at 20000 + 123456 % 12768",
+         {SRUN, "SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=1", "SLURM_TASKS_PER_NODE=4(x2)",
+          "SLURM_JOB_NODELIST=node[01-02]", "SLURM_JOB_ID=123456", NULL},
+         5, 8, 1, 4, 1, 2, 1, "node01", 28544, NULL},
+        {"srun, uneven '4(x2),3': node 2 runs 3 ranks; first host gpu-a003 of 'gpu-a[003-010],gpu-b7'",
+         {SRUN, "SLURM_PROCID=9", "SLURM_NTASKS=11", "SLURM_LOCALID=1", "SLURM_NODEID=2",
+          "SLURM_TASKS_PER_NODE=4(x2),3", "SLURM_JOB_NODELIST=gpu-a[003-010],gpu-b7", "SLURM_JOB_ID=42", NULL},
+         9, 11, 1, 3, 2, 3, 1, "gpu-a003", 20042, NULL},
+        {"srun: SLURM_NTASKS_PER_NODE=2 where set; SLURM_STEP_NODELIST before the job's ('n[1-3]x' -> n1x)",
+         {SRUN, "SLURM_PROCID=4", "SLURM_NTASKS=6", "SLURM_LOCALID=0", "SLURM_NODEID=2", "SLURM_NTASKS_PER_NODE=2",
+          "SLURM_TASKS_PER_NODE=2(x3)", "SLURM_STEP_NODELIST=n[1-3]x", "SLURM_JOB_NODELIST=node[01-04]",
+          "SLURM_JOB_ID=7", NULL},
+         4, 6, 0, 2, 2, 3, 0, "n1x", 20007, NULL},
+        {"srun: SLURM_NODELIST and SLURM_JOBID (older names), 'r[1-2]n[01-04]' -> r1n01, SLURM_NNODES",
+         {"SLURM_STEPID=3", "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_NODEID=1", "SLURM_NNODES=2",
+          "SLURM_NTASKS_PER_NODE=1", "SLURM_NODELIST=r[1-2]n[01-04]", "SLURM_JOBID=12768", NULL},
+         1, 2, 0, 1, 1, 2, 0, "r1n01", 20000, NULL},
+        {"srun with MASTER_ADDR and MASTER_PORT: they win over the host list and the job's port",
+         {SRUN, "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=2",
+          "SLURM_JOB_NODELIST=node[01-02]", "SLURM_JOB_ID=99", "MASTER_ADDR=10.1.2.3", "MASTER_PORT=29400", NULL},
+         1, 2, 1, 2, 0, 1, 1, "10.1.2.3", 29400, NULL},
+        {"srun: SLIDECHECK_RENDEZVOUS_PORT over the job's port; CUDA_VISIBLE_DEVICES=3 (a GPU per task): device 0",
+         {SRUN, "SLURM_PROCID=3", "SLURM_NTASKS=4", "SLURM_LOCALID=1", "SLURM_NODEID=1", "SLURM_TASKS_PER_NODE=2(x2)",
+          "SLURM_JOB_NODELIST=node[01-02]", "SLURM_JOB_ID=5", "SLIDECHECK_RENDEZVOUS_PORT=31111",
+          "CUDA_VISIBLE_DEVICES=3", NULL},
+         3, 4, 1, 2, 1, 2, 0, "node01", 31111, NULL},
+        {"CUDA_VISIBLE_DEVICES=0,1,2,3 (the node's GPUs): device LOCAL_RANK",
+         {"RANK=2", "WORLD_SIZE=4", "LOCAL_RANK=2", "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=h", "MASTER_PORT=1000",
+          "CUDA_VISIBLE_DEVICES=0,1,2,3", NULL},
+         2, 4, 2, 4, 0, 1, 2, "h", 1000, NULL},
+        {"torchrun under srun: RANK/WORLD_SIZE win over the SLURM_ variables",
+         {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", SRUN, "SLURM_PROCID=5",
+          "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=1", "SLURM_TASKS_PER_NODE=4(x2)",
+          "SLURM_JOB_NODELIST=node[01-02]", "SLURM_JOB_ID=1", NULL},
+         1, 2, 1, 2, 0, 1, 1, "127.0.0.1", 29500, NULL},
+        {"torchrun --nnodes 2 --node_rank 1: GROUP_RANK and GROUP_WORLD_SIZE",
+         {"RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "GROUP_RANK=1", "GROUP_WORLD_SIZE=2",
+          "MASTER_ADDR=node01", "MASTER_PORT=29500", NULL},
+         5, 8, 1, 4, 1, 2, 1, "node01", 29500, NULL},
+        {"RANK and LOCAL_WORLD_SIZE without GROUP_RANK: node RANK / LOCAL_WORLD_SIZE",
+         {"RANK=6", "WORLD_SIZE=8", "LOCAL_RANK=2", "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=a", "MASTER_PORT=2", NULL},
+         6, 8, 2, 4, 1, 2, 2, "a", 2, NULL},
+        {"an sbatch script itself (SLURM_PROCID=0 of the job's 8 tasks, no step id): one process",
+         {"SLURM_PROCID=0", "SLURM_NTASKS=8", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=4(x2)",
+          "SLURM_JOB_NODELIST=node[01-02]", "SLURM_JOB_ID=1", NULL},
+         0, 1, 0, 1, 0, 1, 0, "127.0.0.1", 0, NULL},
+        {"srun -n 1: one process", {SRUN, "SLURM_PROCID=0", "SLURM_NTASKS=1", NULL},
+         0, 1, 0, 1, 0, 1, 0, "127.0.0.1", 0, NULL},
+#define BAD(w, e, ...) {w, {__VA_ARGS__, NULL}, 0, 0, 0, 0, 0, 0, 0, NULL, 0, e}
+        BAD("malformed SLURM_PROCID", "SLURM_PROCID='x'", SRUN, "SLURM_PROCID=x", "SLURM_NTASKS=2"),
+        BAD("SLURM_PROCID past SLURM_NTASKS", "SLURM_PROCID='2': need an integer in [0, SLURM_NTASKS=2)", SRUN,
+            "SLURM_PROCID=2", "SLURM_NTASKS=2"),
+        BAD("SLURM_NTASKS=0", "SLURM_NTASKS='0'", SRUN, "SLURM_PROCID=0", "SLURM_NTASKS=0"),
+        BAD("no SLURM_LOCALID", "SLURM_LOCALID=''", SRUN, "SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_NODEID=0"),
+        BAD("no SLURM_NODEID", "SLURM_NODEID=''", SRUN, "SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0"),
+        BAD("SLURM_LOCALID past the node's tasks", "SLURM_LOCALID=4 is not below this node's 4 tasks", SRUN,
+            "SLURM_PROCID=4", "SLURM_NTASKS=8", "SLURM_LOCALID=4", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=4(x2)"),
+        BAD("SLURM_NODEID past the list", "SLURM_NODEID=2: SLURM_TASKS_PER_NODE='4(x2)' lists 2 nodes", SRUN,
+            "SLURM_PROCID=1", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=2", "SLURM_TASKS_PER_NODE=4(x2)"),
+        BAD("malformed SLURM_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE='4(x': need task counts", SRUN, "SLURM_PROCID=1",
+            "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=4(x"),
+        BAD("malformed host list", "SLURM_JOB_NODELIST='node[01-': need a host list", SRUN, "SLURM_PROCID=1",
+            "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=2",
+            "SLURM_JOB_NODELIST=node[01-", "SLURM_JOB_ID=1"),
+        BAD("no host list, no MASTER_ADDR", "MASTER_ADDR is not set, nor SLURM_STEP_NODELIST", SRUN, "SLURM_PROCID=1",
+            "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=2", "SLURM_JOB_ID=1"),
+        BAD("malformed SLURM_JOB_ID", "SLURM_JOB_ID='12a': need an integer", SRUN, "SLURM_PROCID=1", "SLURM_NTASKS=2",
+            "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=2", "SLURM_JOB_NODELIST=n1", "SLURM_JOB_ID=12a"),
+        BAD("no job id, no MASTER_PORT", "MASTER_PORT is not set, nor SLURM_JOB_ID", SRUN, "SLURM_PROCID=1",
+            "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=2", "SLURM_JOB_NODELIST=n1"),
+        BAD("GROUP_RANK past GROUP_WORLD_SIZE", "GROUP_RANK='2': need an integer in [0, GROUP_WORLD_SIZE=2)", "RANK=0",
+            "WORLD_SIZE=4", "GROUP_RANK=2", "GROUP_WORLD_SIZE=2", "MASTER_ADDR=a", "MASTER_PORT=1"),
+        BAD("malformed GROUP_RANK", "GROUP_RANK='one'", "RANK=0", "WORLD_SIZE=4", "GROUP_RANK=one", "MASTER_ADDR=a",
+            "MASTER_PORT=1"),
+#undef BAD
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const env_case *c = &cases[i];
+        sc_dist_env e;
+        env_put(c->set);
+        sc_result r = sc_dist_env_read(&e);
+        if (c->err) {
+            CHECK(r == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), c->err), "%s: %s", c->what, sc_last_error());
+            continue;
+        }
+        CHECK(r == SC_SUCCESS && e.rank == c->rank && e.world_size == c->world && e.local_rank == c->local &&
+                  e.local_world_size == c->lws && e.node == c->node && e.node_count == c->nodes && e.gpu == c->gpu &&
+                  !strcmp(e.master_addr, c->addr) && e.master_port == c->port,
+              "%s (read: rank %d of %d, local %d of %d, node %d of %d, GPU %d, %s:%d%s%s)", c->what, e.rank,
+              e.world_size, e.local_rank, e.local_world_size, e.node, e.node_count, e.gpu, e.master_addr, e.master_port,
+              r ? "; " : "", r ? sc_last_error() : "");
+    }
+    env_clear_all();
+}
+
+/* Slurm's host lists and task counts, NCCL_SOCKET_IFNAME's syntax */
+static void test_lists(void)
+{
+    static const struct { const char *in, *want; } hl[] = {
+        {"node01", "node01"}, {"node[01-04,07]", "node01"}, {"gpu-a[003-010],gpu-b7", "gpu-a003"}, {"n[1-3]x", "n1x"},
+        {"r[1-2]n[01-04]", "r1n01"}, {"a.b-c_d,e", "a.b-c_d"}, {"x[007]", "x007"}, {"n[08,01-03]", "n08"},
+        {"", NULL}, {",node1", NULL}, {"node[01-", NULL}, {"node[]", NULL}, {"node[01", NULL}, {"node[a-b]", NULL},
+        {"node[1,]", NULL}, {"node]1", NULL}, {"node[1-2-]", NULL},
+    };
+    int ok = 1;
+    char bad[512] = "";
+    for (size_t i = 0; i < sizeof hl / sizeof hl[0]; i++) {
+        char out[64] = "";
+        int r = sc__hostlist_first(hl[i].in, out, sizeof out);
+        int good = hl[i].want ? r == 0 && !strcmp(out, hl[i].want) : r == -1;
+        if (!good) snprintf(bad + strlen(bad), sizeof bad - strlen(bad), " '%s' -> %d '%s';", hl[i].in, r, out);
+        ok &= good;
+    }
+    char small[6];
+    ok &= sc__hostlist_first("node001", small, sizeof small) == -1;
+    CHECK(ok, "Slurm host lists: first hosts of 8 lists (ranges, lists, suffixes, zero padding, two brackets) and 9 "
+          "malformed ones refused, a host longer than the buffer refused%s", bad);
+
+    static const struct { const char *s; int at, count, entries, ok; } tp[] = {
+        {"4(x2),3", 0, 4, 3, 1}, {"4(x2),3", 1, 4, 3, 1}, {"4(x2),3", 2, 3, 3, 1}, {"4(x2),3", 3, -1, 3, 1},
+        {"2", 0, 2, 1, 1}, {"1(x4)", 3, 1, 4, 1}, {"3,2(x3),1", 4, 1, 5, 1}, {"4(x", 0, 0, 0, 0},
+        {"4(x2", 0, 0, 0, 0}, {"4(x0)", 0, 0, 0, 0}, {"0", 0, 0, 0, 0}, {"4,", 0, 0, 0, 0}, {"-4", 0, 0, 0, 0},
+        {"", 0, 0, 0, 0}, {"4(2)", 0, 0, 0, 0}, {"4 ", 0, 0, 0, 0},
+    };
+    ok = 1;
+    bad[0] = 0;
+    for (size_t i = 0; i < sizeof tp / sizeof tp[0]; i++) {
+        int count = 0, entries = 0, r = sc__tasks_per_node(tp[i].s, tp[i].at, &count, &entries);
+        int good = tp[i].ok ? r == 1 && count == tp[i].count && entries == tp[i].entries : r == 0;
+        if (!good) snprintf(bad + strlen(bad), sizeof bad - strlen(bad), " '%s'[%d] -> %d %d %d;", tp[i].s, tp[i].at, r, count, entries);
+        ok &= good;
+    }
+    CHECK(ok, "SLURM_TASKS_PER_NODE: 7 forms read per node ('4(x2),3': 4, 4, 3), 9 malformed refused%s", bad);
+
+    static const struct { const char *spec, *name; int want; } im[] = {
+        {"lo", "lo", 1}, {"lo", "lo0", 1}, {"=lo", "lo", 1}, {"=lo", "lo0", 0}, {"eth,ib", "ib0", 1},
+        {"eth,ib", "lo", 0}, {"^docker,lo", "eth0", 1}, {"^docker,lo", "docker0", 0}, {"^docker,lo", "lo", 0},
+        {"^=lo", "lo0", 1}, {"^=lo", "lo", 0}, {"=eth0,eth1", "eth1", 1}, {"=eth0,eth1", "eth10", 0},
+        {"eth0,", "eth0", 1}, {"^", "eth0", 1},
+    };
+    ok = 1;
+    bad[0] = 0;
+    for (size_t i = 0; i < sizeof im / sizeof im[0]; i++)
+        if (sc__ifname_match(im[i].spec, im[i].name) != im[i].want) {
+            ok = 0;
+            snprintf(bad + strlen(bad), sizeof bad - strlen(bad), " '%s' on %s;", im[i].spec, im[i].name);
+        }
+    CHECK(ok, "NCCL_SOCKET_IFNAME's syntax: prefixes, '=' exact names, '^' exclusion, lists: 15 cases%s", bad);
 }
 
 /* A TCP socket on 127.0.0.1 at a port the kernel picks (*port), listening if asked; -1 on failure. */
@@ -393,6 +591,288 @@ static void test_comm(void)
     free(ref);
 }
 
+/* Child: on top of a cleared environment, `set` ("NAME=VALUE", NULL-terminated), then
+   sc_dist_env_read and the channel. mode 0: an allreduce of NRED floats that must equal the
+   rank-order sum, a gather and a barrier (exit 0; 4 when the environment reads otherwise than
+   `want_node`); mode 1: one byte to `ready` once the channel is open, then sleep (a node that is
+   killed, or stalls); mode 2: an allreduce that must fail; mode 3: an open that must fail; mode 4:
+   a rendezvous that must succeed. Modes 2 and 3 write sc_last_error() to `msg` and exit
+   10 + (-result) when it holds `want`, 20 + (-result) otherwise. */
+static pid_t spawn_env(char (*set)[96], int mode, int want_node, int ready, int msg, const char *want)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p) return p;
+    const char *v[24];
+    int n = 0;
+    for (; n < 23 && set[n][0]; n++) v[n] = set[n];
+    v[n] = NULL;
+    env_put(v);
+    sc_dist_env e;
+    if (sc_dist_env_read(&e) != SC_SUCCESS) _exit(5);
+    if (want_node >= 0 && e.node != want_node) _exit(4);
+    unsigned char b[BLOB];
+    blob_of(b, 5);
+    if (mode == 4) _exit(sc_dist_rendezvous(&e, 99, b, BLOB) == SC_SUCCESS ? 0 : 6);
+    sc_dist_comm *c = NULL;
+    sc_result r = sc_dist_comm_open(&c, &e, 99, b, BLOB);
+    if (mode == 3 || r != SC_SUCCESS) {
+        if (mode != 3) _exit(2);
+        if (msg >= 0 && write(msg, sc_last_error(), strlen(sc_last_error())) < 0) _exit(7);
+        _exit(r == SC_SUCCESS ? 3 : (want && strstr(sc_last_error(), want) ? 10 : 20) - (int)r);
+    }
+    if (mode == 1) {
+        char one = 1;
+        if (write(ready, &one, 1) != 1) _exit(7);
+        sleep_ms(30000);
+        _exit(0);
+    }
+    float *x = (float *)malloc(sizeof(float) * NRED), *ref = (float *)malloc(sizeof(float) * NRED);
+    red_of(x, e.rank);
+    red_ref(ref, e.world_size);
+    r = sc_dist_allreduce_f32(c, x, NRED);
+    if (mode == 2) {
+        if (msg >= 0 && write(msg, sc_last_error(), strlen(sc_last_error())) < 0) _exit(7);
+        _exit(r == SC_SUCCESS ? 3 : (want && strstr(sc_last_error(), want) ? 10 : 20) - (int)r);
+    }
+    int mine = e.rank, all[8];
+    int ok = r == SC_SUCCESS && !memcmp(x, ref, sizeof(float) * NRED) &&
+             sc_dist_gather(c, &mine, e.rank ? NULL : all, sizeof mine) == SC_SUCCESS && sc_dist_barrier(c) == SC_SUCCESS;
+    for (int i = 0; ok && e.rank == 0 && i < e.world_size && i < 8; i++) ok = all[i] == i;
+    sc_dist_comm_close(c);
+    _exit(ok ? 0 : 3);
+}
+
+/* rank `rank` of a launch over `nodes` nodes of lws ranks each, as torchrun --nnodes sets it (its
+   agent store on MASTER_PORT, so the rendezvous is on the port after it: `port`), plus `extra` */
+static void torchrun_env(char (*set)[96], int rank, int lws, int nodes, int port, const char *timeout, const char *extra)
+{
+    int k = 0;
+    snprintf(set[k++], 96, "RANK=%d", rank);
+    snprintf(set[k++], 96, "WORLD_SIZE=%d", lws * nodes);
+    snprintf(set[k++], 96, "LOCAL_RANK=%d", rank % lws);
+    snprintf(set[k++], 96, "LOCAL_WORLD_SIZE=%d", lws);
+    snprintf(set[k++], 96, "GROUP_RANK=%d", rank / lws);
+    snprintf(set[k++], 96, "GROUP_WORLD_SIZE=%d", nodes);
+    snprintf(set[k++], 96, "MASTER_ADDR=127.0.0.1");
+    snprintf(set[k++], 96, "MASTER_PORT=%d", port - 1);
+    snprintf(set[k++], 96, "TORCHELASTIC_USE_AGENT_STORE=True");
+    snprintf(set[k++], 96, "SLIDECHECK_RENDEZVOUS_TIMEOUT=%s", timeout);
+    if (extra) snprintf(set[k++], 96, "%s", extra);
+    set[k][0] = 0;
+}
+
+/* everything a child wrote to its message pipe (the read end), then closed */
+static void read_msg(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)k;
+    buf[n] = 0;
+    close(fd);
+}
+
+/* Two "nodes" of 2 ranks on this machine. ok: all 4 open the channel and all-reduce. kill:
+   node 1's ranks die (SIGKILL) once the channel is open, stall: they sleep instead, absent:
+   they never start; node 0's ranks must stop naming node 1. */
+enum { NODES_OK, NODES_KILL, NODES_STALL, NODES_ABSENT };
+static void two_nodes(int how, const char *timeout, double *dt, int ex[2], char msgs[2][1200])
+{
+    char set[4][24][96];
+    int port = free_port(), ready[2] = {-1, -1}, mp[2][2];
+    pid_t pid[4] = {0, 0, 0, 0};
+    if (pipe(ready)) return;
+    for (int r = 0; r < 2; r++)
+        if (pipe(mp[r])) return;
+    double t0 = now_s();
+    for (int r = 0; r < 4; r++) {
+        torchrun_env(set[r], r, 2, 2, port, timeout, NULL);
+        int node1 = r >= 2;
+        if (how == NODES_ABSENT && node1) continue;
+        int mode = how == NODES_OK ? 0 : node1 ? 1 : how == NODES_ABSENT ? 3 : 2;
+        pid[r] = spawn_env(set[r], mode, r / 2, ready[1], node1 ? -1 : mp[r][1], "node 1");
+    }
+    close(ready[1]);
+    for (int r = 0; r < 2; r++) close(mp[r][1]);
+    if (how == NODES_KILL || how == NODES_STALL) { /* node 1's ranks have opened the channel */
+        char one[2];
+        struct pollfd pf;
+        pf.fd = ready[0], pf.events = POLLIN, pf.revents = 0;
+        size_t got = 0;
+        while (got < 2 && poll(&pf, 1, 10000) > 0) {
+            ssize_t k = read(ready[0], one, 2 - got);
+            if (k <= 0) break;
+            got += (size_t)k;
+        }
+        t0 = now_s();
+        if (how == NODES_KILL) kill(pid[2], SIGKILL), kill(pid[3], SIGKILL);
+    }
+    for (int r = 0; r < 2; r++) ex[r] = reap(pid[r]);
+    *dt = now_s() - t0;
+    for (int r = 2; r < 4; r++)
+        if (pid[r]) {
+            if (how == NODES_STALL) kill(pid[r], SIGKILL);
+            int x = reap(pid[r]);
+            if (how == NODES_OK && x) ex[0] = ex[0] ? ex[0] : 100 + x;
+        }
+    close(ready[0]);
+    for (int r = 0; r < 2; r++) read_msg(mp[r][0], msgs[r], 1200);
+}
+
+static void test_two_nodes(void)
+{
+    double dt = 0;
+    int ex[2] = {-1, -1};
+    char m[2][1200];
+    two_nodes(NODES_OK, "10", &dt, ex, m);
+    CHECK(ex[0] == 0 && ex[1] == 0, "two nodes x 2 ranks (RANK, LOCAL_RANK, GROUP_RANK 0/1, torchrun's agent store): "
+          "every rank reads its node, opens the channel and all-reduces %d floats to the rank-order sum, %.2f s "
+          "(exits %d, %d)", NRED, dt, ex[0], ex[1]);
+
+    two_nodes(NODES_KILL, "5", &dt, ex, m);
+    CHECK(ex[0] == 10 - (int)SC_ERROR_IO && ex[1] == 10 - (int)SC_ERROR_IO && strstr(m[0], "rank 2 (node 1) closed") &&
+              strstr(m[1], "rank 2 (node 1) closed") && dt < 2.5,
+          "node 1 killed (both ranks, SIGKILL) during an allreduce: node 0's ranks stop %.2f s later (timeout 5 s), "
+          "both naming it: rank 0: '%s'; rank 1: '%s'", dt, m[0], m[1]);
+
+    two_nodes(NODES_STALL, "1", &dt, ex, m);
+    CHECK(ex[0] == 10 - (int)SC_ERROR_TIMEOUT && ex[1] == 10 - (int)SC_ERROR_IO &&
+              strstr(m[0], "rank 2 (node 1) did not answer within 1 s") &&
+              strstr(m[1], "rank 2 (node 1) did not answer within 1 s") && dt >= 0.9 && dt < 3.0,
+          "node 1 stalls (alive, silent) with the same 1 s timeout everywhere: node 0's ranks stop after %.2f s, both "
+          "naming it (rank 1 through rank 0, before its own wait ends): rank 0: '%s'; rank 1: '%s'", dt, m[0], m[1]);
+
+    two_nodes(NODES_ABSENT, "1", &dt, ex, m);
+    CHECK(ex[0] == 10 - (int)SC_ERROR_TIMEOUT && ex[1] == 10 - (int)SC_ERROR_TIMEOUT &&
+              strstr(m[0], "missing: rank 2, 3; no rank of node 1 arrived") &&
+              strstr(m[1], "no rank of node 1 arrived") && dt >= 0.9 && dt < 3.0,
+          "node 1 never starts: node 0's ranks stop after %.2f s (timeout 1 s): rank 0: '%s'; rank 1: '%s'", dt, m[0],
+          m[1]);
+}
+
+/* A non-loopback IPv4 interface of this machine (name and address), 0 when there is none */
+static int other_interface(char *name, size_t ncap, char *addr, size_t acap)
+{
+    struct ifaddrs *all = NULL, *i;
+    int found = 0;
+    if (getifaddrs(&all)) return 0;
+    for (i = all; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & 0x1) && !(i->ifa_flags & 0x8)) {
+            snprintf(name, ncap, "%s", i->ifa_name);
+            inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, addr, (socklen_t)acap);
+            found = 1;
+        }
+    freeifaddrs(all);
+    return found;
+}
+
+/* where rank 0 listens for (MASTER_ADDR, NCCL_SOCKET_IFNAME): "127.0.0.1", "::", ... or the error */
+static const char *listen_of(const char *master, const char *ifname, char *buf, size_t cap)
+{
+    sc_dist_env e = env_of(0, 2, 4242, 1.0);
+    struct sockaddr_storage ss;
+    socklen_t len = 0;
+    char desc[400];
+    snprintf(e.master_addr, sizeof e.master_addr, "%s", master);
+    snprintf(e.socket_ifname, sizeof e.socket_ifname, "%s", ifname);
+    if (sc__dist_listen_addr(&e, &ss, &len, desc, sizeof desc) != SC_SUCCESS) snprintf(buf, cap, "error: %.500s", sc_last_error());
+    else sc__dist_host(&ss, buf, cap);
+    return buf;
+}
+
+/* 2 ranks through the environment: rank 0 in this process, rank 1 a child; `extra` on both */
+static sc_result env_pair(const char *master, const char *extra, const char *extra2, int *child_exit)
+{
+    char set[2][24][96];
+    int port = free_port();
+    for (int r = 0; r < 2; r++) {
+        int k = 0;
+        snprintf(set[r][k++], 96, "RANK=%d", r);
+        snprintf(set[r][k++], 96, "WORLD_SIZE=2");
+        snprintf(set[r][k++], 96, "MASTER_ADDR=%s", master);
+        snprintf(set[r][k++], 96, "MASTER_PORT=%d", port);
+        snprintf(set[r][k++], 96, "SLIDECHECK_RENDEZVOUS_TIMEOUT=3");
+        if (extra) snprintf(set[r][k++], 96, "%s", extra);
+        if (extra2) snprintf(set[r][k++], 96, "%s", extra2);
+        set[r][k][0] = 0;
+    }
+    pid_t c = spawn_env(set[1], 4, -1, -1, -1, NULL);
+    const char *v[24];
+    int n = 0;
+    for (; set[0][n][0]; n++) v[n] = set[0][n];
+    v[n] = NULL;
+    env_put(v);
+    sc_dist_env e;
+    unsigned char b[BLOB];
+    blob_of(b, 5);
+    sc_result r = sc_dist_env_read(&e);
+    if (r == SC_SUCCESS) r = sc_dist_rendezvous(&e, 99, b, BLOB);
+    if (r != SC_SUCCESS) kill(c, SIGKILL);
+    *child_exit = reap(c);
+    env_clear_all();
+    return r;
+}
+
+static void test_listen(void)
+{
+    char a[600], b[600], c[600], d[600], ifn[64] = "", ip[64] = "";
+    int other = other_interface(ifn, sizeof ifn, ip, sizeof ip);
+    /* 10.255.255.1: not loopback, so the interface decides */
+    CHECK(!strcmp(listen_of("10.255.255.1", "=lo", a, sizeof a), "127.0.0.1") &&
+              !strcmp(listen_of("10.255.255.1", "lo", b, sizeof b), "127.0.0.1"),
+          "NCCL_SOCKET_IFNAME '=lo' and 'lo' (MASTER_ADDR 10.255.255.1): rank 0 listens on %s, %s", a, b);
+    CHECK(!strcmp(listen_of("127.0.0.1", "", a, sizeof a), "127.0.0.1") &&
+              !strcmp(listen_of("localhost", "", b, sizeof b), "127.0.0.1") &&
+              !strcmp(listen_of("::1", "", c, sizeof c), "::1") && !strcmp(listen_of("node01", "", d, sizeof d), "::"),
+          "no NCCL_SOCKET_IFNAME: MASTER_ADDR 127.0.0.1 / localhost / ::1 -> %s, %s, %s (loopback); a host name -> %s "
+          "(every interface)", a, b, c, d);
+    CHECK(!strcmp(listen_of("127.0.0.1", "^lo", a, sizeof a), "127.0.0.1"),
+          "MASTER_ADDR on the loopback: rank 0 listens there whatever interface NCCL_SOCKET_IFNAME names (%s)", a);
+    listen_of("10.255.255.1", "nosuch0", a, sizeof a);
+    listen_of("127.0.0.1", "=l", b, sizeof b);
+    CHECK(strstr(a, "NCCL_SOCKET_IFNAME='nosuch0': no interface matches it (this machine has: lo") &&
+              strstr(b, "NCCL_SOCKET_IFNAME='=l': no interface matches it"),
+          "an interface that does not exist: '%s'; '=l' is exact: '%s'", a, b);
+    if (other) {
+        char want[80];
+        snprintf(want, sizeof want, "=%s", ifn);
+        CHECK(!strcmp(listen_of("10.255.255.1", "^lo", a, sizeof a), ip) &&
+                  !strcmp(listen_of("10.255.255.1", want, b, sizeof b), ip) &&
+                  !strcmp(listen_of("10.255.255.1", "^docker", c, sizeof c), ip),
+              "'^lo', '%s' and '^docker' (lo not excluded: loopback interfaces come last): %s's address %s (%s, %s, %s)",
+              want, ifn, ip, a, b, c);
+    } else
+        printf("note: no non-loopback IPv4 interface here: '^lo' and a second interface not tested\n");
+
+    /* real rendezvous through the environment */
+    int x1 = -1, x2 = -1;
+    sc_result r1 = env_pair("127.0.0.1", "NCCL_SOCKET_IFNAME=lo", NULL, &x1);
+    sc_result r2 = env_pair("127.0.0.1", "NCCL_SOCKET_IFNAME==lo", NULL, &x2);
+    CHECK(r1 == SC_SUCCESS && x1 == 0 && r2 == SC_SUCCESS && x2 == 0,
+          "2 processes with NCCL_SOCKET_IFNAME=lo and =lo: the rendezvous completes (%s; exits %d, %d)",
+          r1 || r2 ? sc_last_error() : "ok", x1, x2);
+    double t0 = now_s();
+    r1 = env_pair("127.0.0.1", "NCCL_SOCKET_IFNAME=nosuch0", NULL, &x1);
+    double dt = now_s() - t0;
+    CHECK(r1 == SC_ERROR_INVALID_ARGS && strstr(sc_last_error(), "NCCL_SOCKET_IFNAME='nosuch0'") && dt < 1.0,
+          "NCCL_SOCKET_IFNAME=nosuch0: rank 0 stops at once (%.2f s): %s", dt, sc_last_error());
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) == 0 && host[0]) {
+        r1 = env_pair(host, NULL, NULL, &x1);
+        CHECK(r1 == SC_SUCCESS && x1 == 0, "MASTER_ADDR=%s (this machine's host name, resolved with getaddrinfo; rank 0 "
+              "on every interface): the rendezvous completes (%s; exit %d)", host, r1 ? sc_last_error() : "ok", x1);
+    }
+    if (other) {
+        char ifv[96];
+        snprintf(ifv, sizeof ifv, "NCCL_SOCKET_IFNAME==%s", ifn);
+        r1 = env_pair(ip, NULL, NULL, &x1);
+        r2 = env_pair(ip, ifv, NULL, &x2);
+        CHECK(r1 == SC_SUCCESS && x1 == 0 && r2 == SC_SUCCESS && x2 == 0,
+              "MASTER_ADDR=%s (%s): the rendezvous completes with rank 0 on every interface and with %s (%s; exits %d, "
+              "%d)", ip, ifn, ifv, r1 || r2 ? sc_last_error() : "ok", x1, x2);
+    }
+}
+
 /* Data parallel on the CPU backend: W ranks of B rows each against one process of W*B rows.
    Every rank builds the same seeded `tiny` model and draws the same global batch, then trains
    on its rows. dp_train: 3 AdamW steps (policy `full` on the ranks, `none` alone: policies give
@@ -606,9 +1086,14 @@ static void test_data_parallel(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    env_clear_all();
     test_env();
+    test_env_launchers();
+    test_lists();
     test_rendezvous();
     test_comm();
+    test_two_nodes();
+    test_listen();
     test_data_parallel();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
