@@ -1327,8 +1327,10 @@ typedef struct sc_model_config {
                                   sc_clip_scale(norm, clip_grad_norm), norm the 2-norm over all
                                   gradients (torch's clip_grad_norm_); the same bits in every mode
                                   and policy. Slide mode then updates after the whole backward
-                                  (the norm needs every gradient). Not with slide_dpu,
-                                  slide_keep_head, slide_device_update or zero. 0: no clipping */
+                                  (the norm needs every gradient), layer by layer from the first.
+                                  Not with slide_dpu, slide_keep_head, slide_device_update, nor
+                                  where a rank holds only chunks of the gradients (zero on the GPU
+                                  or in slide mode, slide over NCCL). 0: no clipping */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
