@@ -263,7 +263,7 @@ USAGE
      sc_lr_factor(sched, step, warmup, total, min_ratio)   transformers' constant / linear / cosine
      sc_lr_schedule_parse(name, &s) / sc_lr_schedule_name(s)
      sc_model_set_lr(m, lr) / sc_model_lr(m)   the next update's learning rate
-     mc.clip_grad_norm = C               torch's clip_grad_norm_ before every update, exact in every mode
+     mc.clip_grad_norm = C               torch's clip_grad_norm_ before every update, the same bits in every mode
      sc_model_grad_norm(m)               the 2-norm of the current gradients, before clipping
      sc_grad_norm(g, dt, n, threads) / sc_clip_scale(norm, C)   the same norm and factor on any buffer
      sc_model_steps_done(m)              optimizer steps taken (AdamW's t)
