@@ -9,6 +9,7 @@
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -904,6 +905,31 @@ static void check_train_state(const char *dir, const train_state *now, train_sta
 #undef MISMATCH
 }
 
+/* Removes dir and the files in it (a checkpoint folder holds no subfolders); absent is fine */
+static void remove_checkpoint_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return;
+        fprintf(stderr, "slidecheck: --save: cannot open %s: %s\n", dir, strerror(errno));
+        exit(1);
+    }
+    char path[4400];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path)) {
+            fprintf(stderr, "slidecheck: --save: cannot remove %s: %s\n", path, strerror(errno));
+            exit(1);
+        }
+    }
+    closedir(d);
+    if (rmdir(dir)) {
+        fprintf(stderr, "slidecheck: --save: cannot remove %s: %s\n", dir, strerror(errno));
+        exit(1);
+    }
+}
+
 /* DIR/step_NNNNNN/: the HF checkpoint, optimizer.safetensors and trainer_state.json, written into
    DIR/.step_NNNNNN.tmp and renamed when complete, so that a kill leaves the last whole one */
 static void save_train_checkpoint(sc_model *m, const sc_config *cfg, const char *dir, const train_state *t, int rank)
@@ -917,17 +943,14 @@ static void save_train_checkpoint(sc_model *m, const sc_config *cfg, const char 
     sc_result r;
     if ((r = sc_model_get_params(m, p)) != SC_SUCCESS) die(r, "reading weights");
     if (rank == 0) {
-        char cmd[8400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp); /* a leftover of a killed save */
-        if (strchr(tmp, '\'') || system(cmd) != 0) die(SC_ERROR_IO, tmp);
+        remove_checkpoint_dir(tmp); /* a leftover of a killed save */
         check_writable_dir(tmp, "--save");
         if ((r = sc_hf_write(tmp, cfg, p, 0)) != SC_SUCCESS) die(r, tmp);
         snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
         if ((r = sc_model_save_optimizer(m, path)) != SC_SUCCESS) die(r, path);
         snprintf(path, sizeof path, "%s/trainer_state.json", tmp);
         if (write_train_state(path, t)) die(SC_ERROR_IO, path);
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", fin); /* an older save of the same step */
-        if (strchr(fin, '\'') || system(cmd) != 0) die(SC_ERROR_IO, fin);
+        remove_checkpoint_dir(fin); /* an older save of the same step */
         if (rename(tmp, fin)) {
             fprintf(stderr, "slidecheck: --save: rename %s -> %s: %s\n", tmp, fin, strerror(errno));
             exit(1);
@@ -1031,9 +1054,9 @@ static int cmd_train(int argc, char **argv)
             vbuf = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * T);
             if (!vbuf) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
         }
-        ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * W * B * T);
+        /* this rank's micro-batches, read at each step (the reader checked every token) */
+        ids = (int32_t *)calloc((size_t)o.accum * B * T, sizeof(int32_t));
         if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
-        for (size_t i = 0; i < (size_t)o.accum * W * B * T; i++) ids[i] = 0; /* read per step */
     } else if (o.tokens) {
         if (o.seq || o.batch) die_usage("%s", "give either --tokens FILE or --seq/--batch, not both");
         if ((r = sc_tokens_read(o.tokens, &ids, &B, &T)) != SC_SUCCESS) die(r, o.tokens);
@@ -1053,7 +1076,7 @@ static int cmd_train(int argc, char **argv)
         sc_rng rng = sc_rng_seed(o.seed + 77);
         for (int i = 0; i < o.accum * W * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
     }
-    if ((r = sc_tokens_check(ids, o.accum * W * B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
+    if (!data && (r = sc_tokens_check(ids, o.accum * W * B, T, &cfg)) != SC_SUCCESS) die(r, o.tokens ? o.tokens : "--seq");
     sc_dist_comm *comm = NULL;
     int32_t *gids = ids;
     if (W > 1) {
@@ -1067,6 +1090,8 @@ static int cmd_train(int argc, char **argv)
         h = sc_hash_bytes(h, nums, sizeof nums);
         unsigned char id[8] = {0};
         if ((r = sc_dist_comm_open(&comm, &de, h, id, sizeof id)) != SC_SUCCESS) die(r, "data-parallel rendezvous");
+    }
+    if (W > 1 && !data) { /* this rank's rows of the global batch */
         ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.accum * B * T);
         if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
         for (int k = 0; k < o.accum; k++)
@@ -1182,6 +1207,10 @@ static int cmd_train(int argc, char **argv)
         sc_allocator_reset_peak(al);
         sc_tracer_step_begin(&tr, 0, s);
         if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) die(r, "training step");
+        /* the norm the update clipped with; without clipping it is computed now, inside the step's
+           time: a kernel over the gradients on the GPU, and in slide mode a wait for the host
+           updates and a pass over the host gradients, which printing the norm costs there */
+        double gn = sc_model_grad_norm(m);
         /* slide: the last step's host updates may still run; they belong to this step's time */
         if (s + 1 == o.steps && (r = sc_model_sync(m)) != SC_SUCCESS) die(r, "training step");
         si = sc_model_slide_info(m);
@@ -1199,8 +1228,6 @@ static int cmd_train(int argc, char **argv)
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, ti);
         walls[s] = sm->wall_ms;
         if (s >= s0 + o.warmup) in_step_ms += sm->wall_ms;
-        /* the norm the update clipped with (computed now when not clipping: after the step's time) */
-        double gn = sc_model_grad_norm(m);
         double vl = NAN;
         if (val && (s + 1) % o.val_every == 0) vl = validate(m, &plan, val, vbuf, B, T, o.val_batches, W);
         sc_tracer_step_note(&tr, ti, lr, gn, vl);
