@@ -1328,9 +1328,9 @@ typedef struct sc_model_config {
                                   gradients (torch's clip_grad_norm_); the same bits in every mode
                                   and policy. Slide mode then updates after the whole backward
                                   (the norm needs every gradient), layer by layer from the first.
-                                  Not with slide_dpu, slide_keep_head, slide_device_update, nor
-                                  where a rank holds only chunks of the gradients (zero on the GPU
-                                  or in slide mode, slide over NCCL). 0: no clipping */
+                                  Not with slide_dpu, slide_keep_head, slide_device_update. ZeRO-1
+                                  on the GPU then all-reduces the gradients (the norm reads every
+                                  sum) where it would reduce-scatter them. 0: no clipping */
 } sc_model_config;
 
 typedef struct sc_model sc_model; /* opaque */
@@ -8535,14 +8535,11 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_INVALID_ARGS, "clip_grad_norm %g: must be 0 (off) or a positive norm", (double)mc.clip_grad_norm);
         goto fail;
     }
-    /* ZeRO-1 on the CPU backend sums every gradient on every rank: only the GPU's and slide's shard them */
-    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update ||
-                                     (mc.zero && (mc.device == SC_DEVICE_CUDA || mc.mode == SC_MODE_SLIDE)) ||
-                                     (mc.mode == SC_MODE_SLIDE && mc.device == SC_DEVICE_CUDA &&
-                                      sc_dist_comm_world(mc.comm) > 1))) {
+    /* the norm needs every gradient before any update: these update some of them during the
+       backward, or never bring them to the host */
+    if (mc.clip_grad_norm > 0.0f && (mc.slide_dpu || mc.slide_keep_head || mc.slide_device_update)) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "clip_grad_norm needs every gradient in one place before any update: not with "
-                     "slide_dpu, slide_keep_head, slide_device_update, zero on the GPU or in slide mode, or slide mode's data parallel "
-                     "on the GPU (each rank holds chunks of the gradients)");
+                     "slide_dpu, slide_keep_head or slide_device_update");
         goto fail;
     }
     if (mc.slide_head_once && (mc.mode != SC_MODE_SLIDE || mc.slide_keep_head || mc.head_slice <= 0)) {
@@ -9135,8 +9132,11 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
         if (t->unit == c->num_layers) {
             sc__slide_update(m, &t->k, 0, e, nt, wb);
             sc__slide_update(m, &t->k, no, m->nparams - no, nt, wb);
-        } else
-            sc__slide_update(m, &t->k, sc_config_layer_base(c, t->unit), sc__layer_numel(c), nt, wb);
+        } else { /* over NCCL this rank's chunks (the upload gathers the rest), as SC__TASK_LAYER */
+            size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
+            sc__slide_layer_chunk(m, m->nccl, at, cnt);
+            for (int i = 0; i < 2; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
+        }
     } else if (t->kind == SC__TASK_LAYER) {
         size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
         if (sl->gn_part && !t->update) { /* clipping: this layer's gradients are final */
@@ -9877,7 +9877,7 @@ static void sc__grads_sum(sc_model *m, int b)
     sc__bucket(&m->cfg, m->nparams, b, &off, &n);
     char *g = (char *)m->grads + off * (size_t)m->gb;
     int layer = b >= 1 && b <= L ? L - b : -1;
-    if (!m->zero_gpu) {
+    if (!m->zero_gpu || m->mc.clip_grad_norm > 0.0f) { /* clipping: the norm reads every sum */
         sc__dev_sum(m, g, n, layer);
         return;
     }
@@ -10956,9 +10956,14 @@ static sc_result sc__slide_clipped_update(sc_model *m)
     m->gscale = 1.0f; /* the tasks carry the scale in their constants */
     sl->update = 1;
     sl->par = m->t & 1;
+    sl->pending = 0;
+    if (sl->zero && !m->nccl) { /* the CPU backend's ZeRO-1: its update ends with the exchange */
+        sc_result r = sc__slide_update_all(m, &sl->k, 0);
+        sl->keep_slots = 0;
+        return r;
+    }
     sc__slide_queue(m, SC__TASK_CLIPPED, L, sc__ev_record(m, 2));
     for (int l = 0; l < L; l++) sc__slide_queue(m, SC__TASK_CLIPPED, l, sc__ev_record(m, 2));
-    sl->pending = 0;
     sl->keep_slots = 0; /* the host weights change: the slots' copies are stale */
     return SC_SUCCESS;
 }
@@ -11124,7 +11129,7 @@ SCDEF double sc_model_grad_norm(sc_model *m)
     if (m->gnorm_step == m->t && m->gnorm == m->gnorm) return m->gnorm;
 #ifdef SLIDECHECK_CUDA
     if (m->cu && !m->sl) {
-        if (m->zero_gpu) return NAN; /* each rank holds its chunk of the sums only */
+        if (m->zero_gpu && !(m->mc.clip_grad_norm > 0.0f)) return NAN; /* each rank holds its chunk of the sums only */
         if (m->gnorm_step != m->t) { /* not clipped: compute it now */
             sc_cuda_grad_norm(m->cu, m->grads, m->gdt, m->nparams, 0.0f);
             m->gnorm_step = m->t;

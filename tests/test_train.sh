@@ -215,7 +215,7 @@ if [ "$rc" -eq 0 ] && cmp -s "$T/val.steps" "$T/noval.steps" && cmp -s "$T/val/m
 else bad "validation changed training (exit $rc)"; fi
 # data parallel on the CPU (two processes): the clipped run with ZeRO-1 and in slide mode gives
 # plain data parallel's weights, bit for bit (every rank sums every gradient before the norm)
-for v in dp "dpz --zero 1" "dps --mode slide"; do
+for v in dp "dpz --zero 1" "dps --mode slide" "dpsz --mode slide --zero 1"; do
     set -- $v
     n=$1; shift
     run "$n" --model tiny $C --data "$DATA" --gpus 2 --save "$T/$n" "$@"
@@ -225,5 +225,7 @@ if cmp -s "$T/dp/model.safetensors" "$T/dpz/model.safetensors"; then ok "2 ranks
 else bad "2 ranks, clipping: ZeRO-1 differs from plain data parallel"; fi
 if cmp -s "$T/dp/model.safetensors" "$T/dps/model.safetensors"; then ok "2 ranks, clipping: slide == resident (bitwise)"
 else bad "2 ranks, clipping: slide differs from resident"; fi
+if cmp -s "$T/dp/model.safetensors" "$T/dpsz/model.safetensors"; then ok "2 ranks, clipping: slide with ZeRO-1 == resident (bitwise)"
+else bad "2 ranks, clipping: slide with ZeRO-1 differs from resident"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
