@@ -1416,7 +1416,9 @@ SCDEF double sc_model_grad_norm(sc_model *m);
    "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
    parameter order, with the step count, optimizer and sizes as metadata. load checks them against
    the model (a mismatch is an error naming the file) and restores the exact bits, so training
-   goes on as if never stopped. Not with zero or slide_keep_head. Written to path.tmp, then renamed. */
+   goes on as if never stopped. Not with slide_keep_head. Written to path.tmp, then renamed. Data
+   parallel: every rank calls save (the parts of ZeRO-1 and of slide's chunks are gathered) and
+   rank 0 writes path (NULL on the others); every rank loads the file and takes its part. */
 SCDEF sc_result sc_model_save_optimizer(sc_model *m, const char *path);
 SCDEF sc_result sc_model_load_optimizer(sc_model *m, const char *path);
 
@@ -11148,36 +11150,105 @@ SCDEF double sc_model_grad_norm(sc_model *m)
                                    m->sl ? sc__slide_threads(m) : 0);
 }
 
+/* Slide mode's host state: full arrays, or with ZeRO-1 this rank's part of m and v
+   (sc__slide_state_at: the embedding, its chunks of each layer, the final norm and head). Where a
+   rank updates only its chunks of each layer (ZeRO-1, or slide over NCCL), the save gathers every
+   rank's chunks over the control channel. */
+static sc_result sc__slide_state_io(sc_model *m, int which, float *buf, int load)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    size_t n = m->nparams;
+    void *h = which == 0 ? sl->hm : which == 1 ? sl->hv : sl->hp;
+    sc_dtype t = which == 2 ? sl->hpt : sl->hst;
+    int part = which < 2 && sl->zero, W = sc_dist_comm_world(m->mc.comm);
+    size_t e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c), at[2], cnt[2];
+    sc__slide_layer_chunk(m, 1, at, cnt);
+    /* the ranges this rank holds, in parameter order: everything, or its part */
+    for (int i = -1; i <= (part ? 2 * c->num_layers : -1); i++) {
+        size_t off = 0, len = n;
+        if (part && i == -1) len = e;
+        else if (part && i == 2 * c->num_layers) off = no, len = n - no;
+        else if (part) off = sc_config_layer_base(c, i / 2) + at[i % 2], len = cnt[i % 2];
+        if (!len) continue;
+        size_t s0 = part ? sc__slide_state_at(m, off) : off, es = sc_dtype_size(t);
+        if (!load) {
+            sc__host_to_f32(buf + off, (const char *)h + s0 * es, t, len);
+            continue;
+        }
+        SC__OMP(omp parallel for schedule(static))
+        for (long long j = 0; j < (long long)len; j++) sc__st(h, t, s0 + (size_t)j, buf[off + (size_t)j]);
+    }
+    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_layers(m, buf));
+    if (load && which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
+        uint16_t *w = (uint16_t *)sl->hw[0];
+        SC__OMP(omp parallel for schedule(static))
+        for (long long i = 0; i < (long long)n; i++) w[i] = sc_f32_to_bf16(buf[i]);
+    }
+    if (load) sl->keep_slots = 0; /* the slots' copies are stale */
+    return SC_SUCCESS;
+}
+
+#ifdef SLIDECHECK_CUDA
+/* ZeRO-1 on the GPU: a rank's state holds its chunk and the remainder of each bucket
+   (sc__zero_state_offset); the save gathers every rank's chunks over the control channel. */
+static sc_result sc__zero_state_io(sc_model *m, int which, float *buf, int load)
+{
+    const sc_config *c = &m->cfg;
+    int L = c->num_layers, W = sc_dist_comm_world(m->mc.comm), r = sc_dist_comm_rank(m->mc.comm);
+    int sb = m->mc.state_bf16 ? 2 : m->pb;
+    SC_ASSERT(which < 2); /* ZeRO-1 on the GPU has no master weights */
+    if (!m->opt_m) {
+        size_t ns = sc__zero_state_offset(c, m->nparams, W, L + 2);
+        if (!load) { memset(buf, 0, m->nparams * sizeof(float)); return SC_SUCCESS; }
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, ns, sb, "adamw.m (ZeRO-1 shard)"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, ns, sb, "adamw.v (ZeRO-1 shard)"));
+        sc__memset0(m, m->opt_m, ns * (size_t)sb);
+        sc__memset0(m, m->opt_v, ns * (size_t)sb);
+    }
+    char *d = (char *)(which == 0 ? m->opt_m : m->opt_v);
+    for (int b = 0; b < L + 2; b++) {
+        size_t off, nb;
+        sc__bucket(c, m->nparams, b, &off, &nb);
+        size_t ch = nb / (size_t)W, so = sc__zero_state_offset(c, m->nparams, W, b);
+        size_t at[2] = {off + (size_t)r * ch, off + ch * W}, cnt[2] = {ch, nb - ch * W};
+        for (int i = 0; i < 2; i++, so += ch) {
+            if (load) SC__TRY(sc__upload_f32(m, d + so * (size_t)sb, sb, buf + at[i], cnt[i]));
+            else SC__TRY(sc__download_f32(m, buf + at[i], d + so * (size_t)sb, sb, cnt[i]));
+        }
+        if (!load) SC__TRY(sc_dist_allgather_f32(m->mc.comm, buf + off, ch * (size_t)W));
+    }
+    return SC_SUCCESS;
+}
+#endif
+
 /* The optimizer state's f32 arrays: which = 0 m, 1 v, 2 master; NULL where the model has none.
-   For save, a host buffer of nparams floats is filled; for load, it is written back. */
+   For save, a host buffer of nparams floats is filled (every rank's part, gathered: under data
+   parallel every rank calls it); for load, it is written back (each rank takes its part). */
 static sc_result sc__opt_state_io(sc_model *m, int which, float *buf, int load)
 {
     size_t n = m->nparams;
-    if (m->sl) {
-        sc__slide *sl = m->sl;
-        void *h = which == 0 ? sl->hm : which == 1 ? sl->hv : sl->hp;
-        sc_dtype t = which == 2 ? sl->hpt : sl->hst;
-        if (!load) { sc__host_to_f32(buf, h, t, n); return SC_SUCCESS; }
-        SC__OMP(omp parallel for schedule(static))
-        for (long long i = 0; i < (long long)n; i++) sc__st(h, t, (size_t)i, buf[i]);
-        if (which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
-            uint16_t *w = (uint16_t *)sl->hw[0];
-            SC__OMP(omp parallel for schedule(static))
-            for (long long i = 0; i < (long long)n; i++) w[i] = sc_f32_to_bf16(buf[i]);
-        }
-        sl->keep_slots = 0; /* the slots' copies are stale */
-        return SC_SUCCESS;
-    }
+    if (m->sl) return sc__slide_state_io(m, which, buf, load);
+#ifdef SLIDECHECK_CUDA
+    if (m->zero_gpu) return sc__zero_state_io(m, which, buf, load);
+#endif
+    /* ZeRO-1 on the CPU backend: m and v cover this rank's part [lo, hi) */
+    size_t lo = 0, hi = n;
+    int zero = which < 2 && m->mc.zero && m->mc.optim == SC_OPTIM_ADAMW && sc_dist_comm_world(m->mc.comm) > 1 && !m->cu;
+    if (zero) sc_dist_part(m->mc.comm, n, &lo, &hi);
     int sb = m->mc.state_bf16 ? 2 : (m->master ? 4 : m->pb);
     if (which < 2 && !m->opt_m) { /* before the first update: the state is zero */
         if (!load) { memset(buf, 0, n * sizeof(float)); return SC_SUCCESS; }
-        SC__TRY(sc__alloc_bytes(m, &m->opt_m, n, sb, "adamw.m"));
-        SC__TRY(sc__alloc_bytes(m, &m->opt_v, n, sb, "adamw.v"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_m, hi - lo, sb, "adamw.m"));
+        SC__TRY(sc__alloc_bytes(m, &m->opt_v, hi - lo, sb, "adamw.v"));
     }
     float *d = which == 0 ? m->opt_m : which == 1 ? m->opt_v : m->master;
     int es = which == 2 ? 4 : sb;
-    if (!load) return sc__download_f32(m, buf, d, es, n);
-    SC__TRY(sc__upload_f32(m, d, es, buf, n));
+    if (!load) {
+        SC__TRY(sc__download_f32(m, buf + lo, d, es, hi - lo));
+        return zero ? sc_dist_allgather_f32(m->mc.comm, buf, n) : SC_SUCCESS;
+    }
+    SC__TRY(sc__upload_f32(m, d, es, buf + lo, hi - lo));
 #ifdef SLIDECHECK_CUDA
     if (which == 2 && m->cu) { /* the working weights: the master's rounding, as after an update */
         sc_cuda_convert(m->cu, m->params, m->pdt, m->master, SC_F32, n);
@@ -11189,14 +11260,16 @@ static sc_result sc__opt_state_io(sc_model *m, int which, float *buf, int load)
 
 static sc_result sc__opt_state_check(const sc_model *m, const char *what)
 {
-    if (m->mc.zero || (m->sl && m->params))
-        return sc__fail(SC_ERROR_UNSUPPORTED, "%s: the optimizer state of zero or slide_keep_head runs is not saved yet",
-                        what);
+    if (m->sl && m->params)
+        return sc__fail(SC_ERROR_UNSUPPORTED, "%s: the optimizer state of slide_keep_head runs is not saved yet", what);
     return SC_SUCCESS;
 }
 
 SCDEF sc_result sc_model_save_optimizer(sc_model *m, const char *path)
 {
+    int root = sc_dist_comm_rank(m->mc.comm) == 0;
+    if (root && !path) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_model_save_optimizer: no path (rank 0 writes it)");
+    if (!path) path = "the optimizer state";
     SC__TRY(sc__opt_state_check(m, path));
     if (m->sl) sc__slide_drain(m);
     int adam = m->mc.optim == SC_OPTIM_ADAMW, master = m->master || (m->sl && m->sl->hpt == SC_F32 && m->pdt == SC_BF16);
@@ -11224,7 +11297,7 @@ SCDEF sc_result sc_model_save_optimizer(sc_model *m, const char *path)
     snprintf(np, sizeof np, "%zu", n);
     const char *meta[] = {"format", "slidecheck-optimizer-1", "optim", adam ? "adamw" : "sgd", "step", step,
                           "nparams", np, "master", master ? "1" : "0", "state_bf16", m->mc.state_bf16 ? "1" : "0"};
-    if (r == SC_SUCCESS) r = sc_safetensors_write(path, e, ne, meta, 6);
+    if (r == SC_SUCCESS && root) r = sc_safetensors_write(path, e, ne, meta, 6);
     SC_FREE(buf);
     return r;
 }

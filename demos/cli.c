@@ -956,7 +956,8 @@ static void save_train_checkpoint(sc_model *m, const sc_config *cfg, const char 
             exit(1);
         }
         printf("saved %s (weights, optimizer state, trainer state)\n", fin);
-    }
+    } else if ((r = sc_model_save_optimizer(m, NULL)) != SC_SUCCESS) /* this rank's part of the state */
+        die(r, "saving the optimizer state");
     free(p);
 }
 
@@ -999,7 +1000,8 @@ static int cmd_train(int argc, char **argv)
         die_usage("%s", "--val-data, --val-every N and --val-batches K go together");
     if (o.val_data && !o.val_batches) o.val_batches = 1;
     if (o.resume && !o.data) die_usage("%s", "--resume continues a run on --data PATTERN (the data position is saved)");
-    if (o.save_every && o.data && o.zero) die_usage("%s", "--save-every with --zero 1: the sharded optimizer state is not saved yet");
+    if ((o.save_every || o.resume) && o.keep_head)
+        die_usage("%s", "--save-every / --resume with --slide-keep-head: its optimizer state is not saved yet");
     if (o.resume) { /* the weights come from the checkpoint; its config must be the model's */
         if (o.model || o.hf) die_usage("%s", "--resume DIR takes the model from DIR: leave out --hf and --model");
         o.hf = o.resume;

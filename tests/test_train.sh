@@ -227,5 +227,17 @@ if cmp -s "$T/dp/model.safetensors" "$T/dps/model.safetensors"; then ok "2 ranks
 else bad "2 ranks, clipping: slide differs from resident"; fi
 if cmp -s "$T/dp/model.safetensors" "$T/dpsz/model.safetensors"; then ok "2 ranks, clipping: slide with ZeRO-1 == resident (bitwise)"
 else bad "2 ranks, clipping: slide with ZeRO-1 differs from resident"; fi
+# ...and each resumes from its --save-every checkpoint (every rank's part of the state gathered
+# into one optimizer.safetensors, each rank taking its part back) to the same bytes
+for v in "dpz --zero 1" "dpsz --mode slide --zero 1"; do
+    set -- $v
+    n=$1; shift
+    run "$n.a" --model tiny $C --data "$DATA" --gpus 2 --save "$T/$n.a" --save-every 5 "$@"
+    run "$n.b" $C --data "$DATA" --gpus 2 --resume "$T/$n.a/step_000005" --save "$T/$n.b" "$@"
+    if [ "$rc" -eq 0 ] && cmp -s "$T/dp/model.safetensors" "$T/$n.b/model.safetensors" &&
+        [ "$(steps_from "$T/$n.a.out" 6)" = "$(steps_from "$T/$n.b.out" 6)" ]; then
+        ok "2 ranks, $*: resumed at step 5, the bytes and step lines of the run never stopped"
+    else bad "2 ranks, $*: resume (exit $rc): $(tail -c 300 "$T/$n.b.err")"; fi
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
