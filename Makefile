@@ -86,7 +86,9 @@ ifeq ($(NVCC),)
 CHECK_SRCS  := $(filter-out tests/test_gpu.c,$(CHECK_SRCS))
 endif
 CHECK_WARN   = -std=c11 -Wall -Wextra -Werror -fopenmp
-check_extra  = $(if $(filter tests/test_gpu.c,$<),-DSLIDECHECK_CUDA -I$(CUDA_HOME)/include)
+# (bench/allreduce.c compiles either way: without SLIDECHECK_CUDA it is a stub that says so)
+check_cuda   = tests/test_gpu.c $(if $(NVCC),bench/allreduce.c)
+check_extra  = $(if $(filter $(check_cuda),$<),-DSLIDECHECK_CUDA -I$(CUDA_HOME)/include)
 
 .PHONY: check-compilers
 check-compilers: $(CHECK_SRCS:%.c=build/check/gcc/%.ok) $(CHECK_SRCS:%.c=build/check/clang/%.ok)
@@ -110,6 +112,12 @@ test-gpu: build/slidecheck build/test_gpu
 
 build/test_gpu: tests/test_gpu.c $(HDRS) build/slidecheck_cuda.o
 	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -DSLIDECHECK_TESTING -I. -I$(CUDA_HOME)/include tests/test_gpu.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
+
+# Collective bandwidth on the library's NCCL entry points, under torchrun (bench/allreduce.c)
+ifneq ($(NVCC),)
+build/allreduce: bench/allreduce.c $(HDRS) build/slidecheck_cuda.o
+	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -I. -I$(CUDA_HOME)/include bench/allreduce.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
+endif
 
 build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_DEPS)
 	@mkdir -p build

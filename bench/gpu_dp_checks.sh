@@ -74,6 +74,59 @@ wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
 if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
     echo "a killed rank 1: the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill.log" | cut -c1-200))"
 else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
+# ---- two "nodes" on this host over sockets (TWO_NODE=0 skips): two torchrun --nnodes 2 launches of one
+# rank each, node 0 on GPU 0 and node 1 on GPU 1, NCCL kept off NVLink/P2P and shared memory so that its
+# collectives go over TCP on the loopback, as between machines without InfiniBand.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# two_node NAME CMD...: both nodes in the background (logs NAME.log for node 0, NAME_node1.log), with the
+# variables of $tn_env; n0 and n1: the torchrun pids; unless tn_bg=1, waits: r0 and r1 their exit codes
+tn_env=; tn_bg=0; n0=; n1=
+two_node() {
+    tn=$1; shift; tp=$(free_port)
+    for nd in 0 1; do
+        lg="$O/$tn.log"; [ $nd = 1 ] && lg="$O/${tn}_node1.log"
+        # shellcheck disable=SC2086 # tn_env: NAME=VALUE words for env
+        env CUDA_VISIBLE_DEVICES=$nd NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo \
+            $tn_env torchrun --nnodes 2 --nproc-per-node 1 --node-rank $nd --master-addr 127.0.0.1 \
+            --master-port "$tp" --no-python "$@" > "$lg" 2>&1 &
+        if [ $nd = 0 ]; then n0=$!; else n1=$!; fi
+    done
+    [ "$tn_bg" = 1 ] && return 0
+    wait "$n0"; r0=$?; wait "$n1"; r1=$?
+}
+if [ "${TWO_NODE:-1}" = 1 ] && command -v torchrun > /dev/null && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    # the tiny bf16 run: with two ranks a sum is a + b whatever carries it, so the same bytes as --gpus 2
+    tn_env="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
+    two_node sock_tiny "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --save "$O/save_sock"
+    tn_env=
+    [ $r0 = 0 ] && [ $r1 = 0 ] || { echo "two nodes over sockets: exits $r0, $r1"; tail -n 5 "$O/sock_tiny.log"; fail=1; }
+    via=$(grep -o 'via NET/[A-Za-z]*' "$O/sock_tiny.log" | sort -u | tr '\n' ' ')
+    other=$(grep -c 'via P2P\|via SHM' "$O/sock_tiny.log")
+    if [ -n "$via" ] && [ "$other" = 0 ]; then echo "two nodes: NCCL's channels go $via(no P2P or SHM): PASS"
+    else echo "two nodes: NCCL's channels: '$via', $other over P2P/SHM: FAIL"; fail=1; fi
+    if cmp -s "$O/save_resident_bf16_a/model.safetensors" "$O/save_sock/model.safetensors"; then
+        echo "two nodes over sockets (torchrun --nnodes 2): the same weights as --gpus 2 over NVLink (bitwise): PASS"
+    else
+        echo "two nodes over sockets and --gpus 2 differ (two ranks sum a + b on any transport: expected bitwise): FAIL"
+        python3 bench/cmp_weights.py "$O/save_sock/model.safetensors" "$O/save_resident_bf16_a/model.safetensors" 1e-2
+        fail=1
+    fi
+    # node 1 killed mid-run (its torchrun's child, SIGKILL): node 0 must stop within the timeout, saying why
+    tn_bg=1
+    two_node sock_kill "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --rendezvous-timeout 15
+    tn_bg=0; sleep 25
+    K=$(pgrep -P "$n1" | head -n 1); t0=$(date +%s)
+    [ -n "$K" ] && kill -9 "$K"
+    wait "$n0"; r0=$?; dt=$(( $(date +%s) - t0 )); wait "$n1"
+    msg=$(grep -m1 '^slidecheck' "$O/sock_kill.log" | cut -c1-240)
+    if [ -n "$K" ] && [ $r0 -ne 0 ] && [ $dt -le 45 ]; then
+        echo "node 1 killed: node 0 stopped after $dt s, exit $r0: PASS ($msg)"
+    else echo "node 1 killed: node 0 exit $r0 after $dt s (node 1's rank pid '$K'): FAIL"; fail=1; fi
+    case "$msg" in
+        *"rank 1"*|*"node 1"*) echo "node 1 killed: node 0's message names the rank/node: PASS" ;;
+        *) echo "node 1 killed: node 0's message does not name rank 1 / node 1 (NCCL's error came first)" ;;
+    esac
+fi
 if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"; exit $fail; fi
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
@@ -93,5 +146,27 @@ echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/sl
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
 torchrun --nproc_per_node=$NG bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
 grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"
+# ---- two nodes over sockets, speed (TWO_NODE=0 skips): the Qwen3-1.7B shape as $big, one rank a node,
+# against the 1-GPU step of part 2; the collectives over sockets and over NVLink (build/allreduce); the
+# data-parallel model (bench/dp_model.py) on them and the 1-GPU trace, checked against the measured steps
+if [ "${TWO_NODE:-1}" = 1 ] && command -v torchrun > /dev/null && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    two_node sock2 "$BIN/slidecheck" $big --out "$O/sock2"
+    grep -h '^summary' "$O/sock2.log" || { echo "two nodes, $big: exits $r0, $r1"; tail -n 5 "$O/sock2.log"; fail=1; }
+    echo "two nodes over sockets:"
+    python3 bench/dp_hidden.py "$O/speed1.log" "$O/sock2.log" "$O/sock2/trace.json" "$O/speed1/trace.json" \
+        | tee "$O/sock_hidden.txt"
+    if [ -x "$BIN/allreduce" ]; then
+        torchrun --nproc-per-node 2 --master-port "$(free_port)" --no-python "$BIN/allreduce" --transport nvlink \
+            --out "$O/allreduce_nvlink.csv" > "$O/allreduce_nvlink.log" 2>&1 ||
+            { echo "allreduce over NVLink: exit $?"; tail -n 5 "$O/allreduce_nvlink.log"; fail=1; }
+        two_node allreduce_socket "$BIN/allreduce" --transport socket --max-bytes 256M --warmup 2 \
+            --out "$O/allreduce_socket.csv"
+        [ $r0 = 0 ] && [ $r1 = 0 ] || { echo "allreduce over sockets: exits $r0, $r1"; tail -n 5 "$O/allreduce_socket.log"; fail=1; }
+        grep -h 'allreduce .* 1073741824 \|allreduce .* 268435456 ' "$O/allreduce_nvlink.log" "$O/allreduce_socket.log"
+        python3 bench/dp_model.py --trace "$O/speed1" --nvlink "$O/allreduce_nvlink.csv" \
+            --socket "$O/allreduce_socket.csv" --inter-gbps 400 --inter-lat-us 10 --logs "$O" --out "$O/dp_model.txt" ||
+            { echo "dp_model.py: exit $?"; fail=1; }
+    else echo "no $BIN/allreduce (make build/allreduce): the collective benchmark and the model skipped"; fi
+fi
 echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"
 exit $fail

@@ -3,7 +3,8 @@
    blob reaches every rank; a configuration mismatch, a rank that never arrives and an unreachable
    rank 0 all end in a clear error within the timeout on every rank that is there. Two "nodes"
    (as two torchrun --nnodes 2 would start them, on one machine): a node that is killed, stalls
-   or never starts is named on every rank of the other. Where rank 0 listens: NCCL_SOCKET_IFNAME's
+   or never starts is named on every rank of the other; the CPU backend's training over them gives
+   one machine's bits, and a node killed mid-training stops the other. Where rank 0 listens: NCCL_SOCKET_IFNAME's
    interface, MASTER_ADDR's loopback, or every interface; host names resolved. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
@@ -888,6 +889,7 @@ static int g_world = 2;    /* dp_run's ranks (at most 3) */
 static int64_t g_peak;     /* dp_train: the allocator's peak allocated bytes */
 static int64_t g_host;     /* dp_train: slide mode's host bytes (weights, gradients, AdamW state) */
 static int64_t g_fixed;    /* dp_train: fixed bytes without ZeRO less with it (the planner's view) */
+static int g_nodes;        /* spawn_dp: each rank a node of its own, as torchrun --nnodes W --nproc-per-node 1 */
 
 static int dp_train(sc_dist_comm *comm, int rank, int world, float *losses, float **w, size_t *np)
 {
@@ -935,6 +937,16 @@ static pid_t spawn_dp(int rank, int port, const char *out)
     pid_t p = fork();
     if (p) return p;
     sc_dist_env e = env_of(rank, g_world, port, 20.0);
+    if (g_nodes) { /* the launcher's variables (GROUP_RANK, ...), read as a rank on another machine reads them */
+        char set[24][96];
+        const char *v[24];
+        int n = 0;
+        torchrun_env(set, rank, 1, g_world, port, "20", NULL);
+        for (; set[n][0]; n++) v[n] = set[n];
+        v[n] = NULL;
+        env_put(v);
+        if (sc_dist_env_read(&e) != SC_SUCCESS || e.node != rank || e.node_count != g_world || e.local_rank) _exit(4);
+    }
     unsigned char b[BLOB];
     blob_of(b, 1);
     sc_dist_comm *c = NULL;
@@ -977,6 +989,76 @@ static int dp_run(const char *out, float *l, float **w, size_t *np, uint64_t *ch
     if (f) fclose(f);
     remove(out);
     return ok;
+}
+
+/* Child: node `rank` of two (one rank each, torchrun --nnodes 2 variables, timeout 5 s) trains
+   the tiny model on the CPU until a step fails. Node 1 writes a byte to `ready` after its third
+   step (the parent then kills it). Node 0 writes the failing step's sc_last_error() to `msg`
+   and exits 10 + (-result) when it names "rank 1 (node 1)", 20 + (-result) otherwise. */
+static pid_t spawn_train_node(int rank, int port, int ready, int msg)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p) return p;
+    char set[24][96];
+    const char *v[24];
+    int n = 0;
+    torchrun_env(set, rank, 1, 2, port, "5", NULL);
+    for (; set[n][0]; n++) v[n] = set[n];
+    v[n] = NULL;
+    env_put(v);
+    sc_dist_env e;
+    unsigned char b[BLOB];
+    blob_of(b, 1);
+    sc_dist_comm *c = NULL;
+    if (sc_dist_env_read(&e) != SC_SUCCESS || e.node != rank || sc_dist_comm_open(&c, &e, 7, b, BLOB) != SC_SUCCESS)
+        _exit(2);
+    sc_config cfg;
+    sc_config_named(&cfg, "tiny");
+    sc_model_config mc = sc_model_config_init();
+    mc.comm = c;
+    mc.optim = SC_OPTIM_ADAMW;
+    sc_model *m = NULL;
+    sc_plan plan;
+    sc_plan_parse(&plan, "none", cfg.num_layers);
+    if (sc_model_create(&m, &cfg, &mc, NULL) != SC_SUCCESS) _exit(2);
+    int32_t ids[DP_B * DP_T];
+    float loss;
+    sc_result r = SC_SUCCESS;
+    for (int s = 0; s < 100000 && r == SC_SUCCESS; s++) {
+        for (int i = 0; i < DP_B * DP_T; i++) ids[i] = (int32_t)((i * 7919u + (unsigned)(s + rank) * 104729u) % 512u);
+        r = sc_model_step(m, &plan, ids, 1, DP_B, DP_T, 1, &loss);
+        char one = 1;
+        if (rank == 1 && s == 2 && write(ready, &one, 1) != 1) _exit(7);
+    }
+    if (rank == 0 && msg >= 0 && write(msg, sc_last_error(), strlen(sc_last_error())) < 0) _exit(7);
+    _exit(r == SC_SUCCESS ? 3 : (strstr(sc_last_error(), "rank 1 (node 1)") ? 10 : 20) - (int)r);
+}
+
+/* Data parallel training on the CPU backend over two "nodes", node 1 killed (SIGKILL) mid-run:
+   node 0's step fails within the timeout, naming the node (never a hang). */
+static void test_two_node_kill(void)
+{
+    int port = free_port(), ready[2], mp[2];
+    char msg[1200] = "";
+    if (pipe(ready) || pipe(mp)) return;
+    pid_t p0 = spawn_train_node(0, port, -1, mp[1]), p1 = spawn_train_node(1, port, ready[1], -1);
+    close(ready[1]);
+    close(mp[1]);
+    struct pollfd pf;
+    pf.fd = ready[0], pf.events = POLLIN, pf.revents = 0;
+    char one = 0;
+    int started = poll(&pf, 1, 20000) > 0 && read(ready[0], &one, 1) == 1;
+    double t0 = now_s();
+    kill(p1, SIGKILL);
+    int x0 = reap(p0);
+    double dt = now_s() - t0;
+    (void)reap(p1);
+    close(ready[0]);
+    read_msg(mp[0], msg, sizeof msg);
+    CHECK(started && x0 == 10 - (int)SC_ERROR_IO && dt < 2.5,
+          "training on the CPU over two nodes (GROUP_RANK 0/1), node 1 killed after 3 steps: node 0's step fails %.2f s "
+          "later (timeout 5 s; exit %d), naming it: '%s'", dt, x0, msg);
 }
 
 static void test_data_parallel(void)
@@ -1022,6 +1104,12 @@ static void test_data_parallel(void)
     g_world = 2, g_untied = 1, g_slide = 0;
     int okr = dp_run("build/tmp_dp_r.bin", lr, &wr, &npu, hr, &pr, &fs, NULL);
     g_untied = 0;
+    /* two "nodes" of one rank each (GROUP_RANK 0 and 1): a sum of two is a + b whatever carries it */
+    float ln[DP_STEPS], *wn = NULL;
+    uint64_t hn[2];
+    g_nodes = 1;
+    int okn = dp_run("build/tmp_dp_n.bin", ln, &wn, &np, hn, &ps, &fs, NULL);
+    g_nodes = 0;
     ok = ok && dp_train(NULL, 0, 1, l1, &w1, &np);
     /* ZeRO-1: the same bits as plain data parallel, with half the AdamW state on each of 2 ranks */
     int64_t saved = pa - pz, state = (int64_t)np * 2 * (int64_t)sizeof(float);
@@ -1069,6 +1157,11 @@ static void test_data_parallel(void)
               h3z[0] == sc_hash_bytes(0, w3z, np * sizeof(float)) && h3[0] == sc_hash_bytes(0, w3, np * sizeof(float)),
           "the same on 3 ranks (a remainder in each layer), on every replica");
     free(ws), free(wr), free(wu), free(wsz), free(wv), free(wb16), free(wc), free(w3), free(w3z);
+    CHECK(ok && okn && !memcmp(ln, la, sizeof la) && !memcmp(wn, wa, np * sizeof(float)) &&
+              hn[0] == sc_hash_bytes(0, wn, np * sizeof(float)),
+          "two nodes x 1 rank (torchrun --nnodes 2: GROUP_RANK 0/1, the agent's store): losses and weights equal one "
+          "machine's 2 ranks bit for bit, on both replicas");
+    free(wn);
     CHECK(ok, "2 ranks x B=%d and 1 process x B=%d train %d AdamW steps (tiny, T=%d)", DP_B, 2 * DP_B, DP_STEPS, DP_T);
     if (!ok) return;
     CHECK(ha[0] == sc_hash_bytes(0, wa, np * sizeof(float)) && ha[1] == sc_hash_bytes(0, la, sizeof la),
@@ -1094,6 +1187,7 @@ int main(void)
     test_comm();
     test_two_nodes();
     test_listen();
+    test_two_node_kill();
     test_data_parallel();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;

@@ -1,0 +1,598 @@
+"""Data-parallel step model: from one GPU's trace and measured collectives, the step at W GPUs.
+
+    python3 bench/dp_model.py --trace ONE_GPU_OUT_DIR --nvlink NV.csv [--socket SOCK.csv]
+        [--model qwen3-1.7b | --config config.json] [--dtype bf16|fp32] [--gpus-per-node 8]
+        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--logs DIR] [--measured KEY=MS ...]
+        [--out FILE]
+    python3 bench/dp_model.py --selftest
+
+Inputs. The collectives: CSVs of bench/allreduce.c (op,bytes,world,...,median_us,...), one over
+NVLink (--nvlink) and one over sockets (--socket). Per op and transport, t(n) = alpha + n / beta is
+fitted to them (least squares on the relative error, so that small and large sizes both count).
+The compute: the trace.json that `slidecheck train ... --out DIR` writes for a 1-GPU run; per
+step (the first --skip dropped, medians over the others): the end of "lm_head+loss", the end of
+each backward "layer" span (L-1 .. 0), the end of the backward "embedding", the optimizer span and
+the step's end, all relative to the step's start. The gradient buckets are slidecheck's
+(sc__bucket): [final norm | untied head] ready when the head's backward ends, then layer L-1 ..
+layer 0, then the embedding, each issued when its backward ends and served in that order by one
+communication stream. Their sizes come from the model's shape (--model, one of slidecheck's
+built-ins, or an HF --config).
+
+Collectives at W ranks (ring, as NCCL's tuning model counts it). From a fit at W_m ranks: the
+per-hop latency a = alpha / s(W_m) and the bus bandwidth B = beta x f(W_m), where all-reduce has
+s(W) = 2(W-1) hops and moves f(W) = 2(W-1)/W of the buffer per rank, reduce-scatter and
+all-gather s = W-1, f = (W-1)/W. Then
+    t(n, W) = (s(W) - s_inter) a_intra + s_inter a_inter + f(W) n / min(B_intra, B_inter)
+with s_inter = 2(nodes-1) hops (all-reduce) or nodes-1 (the others) crossing the network and
+B_inter only where nodes > 1. The latency term grows linearly with W (a ring's hops); NCCL's tree
+and NVLS algorithms grow slower, so at large W this is an upper bound for small buckets. A fit at
+2 ranks cannot tell a collective's fixed cost (the launch) from its per-hop cost: all of alpha is
+counted per hop unless --base-us X says X us of it are paid once (an upper bound otherwise). Intra-node
+(up to --gpus-per-node GPUs): the NVLink fit, its 2-GPU bus bandwidth taken for every W <= 8 (an
+NVSwitch gives each GPU the same links whatever W). Inter-node: the socket fit (two processes on
+one host over loopback TCP: a floor, not a cluster), and, with --inter-gbps / --inter-lat-us, an
+assumed cluster network (per GPU: G Gbit/s, L us a hop), printed as an assumption.
+
+The step at W (plain data parallel): the compute stream as measured on 1 GPU; bucket b's
+all-reduce starts at max(its ready time, the previous bucket's end). The optimizer runs as
+slidecheck's does: the part of the layers 1.. and the norm/head once their sums are in, the
+embedding's and layer 0's once every sum is in. Exposed comm = what ends after the last backward
+(the embedding's). Hidden share = the collectives' time that overlaps a compute interval (the
+backward, the optimizer), over all of their time (as bench/dp_hidden.py measures it).
+ZeRO-1: each bucket reduce-scattered (the same order), the AdamW update on 1/W of each bucket
+(the measured optimizer time x share / W), each bucket's all-gather of the updated weights queued
+behind its update, the next step waiting for the last all-gather.
+--overlap-slowdown F: compute that runs beside a collective takes (1 + F) as long (NCCL's kernels
+share the SMs and memory; the 2-GPU traces show a backward layer 8-9% slower); default 0.
+
+Check table: the measured steps (--measured 1=177.2 2=189.1 z2=188.4 sock2=...; or --logs DIR of
+bench/gpu_dp_checks.sh: speed1.log, speed2.log, speedz.log, sock2.log) against the prediction.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+
+# slidecheck's built-in shapes (sc_config_named): vocab, hidden, intermediate, layers, heads,
+# kv heads, head_dim, tied, arch
+MODELS = {
+    'tiny': (512, 128, 352, 4, 4, 2, 48, True, 'qwen3'),
+    'qwen3-0.6b': (151936, 1024, 3072, 28, 16, 8, 128, True, 'qwen3'),
+    'qwen3-1.7b': (151936, 2048, 6144, 28, 16, 8, 128, True, 'qwen3'),
+    'qwen2.5-0.5b': (151936, 896, 4864, 24, 14, 2, 64, True, 'qwen2'),
+    'qwen2.5-1.5b': (151936, 1536, 8960, 28, 12, 2, 128, True, 'qwen2'),
+    'qwen2.5-7b': (152064, 3584, 18944, 28, 28, 4, 128, False, 'qwen2'),
+}
+WS = [1, 2, 4, 8, 16, 64, 256]
+OPS = ('allreduce', 'reduce_scatter', 'allgather')
+
+
+def shape_from_config(path):
+    c = json.load(open(path))
+    tc = c.get('text_config', c)
+    H = tc['num_attention_heads']
+    return (tc['vocab_size'], tc['hidden_size'], tc['intermediate_size'], tc['num_hidden_layers'], H,
+            tc.get('num_key_value_heads', H), tc.get('head_dim') or tc['hidden_size'] // H,
+            bool(tc.get('tie_word_embeddings', False)), 'qwen3' if 'qwen3' in tc.get('model_type', '') else 'qwen2')
+
+
+def buckets(shape):
+    """element counts of slidecheck's gradient buckets, in issue order: [norm | untied head],
+    layer L-1 .. 0, embedding (sc__bucket); and the layer count"""
+    V, C, I, L, H, KV, D, tied, arch = shape
+    qkv = (H + 2 * KV) * D
+    # ln1, qkv (+ its bias: Qwen2), q/k norms (Qwen3), o, ln2, gate|up, down: sc_config_layer_offsets
+    layer = C + qkv * C + (qkv if arch == 'qwen2' else 0) + (2 * D if arch == 'qwen3' else 0) + C * H * D + C + \
+        3 * I * C
+    head = C + (0 if tied else V * C)
+    return [head] + [layer] * L + [V * C], L
+
+
+# ---- collectives ----
+
+def read_csv(path):
+    rows = []
+    with open(path) as f:
+        hdr = f.readline().strip().split(',')
+        for line in f:
+            v = line.strip().split(',')
+            if len(v) == len(hdr):
+                rows.append(dict(zip(hdr, v)))
+    return rows
+
+
+def fit(points):
+    """t = alpha + n / beta by least squares on the relative error: minimise sum ((alpha + n x
+    - t) / t)^2 over (alpha, x = 1/beta); points (n bytes, t us) -> (alpha us, beta bytes/us)"""
+    s_aa = s_ax = s_xx = s_a = s_x = 0.0
+    for n, t in points:
+        w = 1.0 / (t * t)
+        s_aa += w
+        s_ax += w * n
+        s_xx += w * n * n
+        s_a += w * t
+        s_x += w * n * t
+    det = s_aa * s_xx - s_ax * s_ax
+    if len(points) < 2 or det <= 0:
+        raise SystemExit('fit: need two sizes or more')
+    alpha = (s_a * s_xx - s_x * s_ax) / det
+    x = (s_aa * s_x - s_ax * s_a) / det
+    if alpha < 0:  # latency below the resolution: the bandwidth alone, through the origin
+        alpha, x = 0.0, sum(n * t / (t * t) for n, t in points) / sum(n * n / (t * t) for n, t in points)
+    return alpha, 1.0 / x
+
+
+def hops(op, W):
+    return 2 * (W - 1) if op == 'allreduce' else W - 1
+
+
+def frac(op, W):
+    return (2.0 if op == 'allreduce' else 1.0) * (W - 1) / W
+
+
+class Link:
+    """per op: per-hop latency (us) and bus bandwidth (bytes/us) of one transport"""
+
+    def __init__(self, name, per_op, note, base=0.0):
+        self.name, self.per_op, self.note, self.base = name, per_op, note, base
+
+    @staticmethod
+    def from_csv(name, path, base=0.0):
+        rows = read_csv(path)
+        per_op, notes = {}, []
+        for op in OPS:
+            pts = [(float(r['bytes']), float(r['median_us'])) for r in rows if r['op'] == op]
+            if len(pts) < 2:
+                continue
+            Wm = int(next(r['world'] for r in rows if r['op'] == op))
+            if Wm < 2:
+                raise SystemExit('%s: %s measured on %d rank: need 2 or more' % (path, op, Wm))
+            alpha, beta = fit(pts)
+            per_op[op] = (max(0.0, alpha - base) / hops(op, Wm), beta * frac(op, Wm))
+            worst = max(abs(alpha + n / beta - t) / t for n, t in pts)
+            notes.append('%s alpha %.1f us, beta %.2f GB/s (bus %.2f GB/s; %d sizes at W=%d, worst misfit %.0f%%)' % (
+                op, alpha, beta / 1e3, per_op[op][1] / 1e3, len(pts), Wm, 100 * worst))
+        if 'allreduce' not in per_op:
+            raise SystemExit('%s: no allreduce rows' % path)
+        for op in OPS:  # a ring's reduce-scatter or all-gather: half an all-reduce
+            per_op.setdefault(op, per_op['allreduce'])
+        return Link(name, per_op, '; '.join(notes), base)
+
+    @staticmethod
+    def assumed(gbps, lat_us):
+        bw = gbps / 8.0 * 1e3  # Gbit/s -> bytes/us
+        return Link('cluster', {op: (lat_us, bw) for op in OPS},
+                    'ASSUMED: %g Gbit/s a GPU (%.1f GB/s bus bandwidth), %g us a hop' % (gbps, bw / 1e3, lat_us))
+
+
+def coll_time(op, nbytes, W, gpn, intra, inter):
+    """us for one collective of nbytes (nccl-tests' size) over W ranks, gpn a node"""
+    if W < 2:
+        return 0.0
+    nodes = -(-W // gpn)
+    s = hops(op, W)
+    a_in, b_in = intra.per_op[op]
+    if nodes == 1:
+        return intra.base + s * a_in + frac(op, W) * nbytes / b_in
+    a_x, b_x = inter.per_op[op]
+    s_x = hops(op, nodes)
+    return max(intra.base, inter.base) + (s - s_x) * a_in + s_x * a_x + frac(op, W) * nbytes / min(b_in, b_x)
+
+
+# ---- the 1-GPU compute from a trace ----
+
+def read_trace(path, skip):
+    if os.path.isdir(path):
+        path = os.path.join(path, 'trace.json')
+    ev = json.load(open(path))['traceEvents']
+    names = {e['tid']: e['args']['name'] for e in ev if e.get('ph') == 'M' and e.get('name') == 'thread_name'}
+    comp = {t for t, n in names.items() if n in ('gpu compute', 'cpu compute')}
+    steps = sorted((e for e in ev if e.get('ph') == 'X' and e.get('cat') == 'step'), key=lambda e: e['ts'])
+    if len(steps) <= skip:
+        raise SystemExit('%s: %d steps, none after the %d skipped' % (path, len(steps), skip))
+    spans = sorted((e for e in ev if e.get('ph') == 'X' and e.get('cat') != 'step' and e['tid'] in comp),
+                   key=lambda e: e['ts'])
+    per = []
+    for st in steps[skip:]:
+        t0, t1 = st['ts'], st['ts'] + st['dur']
+        inside = [e for e in spans if t0 <= e['ts'] < t1]
+        head = [e for e in inside if e['name'] == 'lm_head+loss']
+        lay = {e['args']['layer']: e for e in inside if e['cat'] == 'bwd' and e['name'] == 'layer'}
+        emb = [e for e in inside if e['cat'] == 'bwd' and e['name'] == 'embedding']
+        opt = [e for e in inside if e['cat'] == 'opt']
+        if not head or not lay or not emb or not opt:
+            continue
+        L = max(lay) + 1
+        if sorted(lay) != list(range(L)):
+            continue
+        end = lambda e: (e['ts'] + e['dur'] - t0) / 1e3  # ms from the step's start
+        per.append({'head': end(head[-1]), 'layers': [end(lay[l]) for l in range(L)],
+                    'dur': [lay[l]['dur'] / 1e3 for l in range(L)], 'emb': end(emb[-1]),
+                    'opt0': (opt[0]['ts'] - t0) / 1e3, 'opt': sum(e['dur'] for e in opt) / 1e3,
+                    'step': st['dur'] / 1e3})
+    if not per:
+        raise SystemExit('%s: no step with the lm_head+loss, backward layer, embedding and optimizer spans' % path)
+    med = lambda f: statistics.median(f(p) for p in per)
+    L = len(per[0]['layers'])
+    return {'L': L, 'n': len(per), 'head': med(lambda p: p['head']), 'emb': med(lambda p: p['emb']),
+            'layers': [med(lambda p: p['layers'][l]) for l in range(L)],
+            'dur': [med(lambda p: p['dur'][l]) for l in range(L)],
+            'opt0': med(lambda p: p['opt0']), 'opt': med(lambda p: p['opt']), 'step': med(lambda p: p['step'])}
+
+
+# ---- the step ----
+
+def merge(iv):
+    out = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def overlap(a0, a1, iv):
+    return sum(max(0.0, min(a1, b1) - max(a0, b0)) for b0, b1 in iv)
+
+
+def ready_times(tr, slow):
+    """bucket ready times (ms): the head's end, then layers L-1 .. 0 (each stretched by slow[l]),
+    then the embedding's; the backward's end"""
+    L = tr['L']
+    ready, t, prev = [tr['head']], tr['head'], tr['head']
+    for l in range(L - 1, -1, -1):
+        gap = tr['layers'][l] - tr['dur'][l] - prev  # launch gaps as measured
+        prev = tr['layers'][l]
+        t += gap + tr['dur'][l] * (1.0 + slow[l])
+        ready.append(t)
+    t += tr['emb'] - prev
+    ready.append(t)
+    return ready, t
+
+
+def simulate(tr, sizes, W, mode, cost, F):
+    """one step at W ranks: (step ms, comm intervals, compute intervals, backward end).
+    sizes: bucket elements; cost(op, elements) -> ms"""
+    L, N = tr['L'], float(sum(sizes))
+    tail = tr['step'] - tr['opt0'] - tr['opt']
+    gap = tr['opt0'] - tr['emb']  # between the backward and the optimizer (e.g. a norm)
+    slow = [0.0] * L
+    for _ in range(8 if F > 0 else 1):  # fixed point: the layers a collective runs beside are slower
+        ready, tb = ready_times(tr, slow)
+        comm, t = [], 0.0
+        op = 'allreduce' if mode == 'dp' else 'reduce_scatter'
+        for b, n in enumerate(sizes):
+            s = max(ready[b], t)
+            t = s + (cost(op, n) if W > 1 else 0.0)
+            comm.append((s, t))
+        comp = [(0.0, tb)]
+        c = tb + gap
+        if mode == 'dp' or W == 1:
+            fa = sum(sizes[:L]) / N  # the norm/head and layers L-1 .. 1: their sums are in first
+            c = max(c, comm[L - 1][1]) if W > 1 else c
+            comp.append((c, c + tr['opt'] * fa))
+            c += tr['opt'] * fa
+            c = max(c, comm[-1][1]) if W > 1 else c
+            comp.append((c, c + tr['opt'] * (1 - fa)))
+            end = c + tr['opt'] * (1 - fa)
+        else:  # ZeRO-1: update 1/W of each bucket, then its all-gather behind it on the comm stream
+            c = max(c, comm[L - 1][1])
+            for b, n in enumerate(sizes):
+                if b == L:
+                    c = max(c, comm[L + 1][1])  # every reduce-scatter is in
+                u = tr['opt'] * n / N / W
+                comp.append((c, c + u))
+                c += u
+                s = max(c, t)
+                t = s + cost('allgather', n)
+                comm.append((s, t))
+            end = max(c, t)
+        if F > 0:
+            ci = merge(comm)
+            nslow = []
+            for l in range(L):
+                b1 = ready[L - l]
+                b0 = b1 - tr['dur'][l] * (1.0 + slow[l])
+                nslow.append(F * overlap(b0, b1, ci) / max(b1 - b0, 1e-9))
+            slow = nslow
+    return end + tail, comm, comp, tb
+
+
+def summarize(tr, sizes, W, mode, cost, F):
+    step, comm, comp, tb = simulate(tr, sizes, W, mode, cost, F)
+    busy = sum(b - a for a, b in comm)
+    ci = merge(comp)
+    hid = sum(overlap(a, b, ci) for a, b in comm)
+    exposed = max(0.0, max((b for _, b in comm), default=0.0) - tb)
+    return {'step': step, 'comm': busy, 'hidden': hid / busy if busy > 0 else float('nan'), 'exposed': exposed}
+
+
+# ---- measured steps ----
+
+def median_step(path):
+    for line in open(path):
+        if line.startswith('summary:'):
+            m = re.search(r'median step ([0-9.]+) ms', line)
+            if m:
+                return float(m.group(1))
+    return None
+
+
+def ranks_of(path, default):
+    m = re.search(r'data parallel: (\d+) ranks', open(path).read())
+    return int(m.group(1)) if m else default
+
+
+def measured_from_logs(d):
+    """{key: ms} from bench/gpu_dp_checks.sh's logs: 1 (speed1), W (speed2), zW (speedz), sockW (sock2)"""
+    out = {}
+    for name, key in (('speed1.log', '1'), ('speed2.log', ''), ('speedz.log', 'z'), ('sock2.log', 'sock')):
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            ms = median_step(p)
+            if ms is not None:
+                out[key + str(ranks_of(p, 2)) if key != '1' else '1'] = ms
+    return out
+
+
+# ---- the report ----
+
+def make_cost(W, gpn, intra, inter, ebytes):
+    """ms of one collective of n elements (gradients or weights, ebytes each) at W ranks"""
+    return lambda op, n: coll_time(op, n * ebytes, W, gpn, intra, inter) / 1e3
+
+
+def report(args, tr, sizes, L, intra, inters, out):
+    eb, gpn = 2 if args.dtype == 'bf16' else 4, args.gpus_per_node
+    say = lambda s='': out.write(s + '\n')
+    say('compute (1 GPU trace, median of %d steps): step %.2f ms; head+loss ends %.2f, backward %d layers %.2f ms '
+        '(each %.2f-%.2f), embedding backward ends %.2f, optimizer %.2f ms' % (
+            tr['n'], tr['step'], tr['head'], L, tr['emb'] - tr['head'], min(tr['dur']), max(tr['dur']), tr['emb'],
+            tr['opt']))
+    say('buckets: %d (norm/head %d, %d layers of %d, embedding %d elements; %s gradients, %.3f GB a step)' % (
+        len(sizes), sizes[0], L, sizes[1], sizes[-1], args.dtype, sum(sizes) * eb / 1e9))
+    say('intra-node (%s, up to %d GPUs a node): %s' % (intra.name, gpn, intra.note))
+    for x in inters:
+        say('inter-node (%s): %s' % (x.name, x.note))
+    say('collectives: ring; t = (hops - inter hops) x a_intra + inter hops x a_inter + f(W) x bytes / min(B_intra, '
+        'B_inter); hops 2(W-1) (all-reduce) or W-1; the latency term grows linearly with W; %s' % (
+            'of each fitted alpha %.1f us paid once, the rest per hop' % args.base_us if args.base_us else
+            'all of each fitted alpha counted per hop (an upper bound at large W; --base-us X pays X us of it once)'))
+    if args.overlap_slowdown:
+        say('ASSUMED: compute beside a collective %.0f%% slower (--overlap-slowdown)' % (100 * args.overlap_slowdown))
+    say()
+    say('%5s %5s %-10s %-6s %10s %8s %7s %9s %9s' % ('W', 'nodes', 'transport', 'mode', 'step_ms', 'scaling',
+                                                     'hidden', 'exposed', 'comm_ms'))
+    pred = {}
+    for W in args.ws:
+        nodes = -(-W // gpn)
+        for x in (inters if nodes > 1 else [None]):
+            tname = '-' if W == 1 else intra.name if nodes == 1 else x.name
+            for mode in ('dp', 'zero1'):
+                if W == 1 and mode == 'zero1':
+                    continue
+                r = summarize(tr, sizes, W, mode, make_cost(W, gpn, intra, x or intra, eb), args.overlap_slowdown)
+                pred[(W, tname, mode)] = r['step']
+                say('%5d %5d %-10s %-6s %10.2f %7.3fx %7s %9.2f %9.2f' % (
+                    W, nodes, tname, mode, r['step'], W * pred[(1, '-', 'dp')] / r['step'],
+                    '%.1f%%' % (100 * r['hidden']) if W > 1 else '-', r['exposed'], r['comm']))
+    return pred
+
+
+def check_table(args, tr, sizes, intra, socket, meas, out):
+    say = lambda s='': out.write(s + '\n')
+    if not meas:
+        say('\ncheck: no measured steps (--measured KEY=MS or --logs DIR)')
+        return
+    say('\ncheck: measured against predicted (the 1 GPU trace\'s compute; W ranks on one node over NVLink, '
+        '"sock" two nodes over sockets)')
+    say('%-8s %5s %-10s %-6s %11s %12s %8s' % ('run', 'W', 'transport', 'mode', 'measured', 'predicted', 'error'))
+    for key in sorted(meas, key=lambda k: (len(k), k)):
+        m = re.fullmatch(r'(z|sock)?(\d+)', key)
+        if not m:
+            raise SystemExit('--measured %s: keys are W, zW (ZeRO-1) or sockW (two nodes over sockets)' % key)
+        kind, W = m.group(1) or '', int(m.group(2))
+        mode = 'zero1' if kind == 'z' else 'dp'
+        eb = 2 if args.dtype == 'bf16' else 4
+        if kind == 'sock':
+            if socket is None:
+                say('%-8s %5d   (no --socket CSV: not predicted)' % (key, W))
+                continue
+            cost, tname = make_cost(W, 1, socket, socket, eb), 'socket'  # one GPU a "node"
+        else:
+            cost, tname = make_cost(W, args.gpus_per_node, intra, intra, eb), intra.name if W > 1 else '-'
+        p = summarize(tr, sizes, W, mode, cost, args.overlap_slowdown)['step']
+        say('%-8s %5d %-10s %-6s %8.2f ms %9.2f ms %+7.1f%%' % (key, W, tname, mode, meas[key], p,
+                                                               100 * (p - meas[key]) / meas[key]))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description='data-parallel step model (see the file\'s docstring)')
+    ap.add_argument('--trace', help='a 1-GPU run\'s --out DIR (or its trace.json)')
+    ap.add_argument('--nvlink', help='bench/allreduce.c CSV over NVLink (one node)')
+    ap.add_argument('--socket', help='bench/allreduce.c CSV over sockets (two nodes)')
+    ap.add_argument('--model', default='qwen3-1.7b', help='a slidecheck built-in: ' + ', '.join(MODELS))
+    ap.add_argument('--config', help='an HF config.json instead of --model')
+    ap.add_argument('--dtype', default='bf16', choices=('bf16', 'fp32'), help='gradients and weights (bytes)')
+    ap.add_argument('--gpus-per-node', type=int, default=8)
+    ap.add_argument('--inter-gbps', type=float, help='assumed cluster network: Gbit/s a GPU')
+    ap.add_argument('--inter-lat-us', type=float, help='assumed cluster network: us a hop')
+    ap.add_argument('--overlap-slowdown', type=float, default=0.0)
+    ap.add_argument('--base-us', type=float, default=0.0,
+                    help='the part of each fitted alpha that is paid once a collective, not per hop')
+    ap.add_argument('--skip', type=int, default=2, help='warm-up steps of the trace to drop')
+    ap.add_argument('--ws', default=','.join(map(str, WS)))
+    ap.add_argument('--logs', help='bench/gpu_dp_checks.sh output dir: measured steps from its logs')
+    ap.add_argument('--measured', nargs='*', default=[], help='KEY=MS: 1, 2 (W GPUs), z2 (ZeRO-1), sock2')
+    ap.add_argument('--out', help='also write the tables here')
+    ap.add_argument('--selftest', action='store_true')
+    args = ap.parse_args(argv)
+    if args.selftest:
+        return selftest()
+    if not args.trace or not args.nvlink:
+        ap.error('--trace and --nvlink are needed (or --selftest)')
+    args.ws = [int(w) for w in args.ws.split(',')]
+    shape = shape_from_config(args.config) if args.config else MODELS.get(args.model)
+    if shape is None:
+        ap.error('--model: one of ' + ', '.join(MODELS))
+    sizes, L = buckets(shape)
+    tr = read_trace(args.trace, args.skip)
+    if tr['L'] != L:
+        raise SystemExit('the trace has %d layers, the model %d: pass the run\'s --model or --config' % (tr['L'], L))
+    intra = Link.from_csv('nvlink', args.nvlink, args.base_us)
+    socket = Link.from_csv('socket', args.socket, args.base_us) if args.socket else None
+    inters = [socket] if socket else []
+    if (args.inter_gbps is None) != (args.inter_lat_us is None):
+        ap.error('--inter-gbps and --inter-lat-us go together')
+    if args.inter_gbps is not None:
+        inters.append(Link.assumed(args.inter_gbps, args.inter_lat_us))
+    if not inters:
+        inters.append(Link.assumed(400.0, 10.0))
+        inters[-1].note += ' (default: no --socket CSV and no --inter-gbps)'
+    meas = measured_from_logs(args.logs) if args.logs else {}
+    for kv in args.measured:
+        k, _, v = kv.partition('=')
+        meas[k] = float(v)
+
+    class Tee:
+        def __init__(self, files):
+            self.files = files
+
+        def write(self, s):
+            for f in self.files:
+                f.write(s)
+
+    files = [sys.stdout] + ([open(args.out, 'w')] if args.out else [])
+    out = Tee(files)
+    report(args, tr, sizes, L, intra, inters, out)
+    check_table(args, tr, sizes, intra, socket, meas, out)
+    for f in files[1:]:
+        f.close()
+    return 0
+
+
+# ---- a check of the model on numbers worked out by hand ----
+
+def selftest():
+    fails = []
+
+    def ok(cond, what):
+        print('%s %s' % ('PASS' if cond else 'FAIL', what))
+        if not cond:
+            fails.append(what)
+
+    d = tempfile.mkdtemp(prefix='dp_model_')
+    # the fit recovers alpha and beta from exact points, 8 KiB .. 1 GiB
+    a0, b0 = 12.5, 40e3  # us, bytes/us (40 GB/s)
+    pts = [(float(8192 << k), a0 + (8192 << k) / b0) for k in range(18)]
+    a, b = fit(pts)
+    ok(abs(a - a0) < 1e-6 * a0 and abs(b - b0) < 1e-6 * b0, 'fit: alpha %.6f us, beta %.6f GB/s from exact points' % (
+        a, b / 1e3))
+    # collectives: AR at 2 ranks 4 bytes/us alg (bus 4), RS and AG 8 alg (bus 4), no latency
+    for name, alg in (('nv.csv', {'allreduce': 4.0, 'reduce_scatter': 8.0, 'allgather': 8.0}),):
+        with open(os.path.join(d, name), 'w') as f:
+            f.write('op,bytes,world,nodes,transport_hint,median_us,algbw_GBps,busbw_GBps,n\n')
+            for op in OPS:
+                for n in (2000, 12000, 24000, 1 << 20):
+                    f.write('%s,%d,2,1,nvlink,%.6f,%.6f,%.6f,20\n' % (op, n, n / alg[op], alg[op] / 1e3,
+                                                                   alg[op] * frac(op, 2) / 1e3))
+    nv = Link.from_csv('nvlink', os.path.join(d, 'nv.csv'))
+    ok(all(abs(nv.per_op[op][1] - 4.0) < 1e-9 and nv.per_op[op][0] == 0.0 for op in OPS),
+       'CSV fit: bus bandwidth 4 bytes/us for every op, no latency')
+    # W scaling: ring all-reduce at W = 4 in one node moves 2 x 3/4 of the buffer at the bus bandwidth
+    ok(abs(coll_time('allreduce', 12000, 4, 8, nv, nv) - 1.5 * 12000 / 4.0) < 1e-9, 'all-reduce at W = 4: 2(W-1)/W')
+    lat = Link('x', {op: (2.0, 4.0) for op in OPS}, '')
+    net = Link('y', {op: (10.0, 1.0) for op in OPS}, '')
+    t = coll_time('allreduce', 16000, 16, 8, lat, net)  # 30 hops, 2 across nodes; the network's bandwidth
+    ok(abs(t - (28 * 2.0 + 2 * 10.0 + 2 * 15 / 16 * 16000 / 1.0)) < 1e-9, 'two nodes: inter hops and min bandwidth')
+    # a synthetic 1-GPU trace: 2 layers; head ends 10 ms, layer 1 10..14, layer 0 14..18, embedding
+    # 18..19, optimizer 19..21, step 22 ms; 4 steps, the first 2 skipped (one of them odd)
+    ev = [{'ph': 'M', 'pid': 1, 'tid': 0, 'name': 'thread_name', 'args': {'name': 'gpu compute'}},
+          {'ph': 'M', 'pid': 1, 'tid': 1000000, 'name': 'thread_name', 'args': {'name': 'steps'}}]
+    for s in range(4):
+        t0 = 100000.0 * s
+        k = 3.0 if s == 0 else 1.0
+        X = lambda name, cat, a, b, layer=-1: {'ph': 'X', 'pid': 1, 'tid': 0, 'name': name, 'cat': cat,
+                                               'ts': t0 + a * 1e3 * k, 'dur': (b - a) * 1e3 * k,
+                                               'args': {'layer': layer}}
+        ev.append({'ph': 'X', 'pid': 1, 'tid': 1000000, 'name': 'step %d' % s, 'cat': 'step', 'ts': t0,
+                   'dur': 22e3 * k, 'args': {}})
+        ev += [X('embedding', 'fwd', 0, 1), X('layer', 'fwd', 1, 4, 0), X('layer', 'fwd', 4, 7, 1),
+               X('lm_head+loss', 'loss', 7, 10), X('layer', 'bwd', 10, 14, 1), X('layer', 'bwd', 14, 18, 0),
+               X('embedding', 'bwd', 18, 19), X('optimizer', 'opt', 19, 21)]
+    os.makedirs(os.path.join(d, 'one'))
+    json.dump({'traceEvents': ev}, open(os.path.join(d, 'one', 'trace.json'), 'w'))
+    tr = read_trace(os.path.join(d, 'one'), 2)
+    ok(tr['L'] == 2 and tr['head'] == 10 and tr['layers'] == [18, 14] and tr['emb'] == 19 and tr['opt'] == 2 and
+       tr['step'] == 22, 'trace: head 10, layers end 14 and 18, embedding 19, optimizer 2, step 22 ms')
+    # buckets (elements): norm 1000, layers 6000 each, embedding 12000; bf16: 2 bytes
+    sizes = [1000, 6000, 6000, 12000]
+    cost = lambda op, n: coll_time(op, 2 * n, 2, 8, nv, nv) / 1e3
+    r1 = summarize(tr, sizes, 1, 'dp', cost, 0.0)
+    ok(abs(r1['step'] - 22.0) < 1e-9, 'W = 1: the measured step (22 ms): %.4f' % r1['step'])
+    # by hand, W = 2: all-reduces 0.5 ms (norm), 3 (layers), 6 (embedding): [10, 10.5], [14, 17],
+    # [18, 21], [21, 27]; the optimizer's first 28% (0.56 ms) at 19, the rest (1.44) at 27: 28.44 + 1
+    r = summarize(tr, sizes, 2, 'dp', cost, 0.0)
+    ok(abs(r['step'] - 29.44) < 1e-9, 'plain data parallel, W = 2: step 29.44 ms by hand: %.4f' % r['step'])
+    ok(abs(r['exposed'] - 8.0) < 1e-9, 'exposed: 27 - 19 = 8 ms: %.4f' % r['exposed'])
+    ok(abs(r['hidden'] - 5.06 / 12.5) < 1e-9, 'hidden: (0.5 + 3 + 1 + 0.56) / 12.5 = 40.48%%: %.2f%%' % (
+        100 * r['hidden']))
+    # ZeRO-1, W = 2: reduce-scatters [10, 10.25], [14, 15.5], [18, 19.5], [19.5, 22.5]; updates of
+    # 0.04, 0.24 from 19, then (after every reduce-scatter) 0.24, 0.48 from 22.5; all-gathers 0.25,
+    # 1.5, 1.5, 3 from 22.5: the last ends 28.75; + 1
+    z = summarize(tr, sizes, 2, 'zero1', cost, 0.0)
+    ok(abs(z['step'] - 29.75) < 1e-9, 'ZeRO-1, W = 2: step 29.75 ms by hand: %.4f' % z['step'])
+    # fast collectives hide entirely: the step is the 1-GPU step plus the last bucket's sum
+    fast = lambda op, n: 1e-6 * n
+    r = summarize(tr, sizes, 2, 'dp', fast, 0.0)
+    ok(abs(r['step'] - 22.0) < 0.02 and r['hidden'] > 0.95, 'fast collectives: step %.3f ms, hidden %.1f%%' % (
+        r['step'], 100 * r['hidden']))
+    # a slowdown beside collectives lengthens the step, never shortens it
+    r2 = summarize(tr, sizes, 2, 'dp', cost, 0.1)
+    ok(r2['step'] >= 29.44 - 1e-9, '--overlap-slowdown 0.1: step %.3f ms >= 29.44' % r2['step'])
+    # bucket sizes of the real model: slidecheck prints params 1720574976 for qwen3-1.7b
+    s, L = buckets(MODELS['qwen3-1.7b'])
+    ok(sum(s) == 1720574976 and L == 28 and len(s) == 30, 'qwen3-1.7b buckets: %d parameters, %d buckets' % (
+        sum(s), len(s)))
+    # the whole report on the synthetic files, with a measured 2-GPU step
+    with open(os.path.join(d, 'speed1.log'), 'w') as f:
+        f.write('summary: first-step loss 1  median step 22.00 ms (n=2)\n')
+    with open(os.path.join(d, 'speed2.log'), 'w') as f:
+        f.write('data parallel: 2 ranks of --batch 2\nsummary: first-step loss 1  median step 30.00 ms (n=2)\n')
+    import io
+    # tiny has 4 layers, the trace 2: refused
+    try:
+        main(['--trace', os.path.join(d, 'one'), '--nvlink', os.path.join(d, 'nv.csv'), '--model', 'tiny'])
+        ok(False, 'a trace of 2 layers with --model tiny (4 layers): refused')
+    except SystemExit as e:
+        ok('the trace has 2 layers, the model 4' in str(e), 'a trace of 2 layers with --model tiny: refused (%s)' % e)
+    MODELS['two'] = (64, 10, 20, 2, 1, 1, 10, True, 'qwen3')  # a 2-layer shape for the whole report
+    old, buf = sys.stdout, io.StringIO()
+    sys.stdout = buf
+    try:
+        main(['--trace', os.path.join(d, 'one'), '--nvlink', os.path.join(d, 'nv.csv'), '--model', 'two',
+              '--logs', d, '--out', os.path.join(d, 'table.txt'), '--ws', '1,2,16', '--inter-gbps', '100',
+              '--inter-lat-us', '5'])
+    finally:
+        sys.stdout = old
+    txt = buf.getvalue()
+    print(txt)
+    ok(txt == open(os.path.join(d, 'table.txt')).read(), 'report: --out holds what was printed')
+    ok('ASSUMED: 100 Gbit/s' in txt and re.search(r'\n +16 +2 cluster', txt) is not None,
+       'report: W = 16 on 2 nodes over the assumed network, printed as an assumption')
+    ok(re.search(r'\n1 +1 +- +dp +22\.00 ms +22\.00 ms', txt) is not None and re.search(r'\n2 +2 +nvlink', txt),
+       'check table: measured 1 and 2 GPU steps beside the predictions')
+    for root, _, fs in os.walk(d, topdown=False):
+        for f in fs:
+            os.remove(os.path.join(root, f))
+        os.rmdir(root)
+    print('dp_model selftest: %d failed' % len(fails))
+    return 1 if fails else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
