@@ -239,7 +239,8 @@ USAGE
      sc_slide_window_bytes(cfg, mc, plan)   device bytes a plan needs before any activation
 
    Data parallel (one process per rank; mc.comm makes sc_model_step data parallel, mc.zero = 1
-   ZeRO-1). Every call ends in an error naming a rank that died or stalled past the timeout.
+   ZeRO-1; on the GPU the resident step's NCCL collectives are nodes of its CUDA graph). Every
+   call ends in an error naming a rank that died or stalled past the timeout.
      sc_dist_env_read(&e)                torchrun's RANK, WORLD_SIZE, GROUP_RANK, MASTER_ADDR, ...
                                          or srun's SLURM_PROCID, SLURM_NTASKS, ...; none: 1 process;
                                          malformed -> INVALID_ARGS naming the variable
@@ -1247,8 +1248,9 @@ typedef enum sc_optim { SC_OPTIM_SGD = 0, SC_OPTIM_ADAMW = 1 } sc_optim;
    gradients and weights are bitwise equal, for every checkpoint policy. */
 typedef enum sc_mode { SC_MODE_RESIDENT = 0, SC_MODE_SLIDE = 1 } sc_mode;
 /* The whole-step CUDA graph. AUTO (zero, the default) uses it where it works: the CUDA backend,
-   resident mode, one process, no keep_logits. Each shape's second step is captured and the later
-   ones replay it: the same bits as eager steps. ON fails where it cannot be; OFF runs eagerly. */
+   resident mode (data parallel over NCCL too, ZeRO-1 included: the collectives are nodes of the
+   graph), no keep_logits. Each shape's second step is captured and the later ones replay it: the
+   same bits as eager steps. ON fails where it cannot be; OFF runs eagerly. */
 typedef enum sc_cuda_graph { SC_CUDA_GRAPH_AUTO = 0, SC_CUDA_GRAPH_ON = 1, SC_CUDA_GRAPH_OFF = 2 } sc_cuda_graph;
 
 typedef struct sc_model_config {
@@ -1499,9 +1501,11 @@ SC_CUDA_DEF sc_result sc_cuda_profile_ops(sc_cuda *cu, int on);
 SC_CUDA_DEF sc_result sc_cuda_profile_collect(sc_cuda *cu, int keep);
 SC_CUDA_DEF int sc_cuda_profile_report(sc_cuda *cu, char *buf, size_t cap, int steps);
 SC_CUDA_DEF void sc_cuda_nvtx_pop(void);
-/* Whole-step CUDA graphs: begin captures the compute stream (nothing runs); end instantiates the
-   graph into *graph, or returns why it could not (the context stays usable); launch replays it
-   with the step's optimizer constants (k; NULL when it has none); kernels: launches captured. */
+/* Whole-step CUDA graphs: begin captures the compute stream (nothing runs), and the communication
+   stream from the first sc_cuda_comm_wait on, its collectives included; end joins them and
+   instantiates the graph into *graph, or returns why it could not (the context stays usable);
+   launch replays it with the step's optimizer constants (k; NULL when it has none), and the next
+   sc_cuda_comm_settle polls its collectives; kernels: launches captured. */
 SC_CUDA_DEF sc_result sc_cuda_graph_begin(sc_cuda *cu);
 SC_CUDA_DEF sc_result sc_cuda_graph_end(sc_cuda *cu, void **graph);
 SC_CUDA_DEF sc_result sc_cuda_graph_launch(sc_cuda *cu, void *graph, const sc_optim_consts *k);
@@ -1535,9 +1539,9 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
    waits for the first k of them (in queue order, so for everything queued before the k-th) */
 SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k);
-/* Waits for the compute stream, polling this step's collectives: if none finishes for timeout_s
-   (a rank died or stalls) or NCCL reports an error, aborts the communicator and fails with a
-   message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging. */
+/* Waits for the compute stream, polling this step's collectives (a graph launch's too): if none
+   finishes for timeout_s (a rank died or stalls) or NCCL reports an error, aborts the
+   communicator and fails with a message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging. */
 SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
 SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
@@ -8503,10 +8507,9 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_INVALID_ARGS, "cuda_graph is SC_CUDA_GRAPH_AUTO, _ON or _OFF, not %d", (int)mc.cuda_graph);
         goto fail;
     }
-    if (mc.cuda_graph == SC_CUDA_GRAPH_ON &&
-        (!m->cu || mc.mode != SC_MODE_RESIDENT || sc_dist_comm_world(mc.comm) > 1 || mc.keep_logits)) {
-        r = sc__fail(SC_ERROR_UNSUPPORTED, "a whole-step CUDA graph needs the CUDA backend, resident mode, one process "
-                     "and no kept logits");
+    if (mc.cuda_graph == SC_CUDA_GRAPH_ON && (!m->cu || mc.mode != SC_MODE_RESIDENT || mc.keep_logits)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "a whole-step CUDA graph needs the CUDA backend, resident mode and no kept "
+                     "logits");
         goto fail;
     }
     if (mc.mode != SC_MODE_RESIDENT && mc.mode != SC_MODE_SLIDE) {
@@ -10775,16 +10778,23 @@ static sc_result sc__step_buffers(sc_model *m, int accum, int B, int T)
 }
 
 /* ==========================================================================================
-   Whole-step CUDA graph (resident mode, one process). The step's device work -- zeroing the
-   gradients, forward, recompute, backward, loss and optimizer -- is captured on the second step
-   of a shape (the first sizes every cache: allocator, scratch, GEMM plans) and replayed from
-   then on: the same kernels with the same arguments, so the same bits as launching them one by
-   one. What changes per step lives in device memory: the tokens and targets (uploaded before),
-   the optimizer's bias corrections (refilled before each replay), the embedding backward's
-   token order (sorted on the device). The caching allocator serves the capture as it serves an
-   eager step; the blocks it handed out are the graph's scratch and are checked idle before each
-   replay (held by someone else, or their segment given back: the graph is dropped and captured
-   again). The tracer's spans are event nodes of the graph, appended at each replay.
+   Whole-step CUDA graph (resident mode, one GPU or NCCL data parallel). The step's device work --
+   zeroing the gradients, forward, recompute, backward, the collectives, loss and optimizer -- is
+   captured on the second step of a shape (the first sizes every cache: allocator, scratch, GEMM
+   plans) and replayed from then on: the same kernels with the same arguments, so the same bits as
+   launching them one by one. What changes per step lives in device memory: the tokens and
+   targets (uploaded before), the optimizer's bias corrections (refilled before each replay), the
+   embedding backward's token order (sorted on the device). The caching allocator serves the
+   capture as it serves an eager step; the blocks it handed out are the graph's scratch and are
+   checked idle before each replay (held by someone else, or their segment given back: the graph
+   is dropped and captured again). The tracer's spans are event nodes of the graph (those of the
+   communication stream too), appended at each replay.
+   Data parallel: the communication stream joins the capture at the first sc_cuda_comm_wait, so
+   each collective is a node of the graph, in the eager step's order, with the eager step's joins
+   as edges; the capture ends joined to it. A replay runs no host code: an event node after each
+   collective stands for the pooled events that sc_cuda_comm_settle polls after an eager step, so
+   the settle after a replay has the same timeout and abort. A rank whose capture failed runs the
+   same collectives eagerly, in the same order as the others' graphs.
    ========================================================================================== */
 static void sc__graph_note_block(sc_model *m, void *p, size_t n)
 {
@@ -10815,9 +10825,11 @@ static void sc__graph_drop(sc_model *m)
     g->nblk = 0;
 }
 
+/* (the CUDA backend's data parallel is NCCL's, whose collectives a graph holds; the CPU
+   backend's sums on the host are not graphed, nor is slide mode) */
 static int sc__graph_wanted(const sc_model *m)
 {
-    return m->cu && !m->sl && !m->nccl && sc_dist_comm_world(m->mc.comm) == 1 && !m->mc.keep_logits &&
+    return m->cu && !m->sl && (m->nccl || sc_dist_comm_world(m->mc.comm) == 1) && !m->mc.keep_logits &&
            m->mc.cuda_graph != SC_CUDA_GRAPH_OFF && !m->gs.off;
 }
 

@@ -115,7 +115,8 @@ struct sc_cuda {
     int rank;                                     /* this process's rank in it */
     std::vector<cudaEvent_t> *comm_done;          /* events after the step's collectives, kept for reuse */
     size_t comm_n;                                /* how many of them this step recorded */
-    cudaEvent_t hand;                             /* handoff: compute -> comm stream */
+    struct sc__graph *comm_graph;                 /* a launched graph's collectives, until settled */
+    cudaEvent_t hand;                             /* handoff: compute -> comm stream (back: a capture's end) */
     cudaStream_t side;                            /* sc_cuda_memset0_behind's zeroing */
     cudaEvent_t side_fork, side_done;
     int side_pending;                             /* the compute stream has not yet waited for side_done */
@@ -165,6 +166,7 @@ struct sc__gnorm {
 struct sc__graph {
     cudaGraphExec_t exec;
     std::vector<cudaEvent_t> events;
+    std::vector<cudaEvent_t> comm; /* nodes after each collective: sc_cuda_comm_settle polls them */
     sc_optim_consts *kc;
     int has_kc;
     cudaEvent_t done;
@@ -3061,13 +3063,33 @@ static void sc__comm_mark(sc_cuda *cu)
         ev.push_back(e);
     }
     SC__CK(cu, cudaEventRecord(ev[cu->comm_n++], cu->comm_stream));
+    if (cu->cap) { /* the record above orders the joins inside the capture; a replay runs no host
+                      code, so an event node of the graph marks the collective on every replay */
+        cudaEvent_t e = NULL;
+        SC__CK(cu, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        if (!e) return;
+        cu->cap->comm.push_back(e);
+        SC__CK(cu, cudaEventRecordWithFlags(e, cu->comm_stream, cudaEventRecordExternal));
+    }
+}
+
+/* the communication stream is part of the open capture (sc_cuda_comm_wait forked it in) */
+static bool sc__comm_captured(sc_cuda *cu)
+{
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (!cu->cap || !cu->comm_stream) return false;
+    SC__CK(cu, cudaStreamIsCapturing(cu->comm_stream, &st));
+    return sc__ok(cu) && st == cudaStreamCaptureStatusActive;
 }
 
 static bool sc__comm_ready(sc_cuda *cu, const char *what)
 {
     if (!sc__ok(cu)) return false;
     if (!cu->nccl) sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "%s: no NCCL communicator (sc_cuda_nccl_open)", what);
-    return cu->nccl != NULL;
+    /* in a capture NCCL would run it now, outside the graph: the comm stream must have joined */
+    else if (cu->cap && !sc__comm_captured(cu))
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "graph capture: %s before sc_cuda_comm_wait", what);
+    return sc__ok(cu);
 }
 
 static int sc__nccl_type(sc_dtype t) { return t == SC_BF16 ? 9 : 7; }
@@ -3102,19 +3124,22 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 }
 
 /* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
-   the others' collectives spinning on the device. Polls the collectives in order; when none
-   finishes for timeout_s seconds, or NCCL reports an error, aborts the communicator (which ends
-   its kernels) and fails with a message. */
+   the others' collectives spinning on the device. Polls the collectives in order (those queued
+   one by one, then those of the last graph launched: its event nodes); when none finishes for
+   timeout_s seconds, or NCCL reports an error, aborts the communicator (which ends its kernels)
+   and fails with a message. */
 SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
 {
     if (!sc__ok(cu) || !cu->nccl) return cu ? cu->status : SC_ERROR_INVALID_ARGS;
     std::vector<cudaEvent_t> &ev = *cu->comm_done;
-    size_t i = 0, n = cu->comm_n;
+    sc__graph *g = cu->comm_graph;
+    size_t i = 0, n = cu->comm_n, ng = g ? g->comm.size() : 0;
     cu->comm_n = 0; /* the events are recorded afresh next step */
+    cu->comm_graph = NULL;
     auto now = [] { return std::chrono::steady_clock::now(); };
     auto last = now();
-    while (i < n && sc__ok(cu)) {
-        cudaError_t q = cudaEventQuery(ev[i]);
+    while (i < n + ng && sc__ok(cu)) {
+        cudaError_t q = cudaEventQuery(i < n ? ev[i] : g->comm[i - n]);
         if (q == cudaSuccess) { i++; last = now(); continue; }
         if (q != cudaErrorNotReady) { SC__CK(cu, q); break; }
         int ae = 0;
@@ -3306,6 +3331,8 @@ static void sc__graph_free(sc_cuda *cu, sc__graph *g)
         if (it != cu->owned->end()) cu->owned->erase(it);
         (void)cudaEventDestroy(e);
     }
+    for (cudaEvent_t e : g->comm) (void)cudaEventDestroy(e);
+    if (cu->comm_graph == g) cu->comm_graph = NULL;
     if (g->done) (void)cudaEventDestroy(g->done);
     if (g->kc) (void)cudaFreeHost(g->kc);
     delete g;
@@ -3339,6 +3366,13 @@ SC_CUDA_DEF sc_result sc_cuda_graph_end(sc_cuda *cu, void **out)
     sc__graph *g = cu ? cu->cap : NULL;
     if (!g) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_graph_end: no capture open");
     sc_cuda_side_join(cu); /* a capture must end joined */
+    /* and so must the communication stream once a collective forked it in: the compute stream
+       waits for its last node (a collective, or a span's event after one) */
+    cudaStreamCaptureStatus cst = cudaStreamCaptureStatusNone;
+    if (cu->comm_stream && cudaStreamIsCapturing(cu->comm_stream, &cst) == cudaSuccess &&
+        cst == cudaStreamCaptureStatusActive)
+        sc__stream_after(cu, cu->stream, cu->comm_stream, cu->hand);
+    cu->comm_n = 0; /* the events of the collectives were recorded in the capture: never polled */
     cu->cap = NULL;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cu->stream, &graph);
@@ -3375,6 +3409,7 @@ SC_CUDA_DEF sc_result sc_cuda_graph_launch(sc_cuda *cu, void *gr, const sc_optim
     }
     SC__CK(cu, cudaGraphLaunch(g->exec, cu->stream));
     SC__CK(cu, cudaEventRecord(g->done, cu->stream));
+    if (!g->comm.empty()) cu->comm_graph = g; /* sc_cuda_comm_settle polls its collectives */
     cu->launches++;
     return sc_cuda_status(cu);
 }
@@ -3495,14 +3530,15 @@ SC_CUDA_DEF void *sc_cuda_event_record(int stream, void *user)
 {
     sc_cuda *cu = (sc_cuda *)user;
     cudaEvent_t ev = NULL;
-    if (cu->cap && stream != 0) {
-        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "graph capture: an event on stream %d (only the compute stream is captured)", stream);
+    if (cu->cap && stream != 0 && !(stream == SC_STREAM_COMM && sc__comm_captured(cu))) {
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "graph capture: an event on stream %d (only the compute stream and "
+                    "the communication stream after sc_cuda_comm_wait are captured)", stream);
         return NULL;
     }
     SC__CK(cu, cudaEventCreate(&ev));
     if (!sc__ok(cu)) return NULL;
     if (cu->cap) { /* a node of the graph: it records on every replay, and lives with the graph */
-        SC__CK(cu, cudaEventRecordWithFlags(ev, cu->stream, cudaEventRecordExternal));
+        SC__CK(cu, cudaEventRecordWithFlags(ev, sc__stream_of(cu, stream), cudaEventRecordExternal));
         cu->cap->events.push_back(ev);
         cu->owned->push_back(ev);
         return (void *)ev;

@@ -4,9 +4,12 @@
 #     within 1e-5, bf16 within 1e-2 relative; two 2-rank runs save byte-identical checkpoints;
 #     ZeRO-1 saves the same bytes as plain data parallel; slide mode the same checks as resident
 #     (slide's ZeRO-1: the same bytes as slide without it);
-#     a rank killed mid-run stops the other within the timeout, with a message;
+#     resident 2-rank runs replay the whole-step CUDA graph (collectives inside) and save the bytes of
+#     --cuda-graph off (plain and ZeRO-1, fp32 and bf16);
+#     a rank killed mid-run stops the other within the timeout, with a message (graph and eager);
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
-#     1 GPU against N (scaling = N x step(1) / step(N)), and N with ZeRO-1 (peak memory), with traces: the fraction of the
+#     1 GPU against N (scaling = N x step(1) / step(N)), N with --cuda-graph off (what the graph gives),
+#     and N with ZeRO-1 (peak memory), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
@@ -55,6 +58,22 @@ for dt in fp32 bf16; do
     if cmp -s "$O/save_resident_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
         echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
+    # the whole-step CUDA graph over NCCL: the resident 2-rank runs above took it (auto); steps 2-5
+    # replayed it on rank 0 (its summary) and no rank fell back (stderr); eager runs
+    # (--cuda-graph off) save the same bytes
+    for g in resident_${dt}_a ${dt}_z; do
+        zf=""; [ $g = ${dt}_z ] && zf="--zero 1"
+        "$BIN/slidecheck" $tiny --dtype $dt --batch 2 --gpus 2 $zf --cuda-graph off --save "$O/save_${g}_eager" \
+            > "$O/two_${g}_eager.log" 2>&1 || { echo "2 ranks $g --cuda-graph off: exit $?"; tail -n 5 "$O/two_${g}_eager.log"; fail=1; }
+        d="resident $dt${zf:+ ZeRO-1}"
+        if grep -q '(cuda graph: 4 of 5 steps' "$O/two_$g.log" && ! grep -q 'CUDA graph off' "$O/two_$g.log" &&
+            ! grep -q '(cuda graph:' "$O/two_${g}_eager.log"; then
+            echo "$d: 2 ranks ran steps 2-5 as CUDA graph launches ($(grep -o '(cuda graph: [^)]*)' "$O/two_$g.log")), --cuda-graph off none: PASS"
+        else echo "$d: the 2-rank graph was not used (or --cuda-graph off used one): FAIL"; grep -h 'graph' "$O/two_$g.log" | head -n 3; fail=1; fi
+        if cmp -s "$O/save_$g/model.safetensors" "$O/save_${g}_eager/model.safetensors"; then
+            echo "$d: 2 ranks with the CUDA graph saved the same weights as --cuda-graph off (bitwise): PASS"
+        else echo "$d: 2 ranks with the CUDA graph and --cuda-graph off differ: FAIL"; fail=1; fi
+    done
 done
 # launched by torchrun (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) instead of --gpus:
 # the same bytes as the --gpus 2 run
@@ -65,15 +84,19 @@ if command -v torchrun > /dev/null; then
         echo "torchrun --nproc_per_node=2 --no-python: the same weights as --gpus 2 (bitwise): PASS"
     else echo "torchrun launch and --gpus 2 differ: FAIL"; fail=1; fi
 fi
-# a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang)
-"$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 > "$O/kill.log" 2>&1 &
-L=$!; sleep 20
-R1=$(pgrep -P $L | sort -n | tail -n 1); t0=$(date +%s)
-[ -n "$R1" ] && kill -9 "$R1"
-wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
-if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
-    echo "a killed rank 1: the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill.log" | cut -c1-200))"
-else echo "a killed rank 1: exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
+# a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang), with the
+# CUDA graph (its collectives polled through the graph's event nodes) and without
+for kg in auto off; do
+    "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --gpus 2 --rendezvous-timeout 15 --cuda-graph $kg \
+        > "$O/kill_$kg.log" 2>&1 &
+    L=$!; sleep 20
+    R1=$(pgrep -P $L | sort -n | tail -n 1); t0=$(date +%s)
+    [ -n "$R1" ] && kill -9 "$R1"
+    wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
+    if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
+        echo "a killed rank 1 (--cuda-graph $kg): the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill_$kg.log" | cut -c1-200))"
+    else echo "a killed rank 1 (--cuda-graph $kg): exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
+done
 # ---- two "nodes" on this host over sockets (TWO_NODE=0 skips): two torchrun --nnodes 2 launches of one
 # rank each, node 0 on GPU 0 and node 1 on GPU 1, NCCL kept off NVLink/P2P and shared memory so that its
 # collectives go over TCP on the loopback, as between machines without InfiniBand.
@@ -131,9 +154,12 @@ if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all pa
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
 "$BIN/slidecheck" $big --gpus $NG --out "$O/speed2" > "$O/speed2.log" 2>&1
+# the same N-GPU run stepped eagerly: what the whole-step CUDA graph gives under data parallel
+"$BIN/slidecheck" $big --gpus $NG --cuda-graph off --out "$O/speed2e" > "$O/speed2e.log" 2>&1
 "$BIN/slidecheck" $big --gpus $NG --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
-grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speedz.log"
+grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speed2e.log" "$O/speedz.log"
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json" "$O/speed1/trace.json"
+echo "--cuda-graph off:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2e.log" "$O/speed2e/trace.json" "$O/speed1/trace.json"
 echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json" "$O/speed1/trace.json"
 # slide on 1 and NG GPUs (each rank's host optimizer on its share of the cores: they share one host)
 sl="$big --mode slide --steps 8 --slide-cpu-threads $(( $(nproc) / NG - 1 ))"

@@ -169,9 +169,9 @@ static const cli_help cli_helps[] = {
      "rounding than the whole head, in both modes alike); slide mode then streams the head slice by slice, "
      "with no whole-head buffer on the device"},
     {"train", "precision and memory", "cuda-graph", "--cuda-graph auto|on|off",
-     "the whole-step CUDA graph (default auto: on where it works, that is cuda, resident mode and one "
-     "process). The second step of a shape is captured and the later ones replay it in one launch, with "
-     "the same bits as off"},
+     "the whole-step CUDA graph (default auto: on where it works, that is cuda and resident mode, with "
+     "--gpus N too: the NCCL collectives are in the graph). The second step of a shape is captured and the "
+     "later ones replay it in one launch, with the same bits as off"},
 
     {"grad train", "slide mode", "mode", "--mode resident|slide",
      "resident (default): everything on the device. slide: weights, gradients and optimizer state on the "

@@ -1048,7 +1048,8 @@ static void test_nccl_one_rank(tctx *t)
 /* The GPU's data-parallel step with a comm of one process: NCCL sums over one rank (copies) on
    the communication stream, the optimizer in pieces after the joins, the settle at the end of each
    step: 3 AdamW steps give the bits of the same model without a comm, and the tracer shows the
-   collectives. Variant 2 (without master weights): ZeRO-1, a reduce-scatter per bucket, the update
+   collectives; resident steps 2 and 3 run as the whole-step CUDA graph, collectives and their
+   spans inside it. Variant 2 (without master weights): ZeRO-1, a reduce-scatter per bucket, the update
    of this rank's chunks and an all-gather, with the state in chunks; the same bits again. In slide
    mode variant 2 (with or without master weights) only checks that ZeRO-1 is accepted there: one
    rank's chunk is the whole layer, so its host state and collectives are plain data parallel's. */
@@ -1065,6 +1066,7 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
     e.timeout_s = 30;
     sc_dist_comm *comm = NULL;
     int ok = sc_dist_comm_open(&comm, &e, 1, NULL, 0) == SC_SUCCESS, nspans[3] = {0}, nlayer[3] = {0}, nup = 0;
+    int64_t gsteps[3] = {0};
     double comm_ms[3] = {0};
     for (int d = 0; d < nv; d++) w[d] = (float *)malloc(4 * np);
     for (int d = 0; d < nv && ok; d++) {
@@ -1104,6 +1106,7 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
                 else nspans[d]++, nlayer[d] += lay;
             }
             comm_ms[d] = sc_tracer_step_get(&tr, 2)->phase_ms[SC_PHASE_COMM];
+            gsteps[d] = sc_model_graph_steps(m);
         }
         if (!ok) printf("  dp one rank: %s\n", sc_last_error());
         if (m) {
@@ -1113,19 +1116,20 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
         sc_model_destroy(m);
     }
     sc_dist_comm_close(comm);
-    char nm[300];
+    char nm[400];
     /* per step: [norm | head] after the head's backward, one per layer, the embedding last
        (ZeRO-1: the same reduce-scatters and as many all-gathers; slide: the head's, the layers'
        and the all-gather of every rank's dL/dx_0, plus one all-gather per layer upload) */
     for (int d = 1; d < nv; d++) {
         snprintf(nm, sizeof nm, "%s %s data parallel on the GPU, one rank (NCCL%s), %s: 3 AdamW steps == no comm "
-                 "bitwise; %d collective spans (%d of layers; %d uploads gathered), %.3f ms of comm in step 3", c->name,
-                 slide ? "slide" : "resident", d == 2 ? ", ZeRO-1" : "", master ? "f32 master weights" : "bf16 weights",
-                 nspans[d], nlayer[d], nup, comm_ms[d]);
+                 "bitwise; %d collective spans (%d of layers; %d uploads gathered), %.3f ms of comm in step 3; "
+                 "%lld graph steps", c->name, slide ? "slide" : "resident", d == 2 ? ", ZeRO-1" : "",
+                 master ? "f32 master weights" : "bf16 weights", nspans[d], nlayer[d], nup, comm_ms[d],
+                 (long long)gsteps[d]);
         int same = ok && !memcmp(l[0], l[d], sizeof l[0]) && !memcmp(w[0], w[d], 4 * np);
         check(same && nspans[d] == 3 * (L + 2) * (d == 2 ? zc : 1) && nlayer[d] == 3 * L * (d == 2 ? zc : 1) &&
-                  (slide ? nup >= 3 * L : nup == 0),
-              nm, "%s (losses %.9g/%.9g)", same ? "wrong spans" : "differs", l[0][2], l[d][2]);
+                  (slide ? nup >= 3 * L : nup == 0) && gsteps[d] == (slide ? 0 : 2),
+              nm, "%s (losses %.9g/%.9g)", same ? "wrong spans or graph steps" : "differs", l[0][2], l[d][2]);
     }
     free(params); free(ids);
     for (int d = 0; d < nv; d++) free(w[d]);
