@@ -140,12 +140,12 @@ static void *page_alloc(size_t bytes) /* as pinned buffers are: page-aligned */
    candidates' runs alternating (as above, so that all see the same machine). Each changes only how the work is
    split, placed, stored or allocated, never the arithmetic: the end checks every kernel's bits against the
    library's. The "f32 mix" rows move torch's bytes (g f32, no wout: 28 B/param too). ==== */
-enum { K_LIB, K_DYN, K_STATIC, K_GUIDED, K_PREFETCH };
+enum { K_LIB, K_DYN, K_STATIC, K_GUIDED, K_PREFETCH, K_LAYERS };
 typedef struct {
     const char *name;
     int kind, threads, set, nt, pin, f32; /* set: see the buffers below; nt: wout streamed; pin: 0 no, 1 compact,
                                              2 physical cores first; f32: torch's mix */
-    size_t grab;                          /* K_DYN: elements a dynamic grab */
+    size_t grab;                          /* K_DYN: elements a dynamic grab; K_LAYERS: elements a call */
     double med, gps;
 } cand;
 
@@ -231,6 +231,12 @@ static void cand_kernel(const cand *c, float *p, float *m, float *v, const void 
     long long nc = (long long)((n + SC__OPTIM_CHUNK - 1) / SC__OPTIM_CHUNK);
     if (c->kind == K_LIB) {
         sc_cpu_adamw_mt(p, m, v, SC_F32, SC_F32, g, gt, w, n, &K, T);
+    } else if (c->kind == K_LAYERS) { /* as slide calls it: one sc_cpu_adamw_mt a layer, one after the other */
+        for (size_t o = 0; o < n; o += c->grab) {
+            size_t len = n - o < c->grab ? n - o : c->grab;
+            sc_cpu_adamw_mt(p + o, m + o, v + o, SC_F32, SC_F32, (const char *)g + o * sc_dtype_size(gt), gt,
+                            w ? w + o : NULL, len, &K, T);
+        }
     } else if (c->kind == K_STATIC) { /* one contiguous range a thread, as at::parallel_for splits */
         SC__OMP(omp parallel num_threads(T))
         {
@@ -379,6 +385,7 @@ static int candidates(size_t n, int reps, int T)
     if (n_phys > 0 && n_phys < T) ADD("threads = physical cores", K_LIB, n_phys, 0, 1, 0, 0, 0);
     ADD("pinned compact", K_LIB, T, 0, 1, 1, 0, 0);
     if (n_phys > 0 && n_phys < n_mask) ADD("pinned cores first", K_LIB, T, 0, 1, 2, 0, 0);
+    ADD("calls of a 1.7B layer", K_LAYERS, T, 0, 1, 0, 0, (size_t)50331648); /* Qwen3-1.7B: 50.3M a layer */
     ADD("static split (torch's)", K_STATIC, T, 0, 1, 0, 0, 0);
     ADD("guided 4 x 64K", K_GUIDED, T, 0, 1, 0, 0, 0);
     ADD("dynamic grabs 64K", K_DYN, T, 0, 1, 0, 0, (size_t)1 << 16);
