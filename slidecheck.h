@@ -7361,10 +7361,47 @@ SCDEF void sc_cpu_sgd_range(void *p, sc_dtype pt, const void *g, sc_dtype gt, ui
    a slide step 523 -> 405 ms a step). ---- */
 #define SC__OPTIM_CHUNK ((size_t)1 << 16)
 
+/* The CPUs a cgroup's quota allows (cgroup v2 cpu.max, else v1 cfs_quota_us / cfs_period_us), rounded up; 0: no
+   quota or unknown. OpenMP's default counts the affinity mask only: in a container whose quota is below its mask,
+   more threads than may run at once are throttled, the thread that drives the device with them. Read once. */
+#ifdef _OPENMP
+static int sc__cpu_quota(void)
+{
+#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+    static int q; /* 0: not read yet, -1: none; idempotent, atomics only against a data race */
+    int r = __atomic_load_n(&q, __ATOMIC_RELAXED);
+    if (r) return r > 0 ? r : 0;
+    double quota = 0.0, period = 0.0;
+    char s[32] = "";
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        if (fscanf(f, "%31s %lf", s, &period) == 2 && strcmp(s, "max")) quota = atof(s);
+        fclose(f);
+    } else if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r"))) {
+        if (fscanf(f, "%lf", &quota) != 1) quota = 0.0;
+        fclose(f);
+        if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r"))) {
+            if (fscanf(f, "%lf", &period) != 1) period = 0.0;
+            fclose(f);
+        }
+    }
+    r = quota > 0.0 && period > 0.0 ? (int)ceil(quota / period) : -1;
+    __atomic_store_n(&q, r, __ATOMIC_RELAXED);
+    return r > 0 ? r : 0;
+#else
+    return 0;
+#endif
+}
+#endif
+
+/* threads > 0, else OpenMP's default (the affinity mask, or OMP_NUM_THREADS), capped at the cgroup's CPU quota
+   unless OMP_NUM_THREADS names a count */
 static int sc__optim_threads(int threads)
 {
 #ifdef _OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
+    if (threads > 0) return threads;
+    int d = omp_get_max_threads(), q = getenv("OMP_NUM_THREADS") ? 0 : sc__cpu_quota();
+    return q > 0 && q < d ? q : d;
 #else
     (void)threads;
     return 1;
@@ -9295,6 +9332,28 @@ static const char *sc__slide_src(const sc__slide *sl)
     return (const char *)(sl->hw[sl->rb] ? sl->hw[sl->rb] : sl->hp);
 }
 
+/* Pageable slide buffers (the master weights, AdamW's m and v) ask for transparent huge pages before their first
+   touch: the host optimizer streams them, and on 4 KiB pages it takes a TLB miss, and its prefetchers stop, at
+   every page. A hint only (Linux, THP in "madvise" or "always" mode), on the whole 2 MiB pages inside the block;
+   <sys/mman.h> declares madvise only under _DEFAULT_SOURCE, hence the private name for the same symbol. */
+#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+extern int sc__madvise(void *addr, size_t len, int advice) __asm__("madvise");
+#endif
+static void sc__host_huge(void *p, size_t bytes)
+{
+#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+    const uintptr_t H = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1), e = ((uintptr_t)p + bytes) & ~(H - 1);
+#ifdef MADV_HUGEPAGE
+    if (e > a) (void)sc__madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
+#else
+    if (e > a) (void)sc__madvise((void *)a, (size_t)(e - a), 14); /* MADV_HUGEPAGE in <asm-generic/mman-common.h> */
+#endif
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
 {
 #ifdef SLIDECHECK_CUDA
@@ -9306,7 +9365,7 @@ static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
 #endif
     (void)pinned;
     void *p = SC_MALLOC(bytes ? bytes : 1);
-    if (p) m->sl->host_bytes += bytes;
+    if (p) m->sl->host_bytes += bytes, sc__host_huge(p, bytes);
     return p;
 }
 static void sc__host_free(sc_model *m, void *p, int pinned)

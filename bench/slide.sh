@@ -3,7 +3,8 @@
 # pinned H2D / D2H bandwidth (bench/floors.cu), host memory bandwidth (a triad, in
 # bench/cpu_optim.c), the host optimizer against PyTorch's CPU AdamW, and each configuration's
 # step (median after warm-ups, n printed). Writes $O/slide.csv, $O/floors.csv, $O/cpu_optim.txt,
-# $O/torch_adamw.txt and one log per run; the table at the end puts the floors beside each figure.
+# $O/torch_adamw.txt, $O/host_adamw.txt (+ $O/host_adamw/) and one log per run; the table at the end puts the
+# floors beside each figure, and its last line gives the host AdamW's rate beside torch fused's.
 #   sh bench/slide.sh [OUTDIR]        (BIN=dir of prebuilt binaries, default build; SKIP7B=1)
 set -u
 cd "$(dirname "$0")/.."
@@ -20,7 +21,11 @@ sed -n '/^csv/,$p' "$O/floors.txt" | tail -n +2 > "$O/floors.csv"
 sleep 1; "$BIN/cpu_optim" --n 200000000 --threads "$TH" --reps 20 > "$O/cpu_optim_shared.txt" 2>&1; wait
 sed -n '/^csv/,$p' "$O/floors_shared.txt" | tail -n +2 > "$O/floors_shared.csv"
 [ "${ONLY7B:-0}" = 1 ] || [ -n "${ONLY:-}" ] || python3 bench/torch_cpu_adamw.py --n 200000000 --threads "$TH" --reps 10 > "$O/torch_adamw.txt" 2>&1
-cat "$O/floors.txt" "$O/floors_shared.txt" "$O/cpu_optim.txt" "$O/cpu_optim_shared.txt" "$O/torch_adamw.txt" 2>/dev/null
+# the host AdamW against PyTorch's fused CPU AdamW, the same threads, in every run (bench/cpu_optim.sh: ours today,
+# each candidate change and what the library now picks, then torch; HOST_ROUNDS alternating rounds, default 1)
+ROUNDS=${HOST_ROUNDS:-1} THREADS="$TH" BIN="$BIN" sh bench/cpu_optim.sh "$O/host_adamw" > "$O/host_adamw.txt" 2>&1
+cat "$O/floors.txt" "$O/floors_shared.txt" "$O/cpu_optim.txt" "$O/cpu_optim_shared.txt" "$O/torch_adamw.txt" \
+    "$O/host_adamw.txt" 2>/dev/null
 
 echo "label,model,mode,seq,batch,accum,optim,precision,ckpt,prefetch,step_ms,n,peak_alloc_gib,peak_resv_gib,peak_rss_gib,h2d_gb,d2h_gb,pinned_gib,params,tflops,loss0,status,h2d_first_gb,host_params" > "$O/slide.csv"
 run() { # label model mode seq batch accum optim precision ckpt prefetch steps [extra flags]
@@ -106,3 +111,4 @@ if [ "${SKIP7B:-0}" != 1 ]; then
     done
 fi
 python3 bench/slide_table.py "$O" | tee "$O/table.txt"
+grep '^VERDICT' "$O/host_adamw.txt" | sed 's/^VERDICT/host AdamW (ours against torch fused, same threads)/'

@@ -1,6 +1,7 @@
 """PyTorch's CPU AdamW against slidecheck's host optimizer (bench/cpu_optim.c, "adamw f32 (p,m,v,g)").
 
 usage: python3 bench/torch_cpu_adamw.py [--n PARAMS (200M)] [--threads T (all)] [--reps R (10)] [--dtype f32]
+                                       [--only foreach|fused]
 
 Same methodology as cpu_optim.c: one f32 parameter tensor of n elements with an f32 gradient, for each of
 torch.optim.AdamW(lr=1e-4, weight_decay=0.01) with foreach=True and with fused=True: 2 warm-up steps (the first
@@ -9,6 +10,12 @@ gradient is written before every step, untimed. GB/s counts the bytes AdamW must
 keeps them: 4 reads + 3 writes of 4 B = 28 B/param (the foreach path runs several passes, so it really moves more).
 Prints "# torch X, threads T", a table, then "csv" and rows kernel,n,threads,median_ms,gparams_s,gb_s.
 A variant that raises (e.g. fused unsupported on this torch) is reported on a "#" line and skipped.
+
+The byte mix: torch's fused kernel wants one dtype for param, grad and state, so it cannot take slide mode's mix
+(f32 p, m, v; bf16 g in; a bf16 working copy out: also 28 B/param, 14 read + 14 written against torch's 16 + 12).
+cpu_optim.c --candidates times both mixes of ours; bench/cpu_optim.sh sets them beside this one, round by round.
+Its tensors come from torch's CPU allocator (64-byte aligned; huge pages only under THP "always" or with
+THP_MEM_ALLOC_ENABLE=1), its at::parallel_for gives each thread one contiguous range, with ordinary stores.
 """
 import argparse, os, statistics, time
 import torch
@@ -38,15 +45,18 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--dtype", default="f32", choices=["f32"])
+    ap.add_argument("--only", choices=["foreach", "fused"], help="run this variant alone")
     a = ap.parse_args()
     if a.n < 1 or a.threads < 1 or a.reps < 1:
         ap.error("--n, --threads and --reps must be positive")
     torch.set_num_threads(a.threads)
     threads = torch.get_num_threads()
-    print(f"# torch {torch.__version__}, threads {threads}")
+    print(f"# torch {torch.__version__}, threads {threads}, THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE', '')}")
 
     rows = []
     for kernel, variant in (("torch_adamw_foreach", "foreach"), ("torch_adamw_fused", "fused")):
+        if a.only and variant != a.only:
+            continue
         try:
             med = bench(a.n, a.reps, variant)
         except Exception as e:  # report and go on: one variant missing should not lose the other
