@@ -8141,6 +8141,16 @@ typedef struct sc__slide {
        gradients (unit = which use they hold) */
     sc__slot hs[2], hsg[2];
     int hs_pergrad;
+    /* the window's device memory is one block (pool), carved at fixed offsets by sc__slide_slots:
+       the slots, the head slot and slices, then the gradient area (garea, gbytes): the head's
+       gradients in its first ghead bytes, a ring of nring layer gradient buffers from its end.
+       Reused step after step: a buffer waits in stream order for its last download instead of
+       a new segment from the allocator while the download runs (rfree[k], hgfree). */
+    void *pool;
+    size_t pool_bytes, gbytes, ghead;
+    char *garea;
+    int nring, rnext, lgk[SC_MAX_LAYERS + 1];
+    sc__ev rfree[SC_MAX_LAYERS + 1], hgfree;
     /* the step's schedule: groups of units that must be resident together (unit L = head) */
     int ngroups, gfirst[2 * SC_MAX_LAYERS + 2], glast[2 * SC_MAX_LAYERS + 2];
     sc_optim_consts k;
@@ -9378,6 +9388,37 @@ static void sc__host_free(sc_model *m, void *p, int pinned)
     SC_FREE(p);
 }
 
+/* The window's block back to the allocator (it waits there for the copies that read or write it)
+   and every event and pointer into it dropped. */
+static void sc__slide_pool_release(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    for (int i = 0; i < sl->nslots; i++) {
+        sc__ev_release(m, &sl->slots[i].ready);
+        sc__ev_release(m, &sl->slots[i].free);
+    }
+    for (int i = 0; i < 2; i++) {
+        sc__slot *b[3] = {&sl->hs[i], &sl->hsg[i], i ? &sl->head : NULL};
+        for (int k = 0; k < 3; k++) {
+            if (!b[k]) continue;
+            sc__ev_release(m, &b[k]->ready);
+            sc__ev_release(m, &b[k]->free);
+            b[k]->w = NULL;
+            b[k]->unit = -1;
+        }
+    }
+    for (int k = 0; k < sl->nring; k++) sc__ev_release(m, &sl->rfree[k]);
+    sc__ev_release(m, &sl->hgfree);
+    SC_FREE(sl->slots);
+    sl->slots = NULL;
+    sl->nslots = sl->nring = sl->rnext = 0;
+    sc__free(m, sl->pool);
+    sl->pool = NULL;
+    sl->garea = NULL;
+    sl->head_g = NULL;
+    sl->pool_bytes = sl->gbytes = sl->ghead = 0;
+}
+
 static void sc__slide_destroy(sc_model *m)
 {
     sc__slide *sl = m->sl;
@@ -9394,25 +9435,9 @@ static void sc__slide_destroy(sc_model *m)
 #ifdef SLIDECHECK_CUDA
     if (m->cu) sc_cuda_synchronize(m->cu);
 #endif
-    for (int i = 0; i < sl->nslots; i++) {
-        sc__ev_release(m, &sl->slots[i].ready);
-        sc__ev_release(m, &sl->slots[i].free);
-        sc__free(m, sl->slots[i].w);
-    }
-    sc__ev_release(m, &sl->head.ready);
-    sc__ev_release(m, &sl->head.free);
+    sc__slide_pool_release(m);
     SC_FREE(sl->gn_part);
     SC_FREE(sl->gn_done);
-    sc__free(m, sl->head.w);
-    for (int i = 0; i < 2; i++) {
-        sc__slot *b[2] = {&sl->hs[i], &sl->hsg[i]};
-        for (int k = 0; k < 2; k++) {
-            sc__ev_release(m, &b[k]->ready);
-            sc__ev_release(m, &b[k]->free);
-            sc__free(m, b[k]->w);
-        }
-    }
-    SC_FREE(sl->slots);
     int gpu = m->cu != NULL;
     sc__host_free(m, sl->hp, sl->hp_pinned);
     sc__host_free(m, sl->hg, gpu);
@@ -9713,15 +9738,13 @@ static void sc__d2h_after_compute(sc_model *m)
     sc__ev_release(m, &done);
 }
 
-/* Download a device gradient buffer to the host, free it once the copy has read it, and queue
-   the host work that waits for it. */
+/* Download a device gradient buffer to the host once the compute queued so far has written it
+   (the caller records when the buffer is free again). */
 static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t bytes, int unit)
 {
     sc__slide_wait_unit(m, m->sl->pp, unit); /* DPU: the last update of unit still reads host gradients */
     sc__d2h_after_compute(m);
     sc__copy_async(m, 2, host, dev, bytes, SC_PHASE_D2H, unit);
-    sc_allocator_record_stream(&m->alloc, dev, 2);
-    sc__free(m, dev);
 }
 /* SGD on n device weights from n device gradients: resident mode's update */
 static void sc__slide_sgd(sc_model *m, void *w, const void *g, size_t n)
@@ -9837,7 +9860,8 @@ static void sc__slide_weights_down(sc_model *m, int l)
     int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, l);
     sc__slide_sgd(m, s->w, sl->lg[l], ln);
     sc__span_end(m, sp);
-    sc__free(m, sl->lg[l]);
+    sc__ev_release(m, &sl->rfree[sl->lgk[l]]);
+    sl->rfree[sl->lgk[l]] = sc__ev_record(m, 0);
     sl->lg[l] = NULL;
     sc__slide_wait_unit(m, sl->pp, l); /* the last download of l into the host copy has landed */
     sc__d2h_after_compute(m);
@@ -10172,46 +10196,51 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
 {
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
-    int P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1, want = P + sc__plan_widest(plan);
-    if (sl->nslots != want) {
-        for (int i = 0; i < sl->nslots; i++) {
-            sc__ev_release(m, &sl->slots[i].ready);
-            sc__ev_release(m, &sl->slots[i].free);
-            sc__free(m, sl->slots[i].w);
+    int P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1, W = sc__plan_widest(plan), want = P + W;
+    int S = sc__head_rows(m), keep = m->mc.slide_keep_head, sliced = S < c->vocab_size && !keep;
+    int once = sliced && m->mc.slide_head_once; /* the whole head in the slot, no slice buffers */
+    /* the window of sc_slide_window_bytes, each piece rounded as the allocator rounds a block: the
+       slots, the head slot (a sliced head's holds the final norm only) and two slices, then the
+       gradient area: the head's gradients (with per-slice gradients: the norm's and two slices')
+       or W layers' gradients, whichever is larger */
+    size_t C = (size_t)c->hidden_size, pb = (size_t)m->pb, gb = (size_t)m->gb, ln = sc__layer_numel(c);
+    size_t lw = sc__allocator_round(ln * pb), lgb = sc__allocator_round(ln * gb);
+    size_t hw = keep ? 0 : sc__allocator_round((sliced && !once ? C : sc__head_numel(c)) * pb);
+    size_t sw = sliced && !once ? sc__allocator_round((size_t)S * C * pb) : 0;
+    size_t hg = keep ? 0 : sc__allocator_round((sl->hs_pergrad ? C : sc__head_numel(c)) * gb);
+    size_t sg = sl->hs_pergrad ? sc__allocator_round((size_t)S * C * gb) : 0;
+    size_t ghead = hg + 2 * sg, gbytes = (size_t)W * lgb > ghead ? (size_t)W * lgb : ghead;
+    size_t bytes = (size_t)want * lw + hw + 2 * sw + gbytes;
+    if (!sl->pool || sl->nslots != want || sl->pool_bytes != bytes || sl->ghead != ghead) {
+        int had = sl->pool != NULL;
+        if (had) { /* another plan or batch shape: a new layout (the kept head comes down first) */
+            sc__slide_head_flush(m, 0);
+            sc__slide_pool_release(m);
+            sc_allocator_empty_cache(&m->alloc); /* the old block's segment is not held beside the new one */
         }
-        SC_FREE(sl->slots);
-        sl->nslots = 0;
         sl->slots = (sc__slot *)SC_MALLOC(sizeof(sc__slot) * (size_t)want);
         if (!sl->slots) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the slot table failed");
         memset(sl->slots, 0, sizeof(sc__slot) * (size_t)want);
-        for (int i = 0; i < want; i++) {
-            void *p = NULL;
-            SC__TRY(sc_allocator_alloc(&m->alloc, &p, sc__layer_numel(c) * (size_t)m->pb, 0, "slide weight slot"));
-            sc_allocator_record_stream(&m->alloc, p, 1);
+        SC__TRY(sc_allocator_alloc(&m->alloc, &sl->pool, bytes, 0, "slide window (slots, head, gradients)"));
+        sc_allocator_record_stream(&m->alloc, sl->pool, 1);
+        sc_allocator_record_stream(&m->alloc, sl->pool, 2);
+        sl->pool_bytes = bytes;
+        char *p = (char *)sl->pool;
+        for (int i = 0; i < want; i++, p += lw) {
             sl->slots[i].w = p;
             sl->slots[i].unit = -1;
-            sl->nslots = i + 1;
         }
-    }
-    int S = sc__head_rows(m), keep = m->mc.slide_keep_head, sliced = S < c->vocab_size && !keep;
-    int once = sliced && m->mc.slide_head_once; /* the whole head in the slot, no slice buffers */
-    if (!sl->head.w && !keep) { /* a sliced head's slot holds the final norm only */
-        void *p = NULL;
-        size_t n = sliced && !once ? (size_t)c->hidden_size : sc__head_numel(c);
-        SC__TRY(sc_allocator_alloc(&m->alloc, &p, n * (size_t)m->pb, 0, "slide head slot"));
-        sc_allocator_record_stream(&m->alloc, p, 1);
-        sl->head.w = p;
-    }
-    for (int i = 0; sliced && i < 2; i++) {
-        size_t n = (size_t)S * c->hidden_size;
-        if (!sl->hs[i].w && !once) {
-            SC__TRY(sc_allocator_alloc(&m->alloc, &sl->hs[i].w, n * (size_t)m->pb, 0, "slide head slice"));
-            sc_allocator_record_stream(&m->alloc, sl->hs[i].w, 1);
-        }
-        if (sl->hs_pergrad && !sl->hsg[i].w) {
-            SC__TRY(sc_allocator_alloc(&m->alloc, &sl->hsg[i].w, n * (size_t)m->gb, 0, "slide head slice grad"));
-            sc_allocator_record_stream(&m->alloc, sl->hsg[i].w, 2);
-        }
+        sl->nslots = want;
+        if (hw) sl->head.w = p;
+        p += hw;
+        for (int i = 0; i < 2 && sw; i++, p += sw) sl->hs[i].w = p;
+        sl->garea = p;
+        sl->gbytes = gbytes;
+        sl->ghead = ghead;
+        for (int i = 0; i < 2 && sg; i++) sl->hsg[i].w = p + hg + (size_t)i * sg;
+        sl->nring = (int)(gbytes / lgb) < SC_MAX_LAYERS + 1 ? (int)(gbytes / lgb) : SC_MAX_LAYERS + 1;
+        sl->rnext = 0;
+        sl->keep_slots = 0;
     }
     /* last step's copies are stale: the weights changed (on the host). With the device update they
        are the current weights: the layers of the slots need no upload. */
@@ -10291,11 +10320,49 @@ static void sc__head_g_done(sc_model *m, int j)
     b->free = sc__ev_record(m, 2);
 }
 
-static sc_result sc__slide_grads_alloc(sc_model *m, float **out, size_t n, const char *tag)
+/* Ring buffer k of the gradient area: the k-th layer gradient from its end. */
+static size_t sc__slide_ring_at(const sc_model *m, int k)
 {
-    SC__TRY(sc__alloc_bytes(m, out, n, m->gb, tag));
-    sc__memset0(m, *out, n * (size_t)m->gb);
-    return SC_SUCCESS;
+    return m->sl->gbytes - (size_t)(k + 1) * sc__allocator_round(sc__layer_numel(&m->cfg) * (size_t)m->gb);
+}
+
+/* Layer l's gradient: the next ring buffer, zeroed once the compute stream has waited for its
+   last download (and, where it overlaps them, for the head's gradients' downloads). */
+static void sc__slide_grad_take(sc_model *m, int l)
+{
+    sc__slide *sl = m->sl;
+    int k = sl->rnext;
+    size_t at = sc__slide_ring_at(m, k);
+    sl->rnext = (k + 1) % sl->nring;
+    sc__stream_wait(m, 0, &sl->rfree[k]);
+    sc__ev_release(m, &sl->rfree[k]);
+    if (at < sl->ghead) {
+        sc__stream_wait(m, 0, &sl->hgfree);
+        sc__ev_release(m, &sl->hgfree);
+        for (int i = 0; i < 2; i++) {
+            sc__stream_wait(m, 0, &sl->hsg[i].free);
+            sc__ev_release(m, &sl->hsg[i].free);
+        }
+    }
+    sl->lg[l] = (float *)(void *)(sl->garea + at);
+    sl->lgk[l] = k;
+    sc__memset0(m, sl->lg[l], sc__layer_numel(&m->cfg) * (size_t)m->gb);
+}
+
+/* The head's gradients at the gradient area's start, zeroed once the ring buffers there have
+   gone down. */
+static void sc__slide_head_grad_take(sc_model *m, size_t n)
+{
+    sc__slide *sl = m->sl;
+    for (int k = 0; k < sl->nring; k++)
+        if (sc__slide_ring_at(m, k) < sl->ghead) {
+            sc__stream_wait(m, 0, &sl->rfree[k]);
+            sc__ev_release(m, &sl->rfree[k]);
+        }
+    sc__stream_wait(m, 0, &sl->hgfree);
+    sc__ev_release(m, &sl->hgfree);
+    sl->head_g = (float *)(void *)sl->garea;
+    sc__memset0(m, sl->head_g, n * (size_t)m->gb);
 }
 
 /* host spans so far (copy threads, the optimizer thread) into the tracer */
@@ -10665,9 +10732,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     if (dpu) sc__slide_zero_rows(m, &sl->sb[sl->cur ^ 1]);
     sc__slide_acquire(m, L);
     sl->past_fwd = 1;
-    if (!keep && (r = sc__slide_grads_alloc(m, &sl->head_g, sl->hs_pergrad ? (size_t)C : sc__head_numel(c),
-                                            "slide head grad")) != SC_SUCCESS)
-        goto done;
+    if (!keep) sc__slide_head_grad_take(m, sl->hs_pergrad ? (size_t)C : sc__head_numel(c));
     for (int k = 0; k < M && r == SC_SUCCESS; k++) {
         sc__mb_select(m, k);
         sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
@@ -10685,8 +10750,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sc__copy_async(m, 2, (char *)sl->hg + sc_config_lm_head_offset(c) * gb, sl->head_g, lm * gb, SC_PHASE_D2H, -1);
         sc__copy_async(m, 2, (char *)sl->hg + sc_config_norm_offset(c) * gb, (char *)sl->head_g + lm * gb,
                        (size_t)C * gb, SC_PHASE_D2H, -1);
-        sc_allocator_record_stream(&m->alloc, sl->head_g, 2);
-        sc__free(m, sl->head_g);
+        sl->hgfree = sc__ev_record(m, 2);
         sl->head_g = NULL;
         if (!dp) sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
     }
@@ -10696,7 +10760,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     for (g = L + 1; g < sl->ngroups; g++) {
         int s = sl->gfirst[g], e = sl->glast[g];
         sc__slide_acquire(m, g);
-        for (int l = s; l <= e && r == SC_SUCCESS; l++) r = sc__slide_grads_alloc(m, &sl->lg[l], ln, "slide grad");
+        for (int l = s; l <= e; l++) sc__slide_grad_take(m, l);
         for (int k = 0; k < M && r == SC_SUCCESS; k++) {
             sc__mb_select(m, k);
             for (int l = e; l >= s && r == SC_SUCCESS; l--) r = sc__layer_backward_step(m, plan, l, m->dres0[k]);
@@ -10711,9 +10775,8 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
                 if (dpn) sc__dev_sum(m, sl->lg[l], ln, l), sc__d2h_after_comm(m);
 #endif
                 sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
+                sl->rfree[sl->lgk[l]] = sc__ev_record(m, 2);
                 if (!dp) sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
-            } else {
-                sc__free(m, sl->lg[l]);
             }
             sl->lg[l] = NULL;
         }
