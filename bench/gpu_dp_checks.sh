@@ -13,7 +13,7 @@
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
-#                                         EQUAL_ONLY=1: part 1 only; GPUS=N: part 2 on N GPUs,
+#                                         EQUAL_ONLY=1: part 1 only; SPEED_ONLY=1: part 2 only; GPUS=N: part 2 on N GPUs,
 #                                         default 2; part 1 always compares 2 ranks)
 set -u
 O=${1:-build/gpu_dp}; BIN=${BIN:-build}; NG=${GPUS:-2}; mkdir -p "$O"
@@ -43,6 +43,28 @@ equal() {
         echo "$m $2: two 2-rank runs saved identical weights: PASS"
     else echo "$m $2: two 2-rank runs differ: FAIL"; fail=1; fi
 }
+# ---- two "nodes" on this host over sockets (TWO_NODE=0 skips): two torchrun --nnodes 2 launches of one
+# rank each, node 0 on GPU 0 and node 1 on GPU 1, NCCL kept off NVLink/P2P and shared memory so that its
+# collectives go over TCP on the loopback, as between machines without InfiniBand.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# two_node NAME CMD...: both nodes in the background (logs NAME.log for node 0, NAME_node1.log), with the
+# variables of $tn_env; n0 and n1: the torchrun pids; unless tn_bg=1, waits: r0 and r1 their exit codes
+tn_env=; tn_bg=0; n0=; n1=
+two_node() {
+    tn=$1; shift; tp=$(free_port)
+    for nd in 0 1; do
+        lg="$O/$tn.log"; [ $nd = 1 ] && lg="$O/${tn}_node1.log"
+        # shellcheck disable=SC2086 # tn_env: NAME=VALUE words for env
+        env CUDA_VISIBLE_DEVICES=$nd NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo \
+            $tn_env torchrun --nnodes 2 --nproc-per-node 1 --node-rank $nd --master-addr 127.0.0.1 \
+            --master-port "$tp" --no-python "$@" > "$lg" 2>&1 &
+        if [ $nd = 0 ]; then n0=$!; else n1=$!; fi
+    done
+    [ "$tn_bg" = 1 ] && return 0
+    wait "$n0"; r0=$?; wait "$n1"; r1=$?
+}
+# SPEED_ONLY=1: part 2 alone (part 1 ran before on this machine)
+if [ "${SPEED_ONLY:-0}" != 1 ]; then
 for dt in fp32 bf16; do
     equal resident $dt
     # slide over NCCL: each layer's gradients summed on the device before they go down
@@ -97,26 +119,6 @@ for kg in auto off; do
         echo "a killed rank 1 (--cuda-graph $kg): the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill_$kg.log" | cut -c1-200))"
     else echo "a killed rank 1 (--cuda-graph $kg): exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
 done
-# ---- two "nodes" on this host over sockets (TWO_NODE=0 skips): two torchrun --nnodes 2 launches of one
-# rank each, node 0 on GPU 0 and node 1 on GPU 1, NCCL kept off NVLink/P2P and shared memory so that its
-# collectives go over TCP on the loopback, as between machines without InfiniBand.
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# two_node NAME CMD...: both nodes in the background (logs NAME.log for node 0, NAME_node1.log), with the
-# variables of $tn_env; n0 and n1: the torchrun pids; unless tn_bg=1, waits: r0 and r1 their exit codes
-tn_env=; tn_bg=0; n0=; n1=
-two_node() {
-    tn=$1; shift; tp=$(free_port)
-    for nd in 0 1; do
-        lg="$O/$tn.log"; [ $nd = 1 ] && lg="$O/${tn}_node1.log"
-        # shellcheck disable=SC2086 # tn_env: NAME=VALUE words for env
-        env CUDA_VISIBLE_DEVICES=$nd NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo \
-            $tn_env torchrun --nnodes 2 --nproc-per-node 1 --node-rank $nd --master-addr 127.0.0.1 \
-            --master-port "$tp" --no-python "$@" > "$lg" 2>&1 &
-        if [ $nd = 0 ]; then n0=$!; else n1=$!; fi
-    done
-    [ "$tn_bg" = 1 ] && return 0
-    wait "$n0"; r0=$?; wait "$n1"; r1=$?
-}
 if [ "${TWO_NODE:-1}" = 1 ] && command -v torchrun > /dev/null && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     # the tiny bf16 run: with two ranks a sum is a + b whatever carries it, so the same bytes as --gpus 2
     tn_env="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
@@ -149,6 +151,7 @@ if [ "${TWO_NODE:-1}" = 1 ] && command -v torchrun > /dev/null && [ "$(nvidia-sm
         *"rank 1"*|*"node 1"*) echo "node 1 killed: node 0's message names the rank/node: PASS" ;;
         *) echo "node 1 killed: node 0's message does not name rank 1 / node 1 (NCCL's error came first)" ;;
     esac
+fi
 fi
 if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"; exit $fail; fi
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
