@@ -155,6 +155,7 @@ fi
 fi
 if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"; exit $fail; fi
 big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
+if [ "${RESIDENT:-1}" = 1 ]; then # RESIDENT=0, SLIDE=0, DDP=0, TWO_NODE=0 skip those parts of part 2
 "$BIN/slidecheck" $big --out "$O/speed1" > "$O/speed1.log" 2>&1
 "$BIN/slidecheck" $big --gpus $NG --out "$O/speed2" > "$O/speed2.log" 2>&1
 # the same N-GPU run stepped eagerly: what the whole-step CUDA graph gives under data parallel
@@ -164,7 +165,9 @@ grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speed2e.log" "$O/speedz.l
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json" "$O/speed1/trace.json"
 echo "--cuda-graph off:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2e.log" "$O/speed2e/trace.json" "$O/speed1/trace.json"
 echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json" "$O/speed1/trace.json"
+fi
 # slide on 1 and NG GPUs (each rank's host optimizer on its share of the cores: they share one host)
+if [ "${SLIDE:-1}" = 1 ]; then
 sl="$big --mode slide --steps 8 --slide-cpu-threads $(( $(nproc) / NG - 1 ))"
 "$BIN/slidecheck" $sl --out "$O/slide1" > "$O/slide1.log" 2>&1
 "$BIN/slidecheck" $sl --gpus $NG --out "$O/slide2" > "$O/slide2.log" 2>&1
@@ -172,9 +175,12 @@ sl="$big --mode slide --steps 8 --slide-cpu-threads $(( $(nproc) / NG - 1 ))"
 "$BIN/slidecheck" $sl --gpus $NG --zero 1 --out "$O/slidez" > "$O/slidez.log" 2>&1
 grep -h '^summary' "$O/slide1.log" "$O/slide2.log" "$O/slidez.log"
 echo "slide:"; python3 bench/dp_hidden.py "$O/slide1.log" "$O/slide2.log" "$O/slide2/trace.json" "$O/slide1/trace.json"
+fi
 # PyTorch DDP on the same GPUs, model and per-rank batch (torchrun)
+if [ "${DDP:-1}" = 1 ]; then
 torchrun --nproc_per_node=$NG bench/ddp_step.py --model qwen3-1.7b --seq 2048 --batch 4 > "$O/ddp.log" 2>&1
 grep -h '^pytorch-ddp' "$O/ddp.log" || tail -n 5 "$O/ddp.log"
+fi
 # ---- two nodes over sockets, speed (TWO_NODE=0 skips): the Qwen3-1.7B shape as $big, one rank a node,
 # against the 1-GPU step of part 2; the collectives over sockets and over NVLink (build/allreduce); the
 # data-parallel model (bench/dp_model.py) on them and the 1-GPU trace, checked against the measured steps
