@@ -30,7 +30,7 @@ NVFLAGS  = -O3 -std=c++17 --threads $(NVCC_THREADS) \
            -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-Werror,-fPIC
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
-TESTS = tensor model alloc trace io plan slide optim plot dist data train
+TESTS = tensor model alloc trace io plan auto slide optim plot dist data train
 DEMOS = t1m1 t1m2 sweep maxbatch textdemo
 DEMO_HDRS = $(wildcard demos/*.h)
 

@@ -207,6 +207,9 @@ USAGE
      sc_model_config_fixed_bytes_dp(cfg, mc, world)   the same for rank 0 of `world` ranks
      sc_model_plan_budget(plan, rep, m, ids, B, T, budget)   budget:SIZE on a live model: times
                                          one step per policy, then plans; gradients overwritten
+     sc_plan_auto(&res, cfg, mc, &ac)    the fastest configuration (mode, plan, slide options)
+                                         that fits ac.mem_cap, from a short profile; none fits ->
+                                         OUT_OF_MEMORY naming the smallest cap (res.min_cap)
 
    Model and training
      sc_model_config_init()              zero = defaults: CPU, fp32, SGD, lr 1e-4, AdamW's 0.9,
@@ -1288,6 +1291,7 @@ typedef struct sc_model_config {
                                   resident mode) while the layers stream; the same bits. More device
                                   memory (sc_slide_window_bytes counts it), no head traffic. Not with
                                   slide_dpu. */
+    unsigned char slide_device_layers[SC_MAX_LAYERS]; /* slide: nonzero = layer l stays on the device (weights, gradients and optimizer state, the device optimizer); zero = streamed (the default) */
     int slide_device_update;   /* slide with SGD: each layer's SGD step runs on the device, in its slot,
                                   as soon as backward has its gradients (resident mode's kernel: the
                                   same bits), and the updated weights go down instead of the
@@ -1713,6 +1717,63 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
 /* 1 and *budget set for "budget:SIZE" (SIZE as sc_parse_size, > 0); 0 for any other policy;
    -1 for a malformed or zero budget (message in sc_last_error()). */
 SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
+
+/* ------------------------------------------------------------------------------------------
+   Automatic configuration: sc_plan_auto picks, for a device memory cap, the fastest
+   configuration whose mathematics is the caller's (every choice it makes gives the same bits):
+   resident or slide mode; the checkpoint plan (the exact planner, per layer); slide's prefetch
+   depth, slide_keep_head, slide_head_once (with the caller's head_slice), slide_cpu_threads,
+   slide_device_update (SGD) and slide_device_layers (the first k layers). It never sets
+   slide_dpu, head_slice, state_bf16 or master_weights (other arithmetic), and keeps every expert
+   field the caller set: mode = SC_MODE_SLIDE allows slide only, slide_prefetch > 0 keeps that
+   depth, and so on.
+   Memory: Peak = F + the activations of sc_plan_evaluate, F being sc_model_config_fixed_bytes
+   (resident) or sc_slide_window_bytes + the device layers' weights, gradients, f32 master and
+   AdamW state (slide); a configuration fits when Peak <= sc_plan_budget_usable(mem_cap).
+   Time: one profile on a copy of the model with 2 layers (random weights, no cap, on the
+   caller's device): sc_model_plan_budget's per-layer recompute costs, one measured step (the
+   layers' fwd + bwd spans and the rest), copy bandwidth each way over one layer's weights
+   (pinned memory on the GPU, memcpy on the CPU) and the host optimizer's rate over one layer.
+     compute = accum x (rest + L x layer + recompute(plan))
+     resident: step = compute
+     slide:    step = max(compute, up / bw_h2d + down / bw_d2h, host params / rate) + exposed
+   with up = the streamed layers' weights twice (forward and backward) less those still in the
+   P + W slots, plus the head's unless kept; down = their gradients (updated weights with
+   slide_device_update) and the head's; host params = what the host optimizer updates; exposed =
+   the first layer's upload and the last layer's host update, which the next step waits for
+   (zero when the first layer stays on the device). Uploads and downloads are summed: on the CPU
+   both are memcpy on one memory bus, and on the GPU this errs on the slow side.
+   ------------------------------------------------------------------------------------------ */
+typedef struct sc_plan_auto_config {
+    size_t mem_cap;          /* bytes the allocator may reserve on the device; 0 = no cap */
+    int B, T;                /* the micro-batch */
+    int accum;               /* micro-batches per step (0 -> 1) */
+    const int32_t *ids;      /* B*T token ids for the profile (NULL: a fixed pattern) */
+    const sc_plan *plan;     /* a checkpoint plan to keep (NULL: chosen) */
+    int max_device_layers;   /* slide: at most this many layers on the device (0: any, -1: none) */
+    int profile_layers;      /* layers of the profiled copy (0 -> 2, at most the model's) */
+    int resident_only;       /* 1: resident mode only (the planner's plan under the cap) */
+} sc_plan_auto_config;
+
+typedef struct sc_plan_auto_result {
+    sc_model_config mc;      /* the caller's config with the chosen mode and slide fields */
+    sc_plan plan;            /* the chosen checkpoint plan */
+    size_t peak_bytes;       /* predicted peak allocated bytes */
+    size_t fixed_bytes;      /* its F (see above) */
+    size_t min_cap;          /* the smallest mem_cap some configuration fits (also on failure) */
+    double step_ms;          /* predicted step time */
+    double compute_ms, copy_ms, host_opt_ms; /* its parts (copy and host optimizer: slide only) */
+    int device_layers;       /* slide: layers kept on the device (the first ones) */
+    int candidates;          /* configurations evaluated */
+    char desc[256];          /* one line: "slide prefetch 2, ..., policy ..." */
+} sc_plan_auto_result;
+
+/* Profile, search and choose (see above). mc: the caller's config (device, dtype, optimizer,
+   ...); cfg: the model. OUT_OF_MEMORY when no configuration fits mem_cap, with the smallest cap
+   that would in the message and out->min_cap; INVALID_ARGS for a bad shape; a profile failure
+   as it came. Takes a few steps of a 2-layer model's time (and its device memory, uncapped). */
+SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, const sc_model_config *mc,
+                             const sc_plan_auto_config *ac);
 
 /* ------------------------------------------------------------------------------------------
    Several processes (data parallel): the launch environment and the rendezvous. A launcher
@@ -7855,13 +7916,13 @@ SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, i
     return budget > margin ? budget - margin : 1;
 }
 
-SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
-                                     int T, size_t budget)
+/* Per-layer costs on a live model: one forward+backward under each of full, selective,
+   selective:mlp, selective:attn and selective:proj; their recompute spans give each layer's
+   replay cost, the forward span of the `full` step its whole-layer cost. Gradients overwritten. */
+static sc_result sc__model_profile_costs(sc_model *m, const int32_t *ids, int B, int T, sc_layer_cost *costs)
 {
     static const char *prof[SC_KEEP_COUNT] = {"full", "selective", "selective:mlp", "selective:attn", "selective:proj"};
     const sc_config *cfg = &m->cfg;
-    sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
-    if (!costs) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_model_plan_budget: host memory");
     sc_tracer tr, *user_tr = m->tr;
     sc_tracer_config tc;
     memset(&tc, 0, sizeof tc);
@@ -7870,10 +7931,7 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
     sc_model_tracer_timing(m, &tc);
     tc.device_sync = NULL; /* per-layer spans only: no wall time is read */
     sc_result r = sc_tracer_init(&tr, &tc);
-    if (r != SC_SUCCESS) {
-        free(costs);
-        return r;
-    }
+    if (r != SC_SUCCESS) return r;
     m->tr = &tr;
     for (int k = 0; k < SC_KEEP_COUNT && r == SC_SUCCESS; k++) {
         sc_plan p;
@@ -7895,6 +7953,16 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
     }
     m->tr = user_tr;
     sc_tracer_uninit(&tr);
+    return r;
+}
+
+SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_model *m, const int32_t *ids, int B,
+                                     int T, size_t budget)
+{
+    const sc_config *cfg = &m->cfg;
+    sc_layer_cost *costs = (sc_layer_cost *)calloc((size_t)cfg->num_layers, sizeof(sc_layer_cost));
+    if (!costs) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_model_plan_budget: host memory");
+    sc_result r = sc__model_profile_costs(m, ids, B, T, costs);
     if (r == SC_SUCCESS) {
         int pb, gb, ab;
         sc_model_config_storage(&m->mc, &pb, &gb, &ab);
@@ -11899,6 +11967,379 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget)
     }
     if (budget) *budget = b;
     return 1;
+}
+
+/* ------------------------------------------------------------------------------------------
+   sc_plan_auto: the model of memory and time is the note above its declaration.
+   ------------------------------------------------------------------------------------------ */
+typedef struct sc__auto_prof {
+    sc_layer_cost lc;        /* one layer's costs (mean over the profiled layers) */
+    double layer_s;          /* forward + backward of one layer, no recompute */
+    double rest_s;           /* the rest of a step: embedding, head and loss, the optimizer */
+    double h2d_Bps, d2h_Bps; /* copy bandwidth each way, bytes a second */
+    double opt_pps;          /* the host optimizer's parameters a second */
+} sc__auto_prof;
+
+static double sc__auto_now(void) { return (double)sc_tracer_now_ns() * 1e-9; }
+
+static size_t sc__auto_clamp(size_t x, size_t lo, size_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* One step of the host optimizer over n parameters in slide's host dtypes: the least of 3 runs. */
+static double sc__auto_opt_rate(const sc_model_config *mc, size_t n, int threads)
+{
+    int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16, pb, gb, ab;
+    sc_model_config_storage(mc, &pb, &gb, &ab);
+    sc_dtype pt = gpu_bf16 && !mc->master_weights ? SC_BF16 : SC_F32, st = mc->state_bf16 ? SC_BF16 : pt;
+    sc_dtype gt = gb == 2 ? SC_BF16 : SC_F32;
+    int adamw = mc->optim == SC_OPTIM_ADAMW;
+    void *p = calloc(n, 4), *m = adamw ? calloc(n, 4) : NULL, *v = adamw ? calloc(n, 4) : NULL, *g = calloc(n, 4);
+    uint16_t *w = gpu_bf16 && mc->master_weights ? (uint16_t *)calloc(n, 2) : NULL;
+    double best = HUGE_VAL;
+    if (p && g && (!adamw || (m && v)) && (w || !(gpu_bf16 && mc->master_weights))) {
+        sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
+        for (int rep = 0; rep < 3; rep++) {
+            double t0 = sc__auto_now();
+            if (adamw) sc_cpu_adamw_mt(p, m, v, pt, st, g, gt, w, n, &k, threads);
+            else sc_cpu_sgd_mt(p, pt, g, gt, w, n, &k, threads);
+            double t = sc__auto_now() - t0;
+            best = t < best ? t : best;
+        }
+    }
+    free(p); free(m); free(v); free(g); free(w);
+    return best > 0 && best < HUGE_VAL ? (double)n / best : 1e12;
+}
+
+/* Copy bandwidth of `nb` bytes each way: pinned host memory and the copy streams on the GPU,
+   memcpy on the CPU (slide's copies there). The best of 3. */
+static sc_result sc__auto_copy_rate(sc_model *m, size_t nb, double *h2d, double *d2h)
+{
+    double best[2] = {HUGE_VAL, HUGE_VAL};
+    sc_result r = SC_SUCCESS;
+    (void)m;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        void *h = sc_cuda_host_alloc(m->cu, nb), *d = NULL;
+        if (!h) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: pinned host memory for the copy profile");
+        r = sc_allocator_alloc(&m->alloc, &d, nb, 0, "auto profile (copies)");
+        for (int dir = 0; dir < 2 && r == SC_SUCCESS; dir++)
+            for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++) {
+                double t0 = sc__auto_now();
+                sc_cuda_copy_async(m->cu, dir ? 2 : 1, dir ? h : d, dir ? d : h, nb);
+                r = sc_cuda_synchronize(m->cu);
+                double t = sc__auto_now() - t0;
+                best[dir] = t < best[dir] ? t : best[dir];
+            }
+        if (d) sc_allocator_free(&m->alloc, d);
+        sc_cuda_host_free(m->cu, h);
+    } else
+#endif
+    {
+        char *a = (char *)malloc(nb), *b = (char *)malloc(nb);
+        if (!a || !b) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the copy profile");
+        else memset(a, 1, nb), memset(b, 2, nb);
+        for (int dir = 0; dir < 2 && r == SC_SUCCESS; dir++)
+            for (int rep = 0; rep < 3; rep++) {
+                double t0 = sc__auto_now();
+                memcpy(dir ? a : b, dir ? b : a, nb);
+                double t = sc__auto_now() - t0;
+                best[dir] = t < best[dir] ? t : best[dir];
+            }
+        free(a);
+        free(b);
+    }
+    *h2d = best[0] > 0 && best[0] < HUGE_VAL ? (double)nb / best[0] : 1e12;
+    *d2h = best[1] > 0 && best[1] < HUGE_VAL ? (double)nb / best[1] : 1e12;
+    return r;
+}
+
+/* The profile: a copy of the model with ac->profile_layers layers on the caller's device,
+   resident, uncapped and eager (as slide's steps are). */
+static sc_result sc__auto_profile(sc__auto_prof *pr, const sc_config *cfg, const sc_model_config *mc,
+                                  const sc_plan_auto_config *ac, int threads)
+{
+    int L = cfg->num_layers, Lp = ac->profile_layers > 0 ? ac->profile_layers : 2, B = ac->B, T = ac->T;
+    Lp = Lp < L ? Lp : L;
+    sc_config pc = *cfg;
+    pc.num_layers = Lp;
+    sc_model_config pm = *mc;
+    pm.mode = SC_MODE_RESIDENT;
+    pm.mem_cap = 0, pm.comm = NULL, pm.zero = 0, pm.keep_logits = 0, pm.verbose = 0, pm.clip_grad_norm = 0.0f;
+    pm.cuda_graph = SC_CUDA_GRAPH_OFF;
+    pm.slide_prefetch = pm.slide_cpu_threads = pm.slide_dpu = pm.slide_keep_head = 0;
+    pm.slide_device_update = pm.slide_head_once = 0;
+    memset(pm.slide_device_layers, 0, sizeof pm.slide_device_layers);
+    memset(pr, 0, sizeof *pr);
+    int32_t *own = NULL;
+    const int32_t *ids = ac->ids;
+    if (!ids) {
+        own = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * (size_t)T);
+        if (!own) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory");
+        for (size_t i = 0; i < (size_t)B * (size_t)T; i++) own[i] = (int32_t)((i * 7919 + 13) % (size_t)cfg->vocab_size);
+        ids = own;
+    }
+    sc_layer_cost costs[SC_MAX_LAYERS];
+    memset(costs, 0, sizeof costs);
+    sc_model *m = NULL;
+    sc_result r = sc_model_create(&m, &pc, &pm, NULL);
+    if (r == SC_SUCCESS) r = sc__model_profile_costs(m, ids, B, T, costs);
+    double wall = HUGE_VAL, layer = 0.0;
+    if (r == SC_SUCCESS) { /* steps with the update, the device synchronised; the first is a warm-up */
+        sc_tracer tr;
+        sc_tracer_config tc;
+        memset(&tc, 0, sizeof tc);
+        tc.warmup_steps = -1;
+        tc.no_clear_refs = 1;
+        sc_model_tracer_timing(m, &tc);
+        if ((r = sc_tracer_init(&tr, &tc)) == SC_SUCCESS) {
+            sc_plan none;
+            sc_plan_parse(&none, "none", Lp);
+            sc_model_set_tracer(m, &tr);
+            for (int s = 0; s < 3 && r == SC_SUCCESS; s++) {
+                float loss = 0.0f;
+                sc_tracer_step_begin(&tr, 0, s);
+                r = sc_model_step(m, &none, ids, 1, B, T, 1, &loss);
+                sc_tracer_step_end(&tr, loss, (double)B * T, NULL);
+                const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
+                if (r != SC_SUCCESS || s == 0 || !sm || sm->wall_ms * 1e-3 >= wall) continue;
+                wall = sm->wall_ms * 1e-3;
+                layer = 0.0;
+                for (int l = 0; l < Lp; l++)
+                    layer += (sc_tracer_layer_ms(&tr, s, l, SC_PHASE_FWD) + sc_tracer_layer_ms(&tr, s, l, SC_PHASE_BWD)) *
+                             1e-3 / Lp;
+            }
+            sc_model_set_tracer(m, NULL);
+            sc_tracer_uninit(&tr);
+        }
+    }
+    if (r == SC_SUCCESS) {
+        for (int l = 0; l < Lp; l++) {
+            pr->lc.fwd_s += costs[l].fwd_s / Lp, pr->lc.rsel_s += costs[l].rsel_s / Lp;
+            pr->lc.rmlp_s += costs[l].rmlp_s / Lp, pr->lc.rattn_s += costs[l].rattn_s / Lp;
+            pr->lc.rproj_s += costs[l].rproj_s / Lp;
+        }
+        pr->layer_s = layer;
+        pr->rest_s = wall - Lp * layer > 0 ? wall - Lp * layer : 0.0;
+        int pb, gb, ab;
+        sc_model_config_storage(mc, &pb, &gb, &ab);
+        size_t ln = sc__layer_numel(cfg);
+        r = sc__auto_copy_rate(m, sc__auto_clamp(ln * (size_t)pb, (size_t)1 << 20, (size_t)256 << 20), &pr->h2d_Bps,
+                               &pr->d2h_Bps);
+        pr->opt_pps = sc__auto_opt_rate(mc, sc__auto_clamp(ln, (size_t)1 << 16, (size_t)1 << 24), threads);
+    }
+    if (m) sc_model_destroy(m);
+    free(own);
+    return r;
+}
+
+typedef struct sc__auto_best {
+    int have;
+    sc_model_config mc;
+    sc_plan plan;
+    size_t peak, fixed;
+    int k;
+    double step, comp, copy, hopt;
+} sc__auto_best;
+
+/* Keep the candidate when faster (ties: resident first, then the lower peak). */
+static void sc__auto_offer(sc__auto_best *b, const sc_model_config *mc, const sc_plan *p, size_t peak, size_t fixed,
+                           int k, double comp, double copy, double hopt, double step)
+{
+    int res = mc->mode == SC_MODE_RESIDENT, bres = b->have && b->mc.mode == SC_MODE_RESIDENT;
+    int tie = b->have && fabs(step - b->step) <= 1e-9 * (b->step > 0 ? b->step : 1.0);
+    if (b->have && !(step < b->step && !tie) && !(tie && (res > bres || (res == bres && peak < b->peak)))) return;
+    b->have = 1, b->mc = *mc, b->plan = *p, b->peak = peak, b->fixed = fixed, b->k = k;
+    b->comp = comp, b->copy = copy, b->hopt = hopt, b->step = step;
+}
+
+/* A size a user can pass back: MiB or GiB rounded up, so that it is never below the bytes. */
+static void sc__auto_size(char *buf, size_t cap, size_t b)
+{
+    if (b < ((size_t)1 << 30)) snprintf(buf, cap, "%.2fMiB", ceil((double)b / 1048576.0 * 100.0) / 100.0);
+    else snprintf(buf, cap, "%.3fGiB", ceil((double)b / 1073741824.0 * 1000.0) / 1000.0);
+}
+
+/* "planned: 3 keep all, 2 selective, 4 recomputed in 2 segments" */
+static void sc__auto_plan_name(sc_plan *p)
+{
+    int n[SC_KEEP_COUNT] = {0}, seg = 0, segs = 0;
+    size_t len = (size_t)snprintf(p->name, sizeof p->name, "planned:");
+    for (int l = 0; l < p->num_layers; l++) {
+        if (p->seg[l] >= 0) seg++, segs += p->seg[l] == l;
+        else n[p->keep[l]]++;
+    }
+    const char *sep = " ";
+    for (int k = 0; k < SC_KEEP_COUNT && len < sizeof p->name; k++)
+        if (n[k]) len += (size_t)snprintf(p->name + len, sizeof p->name - len, "%s%d %s", sep, n[k], sc_keep_name(k)), sep = ", ";
+    if (seg && len < sizeof p->name)
+        snprintf(p->name + len, sizeof p->name - len, "%s%d recomputed in %d segment%s", sep, seg, segs, segs > 1 ? "s" : "");
+}
+
+/* The smallest cap whose usable part holds `need` bytes (sc_plan_budget_usable is monotone). */
+static size_t sc__auto_cap_for(size_t need, const sc_config *cfg, int B, int T)
+{
+    size_t lo = need, hi = need + need / 8 + ((size_t)64 << 20);
+    while (sc_plan_budget_usable(hi, cfg, B, T) < need) hi += hi / 2;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc_plan_budget_usable(mid, cfg, B, T) >= need) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, const sc_model_config *mc,
+                             const sc_plan_auto_config *ac)
+{
+    if (!out || !cfg || !mc || !ac) return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_auto: NULL argument");
+    memset(out, 0, sizeof *out);
+    int B = ac->B, T = ac->T, accum = ac->accum > 0 ? ac->accum : 1;
+    int pb, gb, ab;
+    sc_model_config_storage(mc, &pb, &gb, &ab);
+    SC__TRY(sc__pl_check(cfg, B, T, ab));
+    int L = cfg->num_layers;
+    if (ac->plan && ac->plan->num_layers != L)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_auto: the plan has %d layers, the model %d", ac->plan->num_layers, L);
+    if (sc_dist_comm_world(mc->comm) > 1) /* each rank's profile could choose another configuration */
+        return sc__fail(SC_ERROR_UNSUPPORTED, "sc_plan_auto: one process only (data parallel: choose once, then pass "
+                        "the configuration to every rank)");
+    int all = sc__optim_threads(0);
+    int threads = mc->slide_cpu_threads > 0 ? mc->slide_cpu_threads : all > 1 ? all - 1 : 1;
+    sc__auto_prof pr;
+    SC__TRY(sc__auto_profile(&pr, cfg, mc, ac, threads));
+    sc_layer_cost costs[SC_MAX_LAYERS];
+    for (int l = 0; l < L; l++) costs[l] = pr.lc;
+    size_t usable = ac->mem_cap ? sc_plan_budget_usable(ac->mem_cap, cfg, B, T) : (size_t)-1, minpeak = (size_t)-1;
+    sc__auto_best best;
+    memset(&best, 0, sizeof best);
+    sc_plan_report rep;
+    int ncand = 0;
+    /* any slide field the caller set asks for slide mode */
+    int user_dl = 0;
+    for (int l = 0; l < L; l++) user_dl += mc->slide_device_layers[l] != 0;
+    int want_slide = mc->mode == SC_MODE_SLIDE || mc->slide_prefetch > 0 || mc->slide_cpu_threads > 0 || mc->slide_dpu ||
+                     mc->slide_keep_head || mc->slide_device_update || mc->slide_head_once || user_dl;
+    double base = pr.rest_s + L * pr.layer_s; /* a step's compute without recompute, one micro-batch */
+
+    if (want_slide && ac->resident_only)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_auto: resident_only with slide mode or slide options set");
+    if (!want_slide) { /* resident: the planner's plan (or the caller's) under F */
+        sc_model_config c = *mc;
+        c.mode = SC_MODE_RESIDENT;
+        size_t F = sc_model_config_fixed_bytes(cfg, &c);
+        sc_plan p;
+        sc_result r;
+        if (ac->plan) p = *ac->plan, r = sc_plan_evaluate(&rep, &p, cfg, B, T, ab, F, costs);
+        else r = sc_planner_plan(&p, &rep, cfg, B, T, ab, F, costs, usable);
+        if (!ac->plan && r == SC_SUCCESS) sc__auto_plan_name(&p);
+        size_t need = ac->plan ? rep.peak_bytes : rep.min_budget;
+        if (need && need < minpeak) minpeak = need;
+        ncand++;
+        if (r == SC_SUCCESS && rep.peak_bytes <= usable) {
+            double comp = accum * (base + rep.recompute_s);
+            sc__auto_offer(&best, &c, &p, rep.peak_bytes, F, 0, comp, 0.0, 0.0, comp);
+        }
+    }
+
+    /* slide: every combination of the options the caller left open */
+    if (!ac->resident_only || want_slide) {
+        static const char *pols[] = {"none", "selective", "selective:proj", "selective:attn", "selective:mlp", "every:2",
+                                     "sqrt", "full"};
+        int sliced = mc->head_slice > 0 && mc->head_slice < cfg->vocab_size, adamw = mc->optim == SC_OPTIM_ADAMW;
+        int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16, master = gpu_bf16 && mc->master_weights;
+        int can_keep = !mc->slide_dpu && !(mc->clip_grad_norm > 0.0f) && !mc->comm;
+        int can_devup = !adamw && !mc->master_weights && !mc->slide_dpu && !mc->comm && !(mc->clip_grad_norm > 0.0f);
+        int Pmax = mc->slide_prefetch > 0 ? mc->slide_prefetch : L < 4 ? L : 4, Pmin = mc->slide_prefetch > 0 ? Pmax : 1;
+        size_t ln = sc__layer_numel(cfg), hn = sc__head_numel(cfg), kn = sc__kept_numel(cfg);
+        size_t sb = mc->state_bf16 ? 2 : master ? 4 : (size_t)pb;
+        size_t per_dev = ln * ((size_t)pb + (size_t)gb + (master ? 4 : 0) + (adamw ? 2 * sb : 0));
+        /* device layers: the first k (their uploads would start the step, their host updates end it);
+           none with DPU or data parallel, whose slide paths stream every layer */
+        int kmax = user_dl ? user_dl : ac->max_device_layers < 0 || mc->slide_dpu || mc->comm ? 0
+                   : ac->max_device_layers > 0 && ac->max_device_layers < L - 1 ? ac->max_device_layers : L - 1;
+        int kstep = kmax > 16 ? (kmax + 15) / 16 : 1;
+        for (int P = Pmin; P <= Pmax; P++)
+            for (int keep = mc->slide_keep_head ? 1 : 0; keep <= (can_keep || mc->slide_keep_head ? 1 : 0); keep++)
+                for (int once = mc->slide_head_once ? 1 : 0; once <= (sliced && !keep ? 1 : 0); once++)
+                    for (int k = user_dl ? user_dl : 0; k <= kmax; k = k < kmax && k + kstep > kmax ? kmax : k + kstep) {
+                        sc_model_config c = *mc;
+                        c.mode = SC_MODE_SLIDE;
+                        c.slide_prefetch = P, c.slide_keep_head = keep, c.slide_head_once = once;
+                        c.slide_cpu_threads = threads;
+                        if (!user_dl) {
+                            memset(c.slide_device_layers, 0, sizeof c.slide_device_layers);
+                            memset(c.slide_device_layers, 1, (size_t)k);
+                        }
+                        size_t dev = (size_t)k * per_dev;
+                        sc_plan cand[16];
+                        int nc = 0;
+                        if (ac->plan) cand[nc++] = *ac->plan;
+                        else {
+                            /* the planner under a one-layer window (its segments may widen the
+                               window: evaluated below with the true one), and the fixed policies */
+                            size_t F1 = sc_slide_window_bytes(cfg, &c, NULL) + dev;
+                            if (sc_planner_plan(&cand[nc], NULL, cfg, B, T, ab, F1, costs, usable) == SC_SUCCESS) {
+                                sc__auto_plan_name(&cand[nc]);
+                                nc++;
+                            }
+                            for (size_t i = 0; i < sizeof pols / sizeof *pols; i++)
+                                if (sc_plan_parse(&cand[nc], pols[i], L) == SC_SUCCESS) nc++;
+                        }
+                        for (int i = 0; i < nc; i++) {
+                            size_t F = sc_slide_window_bytes(cfg, &c, &cand[i]) + dev;
+                            if (sc_plan_evaluate(&rep, &cand[i], cfg, B, T, ab, F, costs) != SC_SUCCESS) continue;
+                            ncand++;
+                            if (rep.peak_bytes < minpeak) minpeak = rep.peak_bytes;
+                            if (rep.peak_bytes > usable) continue;
+                            double comp = accum * (base + rep.recompute_s);
+                            int Ls = L - k, slots = P + sc__plan_widest(&cand[i]), reuse = slots < Ls ? slots : Ls;
+                            for (int du = mc->slide_device_update ? 1 : 0; du <= (can_devup ? 1 : 0); du++) {
+                                c.slide_device_update = du;
+                                /* up: forward and backward, less the layers still in slots (with the
+                                   device update also those the next forward finds there) */
+                                double up = (double)(2 * Ls - (du ? 2 : 1) * reuse) * (double)(ln * (size_t)pb);
+                                double down = (double)Ls * (double)(ln * (size_t)(du ? pb : gb));
+                                double hostp = (du ? 0.0 : (double)Ls * (double)ln);
+                                if (!keep) {
+                                    up += (double)(hn * (size_t)pb) * (sliced && !once ? 2.0 : 1.0);
+                                    down += (double)(kn * (size_t)gb);
+                                    hostp += (double)kn;
+                                }
+                                if (up < 0) up = 0;
+                                double copy = up / pr.h2d_Bps + down / pr.d2h_Bps, hopt = hostp / pr.opt_pps;
+                                double exposed = k > 0 ? 0.0 : (double)(ln * (size_t)pb) / pr.h2d_Bps +
+                                                               (du ? 0.0 : (double)ln / pr.opt_pps);
+                                double step = comp > copy ? comp : copy;
+                                step = (step > hopt ? step : hopt) + exposed;
+                                sc__auto_offer(&best, &c, &cand[i], rep.peak_bytes, F, k, comp, copy, hopt, step);
+                            }
+                        }
+                    }
+    }
+
+    out->candidates = ncand;
+    if (minpeak != (size_t)-1) out->min_cap = sc__auto_cap_for(minpeak, cfg, B, T);
+    if (!best.have) {
+        char a[32], b[32];
+        sc__auto_size(a, sizeof a, ac->mem_cap);
+        sc__auto_size(b, sizeof b, out->min_cap);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "no configuration (%s) fits a memory cap of %s (%zu bytes) at B=%d T=%d: "
+                        "the smallest cap that fits is %s (%zu bytes)", want_slide ? "slide mode" : "resident or slide",
+                        a, ac->mem_cap, B, T, b, out->min_cap);
+    }
+    out->mc = best.mc;
+    if (!mc->mem_cap) out->mc.mem_cap = ac->mem_cap;
+    out->plan = best.plan;
+    out->peak_bytes = best.peak;
+    out->fixed_bytes = best.fixed;
+    out->device_layers = best.k;
+    out->step_ms = best.step * 1e3, out->compute_ms = best.comp * 1e3;
+    out->copy_ms = best.copy * 1e3, out->host_opt_ms = best.hopt * 1e3;
+    const sc_model_config *c = &best.mc;
+    if (c->mode == SC_MODE_RESIDENT) snprintf(out->desc, sizeof out->desc, "resident, policy %s", best.plan.name);
+    else
+        snprintf(out->desc, sizeof out->desc, "slide, prefetch %d, head %s, %d host optimizer threads%s, %d device "
+                 "layers, policy %s", c->slide_prefetch, c->slide_keep_head ? "kept" : c->slide_head_once ? "once" : "slot",
+                 c->slide_cpu_threads, c->slide_device_update ? ", device update" : "", best.k, best.plan.name);
+    return SC_SUCCESS;
 }
 
 /* ==========================================================================================

@@ -35,6 +35,7 @@ typedef struct cli_opts {
     size_t mem_cap, budget;
     const char *budget_text;
     int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update;
+    int ckpt_given; /* --ckpt on the command line (--mode auto then keeps that plan) */
     /* training on token shards */
     const char *data, *val_data, *lr_schedule, *resume;
     int lr_warmup, val_every, val_batches, have_shuffle;
@@ -67,10 +68,13 @@ static const char *usage_train =
 
 static const char *usage_plan =
     "usage: slidecheck plan (--model NAME | --hf DIR) --seq N --batch N --budget SIZE [options]\n"
+    "       slidecheck plan (--model NAME | --hf DIR) --seq N --batch N --mode auto [options]\n"
     "\n"
     "Prints the plan that the exact planner picks for a memory budget: per layer, keep all, a\n"
     "selective level or a recomputed segment, with the predicted peak and recompute time. The times\n"
-    "are a roofline estimate (no profiling run); train --ckpt budget:SIZE measures them.\n";
+    "are a roofline estimate (no profiling run); train --ckpt budget:SIZE measures them.\n"
+    "--mode auto profiles a 2-layer copy of the model on this machine's device and prints one line,\n"
+    "'plan: ...', with the fastest configuration that fits --mem-cap (train --mode auto's choice).\n";
 
 /* One line of help per flag. A command lists the entries whose `cmds` name it and whose key is in
    its list of flags, under their section's heading; entries of a section stay together. The text
@@ -137,14 +141,14 @@ static const cli_help cli_helps[] = {
     {"train", "training", "weight-decay", "--weight-decay X", "weight decay, decoupled as AdamW's (default 0)"},
     {"train", "training", "seed", "--seed N", "seed of the random init and the random tokens (default 1234)"},
     {"train", "training", "warmup", "--warmup N", "steps left out of the summary statistics (default 1)"},
-    {"train", "training", "accum", "--accum N",
+    {"train plan", "training", "accum", "--accum N",
      "micro-batches per optimizer step (gradient accumulation; default 1): the gradients are summed in "
      "micro-batch order and the loss is the mean over all of them"},
     {"train", "training", "op-times", "--op-times",
      "cuda: print the time of each kernel and GEMM shape over the steps after the warm-up; an event "
      "after every kernel makes the steps slightly slower and turns the CUDA graph off"},
 
-    {"grad train", "precision and memory", "device", "--device cpu|cuda|auto",
+    {"grad train plan", "precision and memory", "device", "--device cpu|cuda|auto",
      "where to run (default auto: the GPU when one is usable)"},
     {"grad train", "precision and memory", "dtype", "--dtype fp32|bf16",
      "storage type (default fp32; on the CPU, bf16 rounds stored values to bf16)"},
@@ -157,14 +161,14 @@ static const cli_help cli_helps[] = {
     {"train plan", "precision and memory", "state-bf16", "--state-bf16",
      "AdamW's m and v in bf16: with f32 master weights 8 instead of 12 bytes per parameter (other arithmetic "
      "than f32 state)"},
-    {"grad train", "precision and memory", "ckpt", "--ckpt POLICY",
+    {"grad train plan", "precision and memory", "ckpt", "--ckpt POLICY",
      "none | full | every:K | layers:0-3,7 | selective | selective:mlp | selective:attn | selective:proj | sqrt "
      "| budget:SIZE (default none). Every policy gives the same loss and gradients, bit for bit; budget:SIZE "
      "times three profiling steps, then plans the least recompute that fits SIZE"},
     {"grad train", "precision and memory", "mem-cap", "--mem-cap SIZE",
      "behave as a device of SIZE bytes, e.g. 16GiB (default: no cap); running out is a clean error that "
      "lists the largest live allocations"},
-    {"grad train", "precision and memory", "head-slice", "--head-slice R",
+    {"grad train plan", "precision and memory", "head-slice", "--head-slice R",
      "the LM head in vocabulary slices of R rows, the loss by an online log-sum-exp over two passes (other "
      "rounding than the whole head, in both modes alike); slide mode then streams the head slice by slice, "
      "with no whole-head buffer on the device"},
@@ -173,10 +177,17 @@ static const cli_help cli_helps[] = {
      "--gpus N too: the NCCL collectives are in the graph). The second step of a shape is captured and the "
      "later ones replay it in one launch, with the same bits as off"},
 
-    {"grad train", "slide mode", "mode", "--mode resident|slide",
+    {"grad train", "slide mode", "mode", "--mode resident|slide|auto",
      "resident (default): everything on the device. slide: weights, gradients and optimizer state on the "
      "host; the layers stream to the device ahead of use and host threads update them while the backward "
-     "runs, with the same bits as resident"},
+     "runs, with the same bits as resident. auto (train): a short profile, then the fastest configuration "
+     "that fits --mem-cap (default: the device's free memory; none on the CPU): resident or slide, the "
+     "checkpoint plan and the slide options you left out, never one that changes the mathematics; prints "
+     "a 'plan:' line first and the predictions beside the measurements in the summary"},
+    {"plan", "model and data", "mode", "--mode auto",
+     "choose the configuration train --mode auto would (a short profile on this machine's device)"},
+    {"plan", "model and data", "mem-cap", "--mem-cap SIZE",
+     "with --mode auto: the device memory to fit (default: the device's free memory; none on the CPU)"},
     {"grad train", "slide mode", "slide-prefetch", "--slide-prefetch N",
      "layers uploaded ahead of the one computing (default 1)"},
     {"grad train", "slide mode", "slide-cpu-threads", "--slide-cpu-threads N",
@@ -373,7 +384,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--tokens")) o->tokens = v;
         else if (!strcmp(f, "--out")) o->out = v;
         else if (!strcmp(f, "--save")) o->save = v;
-        else if (!strcmp(f, "--ckpt")) o->ckpt = v;
+        else if (!strcmp(f, "--ckpt")) o->ckpt = v, o->ckpt_given = 1;
         else if (!strcmp(f, "--device")) o->device = v;
         else if (!strcmp(f, "--dtype")) o->dtype = v;
         else if (!strcmp(f, "--optim")) o->optim = v;
@@ -424,9 +435,9 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda") && strcmp(o->device, "auto"))
         die_usage("--device must be cpu, cuda or auto, not '%s'", o->device);
     if (o->beta1 >= 1.0 || o->beta2 >= 1.0) die_usage("%s", "--beta1 and --beta2 must be below 1");
-    if (strcmp(o->mode, "resident") && strcmp(o->mode, "slide"))
-        die_usage("--mode must be resident or slide, not '%s'", o->mode);
-    int slide = !strcmp(o->mode, "slide");
+    if (strcmp(o->mode, "resident") && strcmp(o->mode, "slide") && strcmp(o->mode, "auto"))
+        die_usage("--mode must be resident, slide or auto, not '%s'", o->mode);
+    int slide = !strcmp(o->mode, "slide") || !strcmp(o->mode, "auto"); /* auto keeps slide flags given */
     if (!slide && (o->prefetch || o->cpu_threads || o->pure_bf16 || o->dpu || o->keep_head || o->slide_device_update))
         die_usage("%s", "--slide-prefetch, --slide-cpu-threads, --pure-bf16, --slide-dpu, --slide-keep-head and "
                   "--slide-device-update need --mode slide");
@@ -493,7 +504,61 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
         mc->verbose = 1;
         /* slide keeps f32 master weights on the host unless --pure-bf16 */
         if (mc->bf16 && !o->pure_bf16) mc->master_weights = 1;
+    } else if (!strcmp(o->mode, "auto")) { /* the slide flags given are kept; sc_plan_auto fills the rest */
+        mc->slide_prefetch = o->prefetch;
+        mc->slide_cpu_threads = o->cpu_threads;
+        mc->slide_dpu = o->dpu;
+        mc->slide_keep_head = o->keep_head;
+        mc->slide_device_update = o->slide_device_update;
+        mc->slide_head_once = o->head_once;
     }
+}
+
+/* --mode auto without --mem-cap: the device's free memory now (CUDA), else no cap */
+static size_t auto_mem_cap(const cli_opts *o, const sc_model_config *mc)
+{
+    if (o->mem_cap) return o->mem_cap;
+#ifdef SLIDECHECK_CUDA
+    if (mc->device == SC_DEVICE_CUDA) {
+        sc_cuda *cu = NULL;
+        sc_cuda_config cc;
+        memset(&cc, 0, sizeof cc);
+        cc.bf16 = mc->bf16;
+        cc.device = mc->gpu;
+        size_t fr = 0, total = 0;
+        sc_result r = sc_cuda_create(&cu, &cc);
+        if (r == SC_SUCCESS) {
+            r = sc_cuda_mem_get_info(cu, &fr, &total);
+            sc_cuda_destroy(cu);
+        }
+        if (r != SC_SUCCESS) die(r, "--mode auto: reading the device's free memory");
+        return fr;
+    }
+#endif
+    (void)mc;
+    return 0;
+}
+
+/* --mode auto: one short profile, then the fastest configuration that fits; prints the `plan:`
+   line. Nothing fits: the library's message (with the smallest cap that would) and exit 1. */
+static sc_plan_auto_result auto_choose(const cli_opts *o, const sc_config *cfg, const sc_model_config *mc,
+                                       const int32_t *ids, int B, int T, const sc_plan *keep)
+{
+    sc_plan_auto_config ac;
+    memset(&ac, 0, sizeof ac);
+    ac.mem_cap = auto_mem_cap(o, mc);
+    ac.B = B, ac.T = T, ac.accum = o->accum, ac.ids = ids, ac.plan = keep;
+    sc_plan_auto_result res;
+    sc_result r = sc_plan_auto(&res, cfg, mc, &ac);
+    if (r != SC_SUCCESS) die(r, "--mode auto");
+    char cap[48] = "none";
+    if (ac.mem_cap) snprintf(cap, sizeof cap, "%.3f GiB%s", (double)ac.mem_cap / 1073741824.0, o->mem_cap ? "" : " (free)");
+    printf("plan: %s  predicted peak %.3f GiB  predicted step %.2f ms (compute %.2f, copies %.2f, host optimizer "
+           "%.2f)  mem cap %s  (%d candidates, %s profile)\n", res.desc, (double)res.peak_bytes / 1073741824.0,
+           res.step_ms, res.compute_ms, res.copy_ms, res.host_opt_ms, cap, res.candidates,
+           mc->device == SC_DEVICE_CUDA ? "cuda" : "cpu");
+    fflush(stdout);
+    return res;
 }
 
 /* Load --hf DIR (config + weights) or a --model NAME config; params NULL for random init. */
@@ -556,9 +621,15 @@ static sc_plan make_plan(const cli_opts *o, const sc_config *cfg)
 static int cmd_plan(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights gpus zero state-bf16",
-                usage_plan);
-    if (!o.seq || !o.batch || !o.budget) die_usage("%s", "plan needs --seq N, --batch N and --budget SIZE");
+    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights gpus zero state-bf16 mode mem-cap "
+                "device accum ckpt head-slice", usage_plan);
+    int is_auto = !strcmp(o.mode, "auto");
+    if (!is_auto && (strcmp(o.mode, "resident") || o.mem_cap || strcmp(o.device, "auto") || o.accum != 1 ||
+                     o.ckpt_given || o.head_slice))
+        die_usage("%s", "plan takes --mode auto only; --mem-cap, --device, --accum, --ckpt and --head-slice go with it");
+    if (is_auto && (o.budget || o.gpus > 1)) die_usage("%s", "plan --mode auto takes --mem-cap SIZE (not --budget, --gpus)");
+    if (!o.seq || !o.batch || (!is_auto && !o.budget))
+        die_usage("%s", "plan needs --seq N, --batch N and --budget SIZE (or --mode auto)");
     sc_config cfg;
     sc_result r;
     if (o.hf) {
@@ -568,6 +639,21 @@ static int cmd_plan(int argc, char **argv)
     if (o.seq > cfg.max_position) {
         fprintf(stderr, "slidecheck: --seq %d exceeds max_position_embeddings %d\n", o.seq, cfg.max_position);
         return 1;
+    }
+    if (is_auto) { /* profile on this machine's device (a 2-layer copy), then choose */
+        sc_model_config amc;
+        model_config_from(&amc, &o);
+        int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)o.batch * o.seq);
+        if (!ids) die(SC_ERROR_OUT_OF_MEMORY, "host memory for tokens");
+        sc_rng rng = sc_rng_seed(o.seed + 77);
+        for (int i = 0; i < o.batch * o.seq; i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)cfg.vocab_size);
+        sc_plan keep;
+        if (o.ckpt_given && (r = sc_plan_parse(&keep, o.ckpt, cfg.num_layers)) != SC_SUCCESS) die(r, "--ckpt");
+        printf("model %s  B=%d T=%d accum %d  %s storage%s  optim %s\n", cfg.name[0] ? cfg.name : o.hf, o.batch, o.seq,
+               o.accum, o.dtype, amc.master_weights ? " +master" : "", o.optim);
+        auto_choose(&o, &cfg, &amc, ids, o.batch, o.seq, o.ckpt_given ? &keep : NULL);
+        free(ids);
+        return 0;
     }
     sc_model_config mc = sc_model_config_init();
     mc.device = SC_DEVICE_CUDA; /* plan for the GPU's storage */
@@ -1114,6 +1200,20 @@ static int cmd_train(int argc, char **argv)
     mc.comm = comm;
     mc.zero = o.zero;
     if (W > 1) mc.gpu = de.gpu; /* one GPU per process on this machine: LOCAL_RANK, or the task's own (Slurm) */
+    int is_auto = !strcmp(o.mode, "auto");
+    sc_plan_auto_result ares;
+    memset(&ares, 0, sizeof ares);
+    if (is_auto) {
+        if (W > 1) die_usage("%s", "--mode auto runs one process: choose with 'slidecheck plan --mode auto', then give "
+                             "every rank that configuration");
+        if (plan.num_layers < 0)
+            die_usage("%s", "--ckpt budget:SIZE and --mode auto exclude each other: auto plans the checkpoints under --mem-cap");
+        ares = auto_choose(&o, &cfg, &mc, ids, B, T, o.ckpt_given ? &plan : NULL);
+        mc = ares.mc;
+        plan = ares.plan;
+        if (mc.mode == SC_MODE_SLIDE) mc.verbose = 1;
+    }
+    const char *mode_name = mc.mode == SC_MODE_SLIDE ? "slide" : "resident";
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
     free(params);
@@ -1140,7 +1240,7 @@ static int cmd_train(int argc, char **argv)
     printf("model %s (%s, %d layers, %.1fM params)  B=%d T=%d accum %d  policy %s  %s %s%s  mode %s  optim %s lr %g\n",
            cfg.name[0] ? cfg.name : o.hf, cfg.arch == SC_ARCH_QWEN2 ? "qwen2" : "qwen3", cfg.num_layers,
            (double)sc_config_num_params(&cfg) / 1e6, B, T, o.accum, plan.name, sc_model_cuda(m) ? "cuda" : "cpu",
-           o.dtype, mc.master_weights ? "+master" : "", o.mode, o.optim, o.lr);
+           o.dtype, mc.master_weights ? "+master" : "", mode_name, o.optim, o.lr);
     if (W > 1)
         printf("data parallel: %d ranks of --batch %d (the batch of one process is %d); loss and gradients summed "
                "over the ranks before each update; step ms = the slowest rank's; rank 0 prints and writes\n", W, B, W * B);
@@ -1177,7 +1277,7 @@ static int cmd_train(int argc, char **argv)
     snprintf(ts.schedule, sizeof ts.schedule, "%s", sc_lr_schedule_name(sched));
     snprintf(ts.optim, sizeof ts.optim, "%s", o.optim);
     snprintf(ts.dtype, sizeof ts.dtype, "%s", o.dtype);
-    snprintf(ts.mode, sizeof ts.mode, "%s", o.mode);
+    snprintf(ts.mode, sizeof ts.mode, "%s", mode_name);
     ts.lr = o.lr, ts.min_lr_ratio = o.min_lr_ratio, ts.clip = o.clip;
     ts.beta1 = o.beta1, ts.beta2 = o.beta2, ts.eps = o.eps, ts.wd = o.wd;
     ts.master = mc.master_weights != 0, ts.state_bf16 = mc.state_bf16 != 0;
@@ -1290,6 +1390,9 @@ static int cmd_train(int argc, char **argv)
                "  peak allocated %.3f GiB  peak reserved %.3f GiB  peak rss %.3f GiB",
                first_loss, st.median, st.n, w, st.mean, ci, (double)peak_alloc / 1073741824.0,
                (double)peak_resv / 1073741824.0, (double)peak_rss / 1073741824.0);
+        if (is_auto) /* the plan's predictions beside what the run measured */
+            printf("  auto: peak allocated %.3f GiB (predicted %.3f GiB)  median step %.2f ms (predicted %.2f ms)",
+                   (double)peak_alloc / 1073741824.0, (double)ares.peak_bytes / 1073741824.0, st.median, ares.step_ms);
         /* model FLOPs (sc_config_train_flops: 6 N tokens + causal attention, recompute not counted) */
         printf("  params %zu", sc_config_num_params(&cfg));
         /* kernel launches + cuBLASLt calls of the last step (0 on the CPU) */

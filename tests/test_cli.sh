@@ -244,9 +244,29 @@ for c in grad train plan; do
     [ -z "$old" ] && ok "$c --help names no earlier spelling" || bad "$c --help: $old"
 done
 $S plan --help > "$T/out"
-if grep -q "^  --budget" "$T/out" && ! grep -q -E "^  --(mode|ckpt|device|mem-cap|steps|slide-[a-z-]*|head-slice)\b" "$T/out"; then
+if grep -q "^  --budget" "$T/out" && grep -q "^  --mode auto" "$T/out" && grep -q "^  --mem-cap" "$T/out" &&
+    ! grep -q -E "^  --(steps|slide-[a-z-]*|lr)\b" "$T/out"; then
     ok "plan --help lists the flags plan takes, and no others"
-else bad "plan --help: $(grep -E "^  --(mode|ckpt|device|mem-cap|steps|slide-[a-z-]*|head-slice)" "$T/out" | head -2)"; fi
+else bad "plan --help: $(grep -E "^  --(mode|mem-cap|steps|slide-[a-z-]*|lr)" "$T/out" | head -2)"; fi
+# --mode auto: plan prints one 'plan:' line; train with a cap nothing fits stops before training,
+# naming the smallest cap; with that cap it trains (slide) to resident's losses
+expect 0 "plan --mode auto, no cap (CPU)" $S plan --mode auto --model tiny --seq 32 --batch 2 --device cpu
+[ "$(grep -c "^plan: resident" "$T/out")" = 1 ] && ok "plan --mode auto without a cap on the CPU: one 'plan:' line, resident" \
+    || bad "plan --mode auto: $(cat "$T/out")"
+expect 2 "plan --mem-cap without --mode auto" $S plan --model tiny --seq 32 --batch 2 --budget 1GiB --mem-cap 1GiB
+expect 1 "train --mode auto, a cap nothing fits" $S train --mode auto --model tiny --seq 32 --batch 2 --steps 2 --device cpu --mem-cap 1MiB
+cap=$(sed -n 's/.*the smallest cap that fits is \([0-9.]*MiB\).*/\1/p' "$T/err")
+[ -n "$cap" ] && ! grep -q "^step" "$T/out" && ok "train --mode auto under 1MiB: nothing trained, the smallest cap named ($cap)" \
+    || bad "train --mode auto under 1MiB: '$cap'; $(head -2 "$T/out")"
+expect 1 "plan --mode auto, a cap nothing fits" $S plan --mode auto --model tiny --seq 32 --batch 2 --device cpu --mem-cap 1MiB
+grep -q "smallest cap that fits is $cap" "$T/err" && ok "plan --mode auto names the same smallest cap" || bad "plan --mode auto: $(cat "$T/err")"
+expect 0 "resident, 2 steps (auto's reference)" $S train --model tiny --seq 32 --batch 2 --steps 2 --device cpu --lr 1e-2
+r2=$(awk '$1 == "step" && $2 == 2 {print $4}' "$T/out")
+expect 0 "train --mode auto --mem-cap $cap" $S train --mode auto --model tiny --seq 32 --batch 2 --steps 2 --device cpu --lr 1e-2 --mem-cap "$cap"
+a2=$(awk '$1 == "step" && $2 == 2 {print $4}' "$T/out")
+grep -q "^plan: slide" "$T/out" && grep -q "auto: peak allocated .* (predicted .*)  median step .* (predicted" "$T/out" \
+    && ok "train --mode auto at the smallest cap: slide, the summary gives the predictions" || bad "train --mode auto: $(grep -E "^(plan|summary)" "$T/out")"
+[ -n "$r2" ] && [ "$r2" = "$a2" ] && ok "train --mode auto: step 2 loss $a2 == resident's" || bad "train --mode auto: '$a2' vs resident '$r2'"
 $S grad --help > "$T/out"
 grep -q -E "^  --(slide-dpu|slide-device-update|gpus|steps|cuda-graph)\b" "$T/out" && bad "grad --help lists train's flags" \
     || ok "grad --help lists no train-only flag"
