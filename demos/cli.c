@@ -1190,13 +1190,6 @@ static int cmd_train(int argc, char **argv)
     sc_model_config mc;
     model_config_from(&mc, &o);
     mc.clip_grad_norm = (float)o.clip;
-    /* slide mode prints the norm of every step too: unclipped, it would wait there for the host
-       updates, which run as the layers land (the last layer first). The clipped path takes the
-       norm once every gradient is down and then updates from the first layer, so the next step's
-       first uploads wait only for their own layers: with a bound no norm reaches, the scale is
-       1 and the bits are the unclipped ones. */
-    if (o.clip == 0.0 && mc.mode == SC_MODE_SLIDE && !mc.slide_dpu && !mc.slide_keep_head && !mc.slide_device_update)
-        mc.clip_grad_norm = 1e30f;
     mc.comm = comm;
     mc.zero = o.zero;
     if (W > 1) mc.gpu = de.gpu; /* one GPU per process on this machine: LOCAL_RANK, or the task's own (Slurm) */
@@ -1213,6 +1206,13 @@ static int cmd_train(int argc, char **argv)
         plan = ares.plan;
         if (mc.mode == SC_MODE_SLIDE) mc.verbose = 1;
     }
+    /* slide mode prints the norm of every step too: unclipped, it would wait there for the host
+       updates, which run as the layers land (the last layer first). The clipped path takes the
+       norm once every gradient is down and then updates from the first layer, so the next step's
+       first uploads wait only for their own layers: with a bound no norm reaches, the scale is
+       1 and the bits are the unclipped ones. */
+    if (o.clip == 0.0 && mc.mode == SC_MODE_SLIDE && !mc.slide_dpu && !mc.slide_keep_head && !mc.slide_device_update)
+        mc.clip_grad_norm = 1e30f;
     const char *mode_name = mc.mode == SC_MODE_SLIDE ? "slide" : "resident";
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");
