@@ -1395,7 +1395,8 @@ typedef struct sc_slide_info {
                                         less what the device updated with slide_keep_head or
                                         slide_device_update; 0 without an update) */
     size_t pinned_bytes, host_bytes; /* held now */
-    size_t window_bytes;             /* device bytes of the slots and gradient buffers */
+    size_t window_bytes;             /* device bytes of the slots and gradient buffers (and of the
+                                        layers kept on the device: sc_slide_window_bytes) */
     double opt_ms;                   /* host optimizer time in the last step (summed over updates) */
     double opt_wait_ms;              /* time the step waited for the optimizer at its end */
 } sc_slide_info;
