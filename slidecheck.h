@@ -240,6 +240,10 @@ USAGE
      sc_model_slide_info(m)              the last step's bytes each way, pinned / host bytes,
                                          the device window, host optimizer time and wait
      sc_slide_window_bytes(cfg, mc, plan)   device bytes a plan needs before any activation
+                                         (with the layers kept on the device)
+     mc.slide_device_layers[l] = 1       layer l stays on the device with its gradients and
+                                         optimizer state, updated there (the same bits);
+                                         sc_layer_set_parse(mark, "all|none|first:K|last:K|a-b,c", L)
 
    Data parallel (one process per rank; mc.comm makes sc_model_step data parallel, mc.zero = 1
    ZeRO-1; on the GPU the resident step's NCCL collectives are nodes of its CUDA graph). Every
@@ -1233,6 +1237,9 @@ typedef struct sc_plan {
    selective:attn | selective:proj | sqrt.
    ("budget:SIZE" needs costs: use sc_planner_plan.) */
 SCDEF sc_result sc_plan_parse(sc_plan *plan, const char *policy, int num_layers);
+/* A set of layers: all | none | first:K | last:K | a-b,c,... (the list of layers:LIST); mark[l]
+   = 1 for the layers in it, 0 for the others (num_layers entries written). */
+SCDEF sc_result sc_layer_set_parse(unsigned char *mark, const char *spec, int num_layers);
 /* "keep all", "selective", "selective:mlp", "selective:attn", "selective:proj" */
 SCDEF const char *sc_keep_name(int keep);
 /* Bytes that layer l keeps after forward under `plan` (closed form), in the model's storage. */
@@ -1292,6 +1299,12 @@ typedef struct sc_model_config {
                                   memory (sc_slide_window_bytes counts it), no head traffic. Not with
                                   slide_dpu. */
     unsigned char slide_device_layers[SC_MAX_LAYERS]; /* slide: nonzero = layer l stays on the device (weights, gradients and optimizer state, the device optimizer); zero = streamed (the default) */
+                               /* a device layer is never uploaded nor downloaded and is updated
+                                  right after its last backward by resident mode's kernels (the
+                                  same bits); its bytes are allocations of their own, counted by
+                                  sc_slide_window_bytes, and the window has no more slots than
+                                  streamed layers. Not with slide_dpu, slide_device_update,
+                                  clip_grad_norm or data parallel (comm). */
     int slide_device_update;   /* slide with SGD: each layer's SGD step runs on the device, in its slot,
                                   as soon as backward has its gradients (resident mode's kernel: the
                                   same bits), and the updated weights go down instead of the
@@ -1385,7 +1398,8 @@ typedef struct sc_slide_info {
                                         less what the device updated with slide_keep_head or
                                         slide_device_update; 0 without an update) */
     size_t pinned_bytes, host_bytes; /* held now */
-    size_t window_bytes;             /* device bytes of the slots and gradient buffers */
+    size_t window_bytes;             /* device bytes of the slots and gradient buffers (and of the
+                                        layers kept on the device: sc_slide_window_bytes) */
     double opt_ms;                   /* host optimizer time in the last step (summed over updates) */
     double opt_wait_ms;              /* time the step waited for the optimizer at its end */
 } sc_slide_info;
@@ -7623,6 +7637,47 @@ SCDEF const char *sc_keep_name(int keep)
     return keep >= 0 && keep < SC_KEEP_COUNT ? names[keep] : "?";
 }
 
+/* a-b,c,... into mark[0..L) (the list of layers:LIST); `what` names the text in errors */
+static sc_result sc__layer_list_parse(unsigned char *mark, const char *list, int L, const char *what)
+{
+    const char *s = list, *e;
+    memset(mark, 0, (size_t)L);
+    for (;;) {
+        int a, b;
+        if (!sc__parse_int(s, &e, &a))
+            return sc__fail(SC_ERROR_INVALID_ARGS, "%s: expected a layer number at '%s'", what, s);
+        b = a;
+        if (*e == '-' && !sc__parse_int(e + 1, &e, &b)) return sc__fail(SC_ERROR_INVALID_ARGS, "%s: bad range", what);
+        if (a > b || b >= L)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "%s: range %d-%d outside layers 0-%d", what, a, b, L - 1);
+        for (int l = a; l <= b; l++) mark[l] = 1;
+        if (!*e) return SC_SUCCESS;
+        if (*e != ',') return sc__fail(SC_ERROR_INVALID_ARGS, "%s: expected ',' at '%s'", what, e);
+        s = e + 1;
+    }
+}
+
+SCDEF sc_result sc_layer_set_parse(unsigned char *mark, const char *spec, int L)
+{
+    if (!mark || !spec) return sc__fail(SC_ERROR_INVALID_ARGS, "layer set: NULL argument");
+    if (L <= 0 || L > SC_MAX_LAYERS)
+        return sc__fail(SC_ERROR_INVALID_ARGS, "layer set: %d layers (at most %d supported)", L, SC_MAX_LAYERS);
+    const char *e;
+    int k, first = !strncmp(spec, "first:", 6), last = !strncmp(spec, "last:", 5);
+    memset(mark, !strcmp(spec, "all"), (size_t)L);
+    if (!strcmp(spec, "all") || !strcmp(spec, "none")) return SC_SUCCESS;
+    if (first || last) {
+        if (!sc__parse_int(spec + (first ? 6 : 5), &e, &k) || *e || k > L)
+            return sc__fail(SC_ERROR_INVALID_ARGS, "layer set '%s': %s:K needs an integer K from 0 to %d", spec,
+                            first ? "first" : "last", L);
+        for (int l = 0; l < k; l++) mark[first ? l : L - 1 - l] = 1;
+        return SC_SUCCESS;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "layer set '%s' (all, none, first:K, last:K or a-b,c,...)", spec);
+    return sc__layer_list_parse(mark, spec, L, what);
+}
+
 SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
 {
     if (!p || !policy) return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy: NULL argument");
@@ -7652,21 +7707,13 @@ SCDEF sc_result sc_plan_parse(sc_plan *p, const char *policy, int L)
         return SC_SUCCESS;
     }
     if (!strncmp(policy, "layers:", 7)) {
-        const char *s = policy + 7;
-        for (;;) {
-            int a, b;
-            if (!sc__parse_int(s, &e, &a))
-                return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': expected a layer number at '%s'", policy, s);
-            b = a;
-            if (*e == '-' && !sc__parse_int(e + 1, &e, &b))
-                return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': bad range", policy);
-            if (a > b || b >= L)
-                return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': range %d-%d outside layers 0-%d", policy, a, b, L - 1);
-            for (int l = a; l <= b; l++) p->seg[l] = (short)l;
-            if (!*e) break;
-            if (*e != ',') return sc__fail(SC_ERROR_INVALID_ARGS, "checkpoint policy '%s': expected ',' at '%s'", policy, e);
-            s = e + 1;
-        }
+        unsigned char mark[SC_MAX_LAYERS];
+        char what[160];
+        snprintf(what, sizeof what, "checkpoint policy '%s'", policy);
+        sc_result r = sc__layer_list_parse(mark, policy + 7, L, what);
+        if (r != SC_SUCCESS) return r;
+        for (int l = 0; l < L; l++)
+            if (mark[l]) p->seg[l] = (short)l;
         return SC_SUCCESS;
     }
     if (!strncmp(policy, "budget:", 7))
@@ -8205,6 +8252,10 @@ typedef struct sc__slide {
     int nslots;
     float *lw[SC_MAX_LAYERS + 1], *lg[SC_MAX_LAYERS + 1];
     float *head_g;
+    /* layers kept on the device (mc.slide_device_layers): weights, gradients, f32 master and
+       AdamW state of their own, outside the window; ndev of them */
+    float *dw[SC_MAX_LAYERS], *dg[SC_MAX_LAYERS], *dmw[SC_MAX_LAYERS], *dm[SC_MAX_LAYERS], *dv[SC_MAX_LAYERS];
+    int ndev;
     /* a sliced LM head: two slice buffers of weights, and with per-slice gradients two of
        gradients (unit = which use they hold) */
     sc__slot hs[2], hsg[2];
@@ -8674,6 +8725,24 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
                      "slide_device_update needs slide mode with SGD, no master weights, no slide_dpu and one process "
                      "(AdamW's state and an f32 master stay on the host, so their update does too)");
         goto fail;
+    }
+    {
+        int ndev = 0;
+        for (int l = 0; l < cfg->num_layers; l++) ndev += mc.slide_device_layers[l] != 0;
+        if (ndev && mc.mode != SC_MODE_SLIDE) {
+            r = sc__fail(SC_ERROR_INVALID_ARGS, "slide_device_layers (%d layers on the device) needs slide mode: "
+                         "resident mode keeps every layer there", ndev);
+            goto fail;
+        }
+        /* DPU reads weights a step behind, the device update and the norm's update after the whole
+           backward have orders of their own, and data parallel sums host gradients: not built for
+           the layers that never leave the device */
+        if (ndev && (mc.slide_dpu || mc.slide_device_update || mc.clip_grad_norm > 0.0f || mc.comm)) {
+            r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_device_layers (%d layers on the device) is not supported with %s",
+                         ndev, mc.slide_dpu ? "slide_dpu" : mc.slide_device_update ? "slide_device_update"
+                               : mc.clip_grad_norm > 0.0f ? "clip_grad_norm" : "data parallel (comm)");
+            goto fail;
+        }
     }
     if (sc_dist_comm_world(mc.comm) > 1 && mc.mode == SC_MODE_SLIDE && (mc.slide_dpu || mc.slide_keep_head)) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without slide_dpu and slide_keep_head, for now");
@@ -9487,6 +9556,131 @@ static void sc__slide_pool_release(sc_model *m)
     sl->pool_bytes = sl->gbytes = sl->ghead = 0;
 }
 
+/* ------------------------------------------------------------------------------------------
+   Layers kept on the device (mc.slide_device_layers): resident mode's buffers for those layers
+   only, each an allocation of its own; the step skips their uploads, downloads and host updates.
+   ------------------------------------------------------------------------------------------ */
+static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n);
+
+static int sc__dev_layer(const sc_model *m, int l)
+{
+    return m->sl && l >= 0 && l < m->cfg.num_layers && m->mc.slide_device_layers[l];
+}
+
+/* the element size of their AdamW state: resident mode's (bf16 state, else the updated weights') */
+static int sc__dev_state_bytes(const sc_model *m)
+{
+    int master = m->cu && m->mc.bf16 && m->mc.master_weights;
+    return m->mc.state_bf16 ? 2 : master ? 4 : m->pb;
+}
+
+static void sc__dev_layers_free(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        float **b[5] = {&sl->dw[l], &sl->dg[l], &sl->dmw[l], &sl->dm[l], &sl->dv[l]};
+        for (int i = 0; i < 5; i++) {
+            sc__free(m, *b[i]);
+            *b[i] = NULL;
+        }
+    }
+    sl->ndev = 0;
+}
+
+/* weights (and the f32 master) from the initial f32 values, zero gradients and state */
+static sc_result sc__dev_layers_create(sc_model *m, const float *init)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    size_t ln = sc__layer_numel(c);
+    int master = m->cu && m->mc.bf16 && m->mc.master_weights, adam = m->mc.optim == SC_OPTIM_ADAMW;
+    int sb = sc__dev_state_bytes(m);
+    char tag[64];
+    for (int l = 0; l < c->num_layers; l++) {
+        if (!sc__dev_layer(m, l)) continue;
+        const float *w = init + sc_config_layer_base(c, l);
+        snprintf(tag, sizeof tag, "device layer %d weights", l);
+        SC__TRY(sc__alloc_bytes(m, &sl->dw[l], ln, m->pb, tag));
+        snprintf(tag, sizeof tag, "device layer %d grad", l);
+        SC__TRY(sc__alloc_bytes(m, &sl->dg[l], ln, m->gb, tag));
+        if (master) {
+            snprintf(tag, sizeof tag, "device layer %d master weights", l);
+            SC__TRY(sc__alloc_bytes(m, &sl->dmw[l], ln, 4, tag));
+            SC__TRY(sc__upload_f32(m, sl->dmw[l], 4, w, ln));
+        }
+        if (adam) {
+            snprintf(tag, sizeof tag, "device layer %d adamw.m", l);
+            SC__TRY(sc__alloc_bytes(m, &sl->dm[l], ln, sb, tag));
+            snprintf(tag, sizeof tag, "device layer %d adamw.v", l);
+            SC__TRY(sc__alloc_bytes(m, &sl->dv[l], ln, sb, tag));
+            sc__memset0(m, sl->dm[l], ln * (size_t)sb);
+            sc__memset0(m, sl->dv[l], ln * (size_t)sb);
+        }
+        SC__TRY(sc__upload_f32(m, sl->dw[l], m->pb, w, ln));
+        sc__memset0(m, sl->dg[l], ln * (size_t)m->gb);
+        sl->ndev++;
+    }
+    return SC_SUCCESS;
+}
+
+/* Device layer l's optimizer step from its gradients, on the compute stream: resident mode's
+   update (sc__device_update_range) on the layer's own buffers, so the same bits. */
+static void sc__dev_layer_update(sc_model *m, int l, const sc_optim_consts *k)
+{
+    sc__slide *sl = m->sl;
+    size_t n = sc__layer_numel(&m->cfg);
+    float *p = sl->dmw[l] ? sl->dmw[l] : sl->dw[l];
+    int adam = m->mc.optim == SC_OPTIM_ADAMW;
+    sc_dtype st = sc__dev_state_bytes(m) == 2 ? SC_BF16 : SC_F32;
+    int sp = sc__span_begin(m, "optimizer", SC_PHASE_OPT, l);
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_dtype pt = sl->dmw[l] || m->pb == 4 ? SC_F32 : SC_BF16;
+        if (adam) sc_cuda_adamw_update(m->cu, p, sl->dm[l], sl->dv[l], pt, st, sl->dg[l], m->gdt, n, k);
+        else sc_cuda_sgd_update(m->cu, p, pt, sl->dg[l], m->gdt, n, k);
+        if (sl->dmw[l]) sc_cuda_convert(m->cu, sl->dw[l], m->pdt, p, SC_F32, n);
+        sc__span_end(m, sp);
+        return;
+    }
+#endif
+    /* the CPU backend's compute thread: one thread, beside the host optimizer's (bits independent of it) */
+    if (adam) sc_cpu_adamw_mt(p, sl->dm[l], sl->dv[l], SC_F32, st, sl->dg[l], SC_F32, NULL, n, k, 1);
+    else sc_cpu_sgd_mt(p, SC_F32, sl->dg[l], SC_F32, NULL, n, k, 1);
+    sc__round(m, p, n);
+    sc__span_end(m, sp);
+}
+
+/* The device layers' values in their places of a flat f32 buffer (load = 0), or from there (load =
+   1). which: 0 the weights (the f32 master where there is one), 1 gradients, 2 AdamW m, 3 v, 4 the
+   master (loading it rounds the working weights from it, as an update does). */
+static sc_result sc__dev_layers_io(sc_model *m, int which, float *buf, int load)
+{
+    sc__slide *sl = m->sl;
+    size_t n = sc__layer_numel(&m->cfg);
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        if (!sc__dev_layer(m, l)) continue;
+        void *d = which == 0 ? (sl->dmw[l] ? sl->dmw[l] : sl->dw[l]) : which == 1 ? sl->dg[l] : which == 2 ? sl->dm[l]
+                  : which == 3 ? sl->dv[l] : sl->dmw[l];
+        int es = which == 0 ? (sl->dmw[l] ? 4 : m->pb) : which == 1 ? m->gb : which == 4 ? 4 : sc__dev_state_bytes(m);
+        float *b = buf + sc_config_layer_base(&m->cfg, l);
+        if (!d) continue;
+        if (!m->cu && es == 2) { /* the CPU backend's bf16 state */
+            if (!load) sc__host_to_f32(b, d, SC_BF16, n);
+            else
+                for (size_t i = 0; i < n; i++) sc__st(d, SC_BF16, i, b[i]);
+            continue;
+        }
+        SC__TRY(load ? sc__upload_f32(m, d, es, b, n) : sc__download_f32(m, b, d, es, n));
+#ifdef SLIDECHECK_CUDA
+        if (load && which == 4 && m->cu) {
+            sc_cuda_convert(m->cu, sl->dw[l], m->pdt, sl->dmw[l], SC_F32, n);
+            SC__TRY(sc_cuda_status(m->cu));
+        }
+#endif
+    }
+    return SC_SUCCESS;
+}
+
 static void sc__slide_destroy(sc_model *m)
 {
     sc__slide *sl = m->sl;
@@ -9504,6 +9698,7 @@ static void sc__slide_destroy(sc_model *m)
     if (m->cu) sc_cuda_synchronize(m->cu);
 #endif
     sc__slide_pool_release(m);
+    sc__dev_layers_free(m);
     SC_FREE(sl->gn_part);
     SC_FREE(sl->gn_done);
     int gpu = m->cu != NULL;
@@ -9621,6 +9816,7 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
         sc__st(sl->hm, sl->hst, (size_t)i, 0.0f);
         sc__st(sl->hv, sl->hst, (size_t)i, 0.0f);
     }
+    SC__TRY(sc__dev_layers_create(m, init));
     if (!gpu)
         for (int i = 0; i < 2; i++) {
             sl->qarg[i].sl = sl;
@@ -9659,14 +9855,20 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
         hn = C + 2 * (size_t)mc->head_slice * C;
         hw = mc->slide_head_once ? sc__head_numel(c) : hn;
     }
+    /* layers on the device: their weights, gradients, master and AdamW state; the window holds no
+       more slots (nor layer gradient buffers) than there are streamed layers */
+    int master = bf && mc->master_weights, ndev = 0, S;
+    size_t mb = master ? 4 : pb, sb = mc && mc->state_bf16 ? 2 : mb;
+    size_t per = pb + gb + (master ? 4 : 0) + (mc && mc->optim == SC_OPTIM_ADAMW ? 2 * sb : 0);
+    for (int l = 0; mc && l < c->num_layers && l < SC_MAX_LAYERS; l++) ndev += mc->slide_device_layers[l] != 0;
+    S = c->num_layers - ndev;
+    if (P + W > S) P = S - W > 0 ? S - W : 0;
+    if (W > S) W = S;
+    size_t dev = (size_t)ndev * ln * per;
     size_t grads = (size_t)W * ln * gb > hn * gb ? (size_t)W * ln * gb : hn * gb;
-    if (mc && mc->slide_keep_head) { /* the kept head's weights, gradients, master and AdamW state */
-        int master = bf && mc->master_weights;
-        size_t mb = master ? 4 : pb, sb = mc->state_bf16 ? 2 : mb;
-        size_t per = pb + gb + (master ? 4 : 0) + (mc->optim == SC_OPTIM_ADAMW ? 2 * sb : 0);
-        return (size_t)(P + W) * ln * pb + (size_t)W * ln * gb + sc__kept_numel(c) * per;
-    }
-    return (size_t)(P + W) * ln * pb + hw * pb + grads;
+    if (mc && mc->slide_keep_head) /* the kept head's weights, gradients, master and AdamW state */
+        return (size_t)(P + W) * ln * pb + (size_t)W * ln * gb + sc__kept_numel(c) * per + dev;
+    return (size_t)(P + W) * ln * pb + hw * pb + grads + dev;
 }
 
 static int sc__group_has(const sc__slide *sl, int g, int unit)
@@ -9760,14 +9962,14 @@ static void sc__slide_acquire(sc_model *m, int g)
     sc__slide *sl = m->sl;
     int L = m->cfg.num_layers, P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1;
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
-        if (!sc__slot_of(sl, u, L)) {
+        if (!sc__dev_layer(m, u) && !sc__slot_of(sl, u, L)) { /* (a device layer is always resident) */
             sc__slide_wait_unit(m, sl->wp, u); /* the update of u this step's weights come from */
             sc__slide_load(m, u, g, g);
         }
     int ahead = 0;
     for (int h = g + 1; h < sl->ngroups && ahead < P; h++)
         for (int u = sl->gfirst[h]; u <= sl->glast[h] && ahead < P; u++) {
-            if (sc__group_has(sl, g, u)) continue;
+            if (sc__group_has(sl, g, u) || sc__dev_layer(m, u)) continue;
             /* not before its update has run (the next acquire tries again). Over NCCL each load is
                a collective, so every rank must load the same units in the same order: wait */
             if (!sc__slot_of(sl, u, L) && m->nccl) sc__slide_wait_unit(m, sl->wp, u);
@@ -9779,6 +9981,7 @@ static void sc__slide_acquire(sc_model *m, int g)
         }
     int sp = sc__span_begin(m, "wait h2d", SC_PHASE_OTHER, sl->gfirst[g] == L ? -1 : sl->gfirst[g]);
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++) {
+        if (sc__dev_layer(m, u)) continue;
         sc__slot *s = sc__slot_of(sl, u, L);
         sc__stream_wait(m, 0, &s->ready);
         sc__ev_release(m, &s->ready);
@@ -9792,6 +9995,7 @@ static void sc__slide_release(sc_model *m, int g)
     sc__slide *sl = m->sl;
     int L = m->cfg.num_layers;
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++) {
+        if (sc__dev_layer(m, u)) continue;
         sc__slot *s = sc__slot_of(sl, u, L);
         sc__ev_release(m, &s->free);
         s->free = sc__ev_record(m, 0);
@@ -10266,6 +10470,10 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
     const sc_config *c = &m->cfg;
     int P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1, W = sc__plan_widest(plan), want = P + W;
     int S = sc__head_rows(m), keep = m->mc.slide_keep_head, sliced = S < c->vocab_size && !keep;
+    /* no more slots nor gradient buffers than streamed layers (sc_slide_window_bytes) */
+    int streamed = c->num_layers - sl->ndev;
+    if (want > streamed) want = streamed;
+    if (W > streamed) W = streamed;
     int once = sliced && m->mc.slide_head_once; /* the whole head in the slot, no slice buffers */
     /* the window of sc_slide_window_bytes, each piece rounded as the allocator rounds a block: the
        slots, the head slot (a sliced head's holds the final norm only) and two slices, then the
@@ -10279,19 +10487,21 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
     size_t sg = sl->hs_pergrad ? sc__allocator_round((size_t)S * C * gb) : 0;
     size_t ghead = hg + 2 * sg, gbytes = (size_t)W * lgb > ghead ? (size_t)W * lgb : ghead;
     size_t bytes = (size_t)want * lw + hw + 2 * sw + gbytes;
-    if (!sl->pool || sl->nslots != want || sl->pool_bytes != bytes || sl->ghead != ghead) {
-        int had = sl->pool != NULL;
+    if ((!sl->pool && bytes) || !sl->slots || sl->nslots != want || sl->pool_bytes != bytes || sl->ghead != ghead) {
+        int had = sl->slots != NULL; /* (every layer on the device with the head kept: no block) */
         if (had) { /* another plan or batch shape: a new layout (the kept head comes down first) */
             sc__slide_head_flush(m, 0);
             sc__slide_pool_release(m);
             sc_allocator_empty_cache(&m->alloc); /* the old block's segment is not held beside the new one */
         }
-        sl->slots = (sc__slot *)SC_MALLOC(sizeof(sc__slot) * (size_t)want);
+        sl->slots = (sc__slot *)SC_MALLOC(sizeof(sc__slot) * (size_t)(want ? want : 1));
         if (!sl->slots) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of the slot table failed");
-        memset(sl->slots, 0, sizeof(sc__slot) * (size_t)want);
-        SC__TRY(sc_allocator_alloc(&m->alloc, &sl->pool, bytes, 0, "slide window (slots, head, gradients)"));
-        sc_allocator_record_stream(&m->alloc, sl->pool, 1);
-        sc_allocator_record_stream(&m->alloc, sl->pool, 2);
+        memset(sl->slots, 0, sizeof(sc__slot) * (size_t)(want ? want : 1));
+        if (bytes) {
+            SC__TRY(sc_allocator_alloc(&m->alloc, &sl->pool, bytes, 0, "slide window (slots, head, gradients)"));
+            sc_allocator_record_stream(&m->alloc, sl->pool, 1);
+            sc_allocator_record_stream(&m->alloc, sl->pool, 2);
+        }
         sl->pool_bytes = bytes;
         char *p = (char *)sl->pool;
         for (int i = 0; i < want; i++, p += lw) {
@@ -10299,8 +10509,7 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
             sl->slots[i].unit = -1;
         }
         sl->nslots = want;
-        if (hw) sl->head.w = p;
-        p += hw;
+        if (hw) sl->head.w = p, p += hw;
         for (int i = 0; i < 2 && sw; i++, p += sw) sl->hs[i].w = p;
         sl->garea = p;
         sl->gbytes = gbytes;
@@ -10317,6 +10526,8 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
         if (!sl->keep_slots) sl->slots[i].unit = -1;
         if (sl->slots[i].unit >= 0) sl->lw[sl->slots[i].unit] = (float *)sl->slots[i].w;
     }
+    for (int l = 0; l < c->num_layers; l++)
+        if (sc__dev_layer(m, l)) sl->lw[l] = sl->dw[l];
     sl->keep_slots = 0;
     sl->head.unit = keep || sl->hfresh ? c->num_layers : -1; /* a kept head is always resident */
     return SC_SUCCESS;
@@ -10399,6 +10610,11 @@ static size_t sc__slide_ring_at(const sc_model *m, int k)
 static void sc__slide_grad_take(sc_model *m, int l)
 {
     sc__slide *sl = m->sl;
+    if (sc__dev_layer(m, l)) { /* its own buffer, zeroed as resident mode's (nothing reads it now) */
+        sl->lg[l] = sl->dg[l];
+        sc__memset0(m, sl->lg[l], sc__layer_numel(&m->cfg) * (size_t)m->gb);
+        return;
+    }
     int k = sl->rnext;
     size_t at = sc__slide_ring_at(m, k);
     sl->rnext = (k + 1) % sl->nring;
@@ -10836,7 +11052,9 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sc__slide_release(m, g);
         for (int l = e; l >= s; l--) {
             if (!sl->lg[l]) continue;
-            if (r == SC_SUCCESS && sl->devup) {
+            if (sc__dev_layer(m, l)) { /* updated where it lives, right after its last backward */
+                if (r == SC_SUCCESS && update) sc__dev_layer_update(m, l, &sl->k);
+            } else if (r == SC_SUCCESS && sl->devup) {
                 sc__slide_weights_down(m, l);
             } else if (r == SC_SUCCESS) {
 #ifdef SLIDECHECK_CUDA
@@ -10903,7 +11121,8 @@ done:
         size_t layers = sc_config_norm_offset(c) - sc_config_layer_base(c, 0);
         sl->host_params = !update ? 0
                           : sl->devhead ? (size_t)C * (1 + (c->tie_embeddings ? (size_t)sb->ntouched : (size_t)V))
-                          : (sl->devup ? m->nparams - layers : m->nparams) - (keep ? sc__kept_numel(c) : 0);
+                          : (sl->devup ? m->nparams - layers : m->nparams) - (keep ? sc__kept_numel(c) : 0) -
+                                (size_t)sl->ndev * ln;
     }
     if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
         r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
@@ -11293,6 +11512,11 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     m->sl->pending = 0; /* applied now: the next step sees it */
     m->sl->keep_slots = 0; /* the host weights changed: the slots' copies are stale */
     if (m->params && r == SC_SUCCESS) r = sc__device_update(m, sc__kept_numel(&m->cfg));
+    for (int l = 0; l < m->cfg.num_layers && r == SC_SUCCESS; l++) /* (their host copies are not read) */
+        if (sc__dev_layer(m, l)) sc__dev_layer_update(m, l, &k);
+#ifdef SLIDECHECK_CUDA
+    if (r == SC_SUCCESS && m->sl->ndev && m->cu) r = sc_cuda_status(m->cu);
+#endif
     m->gscale = 1.0f;
     sc__span_end(m, sp);
     return r;
@@ -11305,6 +11529,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
         sc__slide_head_flush(m, 1); /* a kept head slot: the host copy gets its rows (it stays kept) */
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
         if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_layers(m, dst));
+        SC__TRY(sc__dev_layers_io(m, 0, dst, 0));
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
     return m->master ? sc__download_f32(m, dst, m->master, 4, m->nparams)
@@ -11319,6 +11544,7 @@ SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
+        SC__TRY(sc__dev_layers_io(m, 1, dst, 0));
         return sc__kept_download(m, dst, m->grads, m->gb);
     }
     return sc__download_f32(m, dst, m->grads, m->gb, m->nparams);
@@ -11344,7 +11570,7 @@ SCDEF double sc_model_grad_norm(sc_model *m)
     }
 #endif
     if (m->sl) {
-        if (m->sl->no_host_grads || m->params) return NAN; /* gradients on the device, or not all on the host */
+        if (m->sl->no_host_grads || m->params || m->sl->ndev) return NAN; /* gradients on the device, or not all on the host */
         sc__slide_drain(m);
     }
     m->gnorm_step = m->t;
@@ -11382,6 +11608,7 @@ static sc_result sc__slide_state_io(sc_model *m, int which, float *buf, int load
         for (long long j = 0; j < (long long)len; j++) sc__st(h, t, s0 + (size_t)j, buf[off + (size_t)j]);
     }
     if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_layers(m, buf));
+    SC__TRY(sc__dev_layers_io(m, which + 2, buf, load)); /* the layers on the device: their state is there */
     if (load && which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
         uint16_t *w = (uint16_t *)sl->hw[0];
         SC__OMP(omp parallel for schedule(static))
@@ -12244,16 +12471,13 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
         static const char *pols[] = {"none", "selective", "selective:proj", "selective:attn", "selective:mlp", "every:2",
                                      "sqrt", "full"};
         int sliced = mc->head_slice > 0 && mc->head_slice < cfg->vocab_size, adamw = mc->optim == SC_OPTIM_ADAMW;
-        int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16, master = gpu_bf16 && mc->master_weights;
         int can_keep = !mc->slide_dpu && !(mc->clip_grad_norm > 0.0f) && !mc->comm;
         int can_devup = !adamw && !mc->master_weights && !mc->slide_dpu && !mc->comm && !(mc->clip_grad_norm > 0.0f);
         int Pmax = mc->slide_prefetch > 0 ? mc->slide_prefetch : L < 4 ? L : 4, Pmin = mc->slide_prefetch > 0 ? Pmax : 1;
         size_t ln = sc__layer_numel(cfg), hn = sc__head_numel(cfg), kn = sc__kept_numel(cfg);
-        size_t sb = mc->state_bf16 ? 2 : master ? 4 : (size_t)pb;
-        size_t per_dev = ln * ((size_t)pb + (size_t)gb + (master ? 4 : 0) + (adamw ? 2 * sb : 0));
         /* device layers: the first k (their uploads would start the step, their host updates end it);
            none with DPU or data parallel, whose slide paths stream every layer */
-        int kmax = user_dl ? user_dl : ac->max_device_layers < 0 || mc->slide_dpu || mc->comm ? 0
+        int kmax = user_dl ? user_dl : ac->max_device_layers < 0 || mc->slide_dpu || mc->comm || mc->clip_grad_norm > 0.0f ? 0
                    : ac->max_device_layers > 0 && ac->max_device_layers < L - 1 ? ac->max_device_layers : L - 1;
         int kstep = kmax > 16 ? (kmax + 15) / 16 : 1;
         for (int P = Pmin; P <= Pmax; P++)
@@ -12268,7 +12492,7 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                             memset(c.slide_device_layers, 0, sizeof c.slide_device_layers);
                             memset(c.slide_device_layers, 1, (size_t)k);
                         }
-                        size_t dev = (size_t)k * per_dev;
+                        size_t dev = 0; /* sc_slide_window_bytes counts the device layers */
                         sc_plan cand[16];
                         int nc = 0;
                         if (ac->plan) cand[nc++] = *ac->plan;
@@ -12291,7 +12515,7 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                             if (rep.peak_bytes > usable) continue;
                             double comp = accum * (base + rep.recompute_s);
                             int Ls = L - k, slots = P + sc__plan_widest(&cand[i]), reuse = slots < Ls ? slots : Ls;
-                            for (int du = mc->slide_device_update ? 1 : 0; du <= (can_devup ? 1 : 0); du++) {
+                            for (int du = mc->slide_device_update ? 1 : 0; du <= (can_devup && !k ? 1 : 0); du++) {
                                 c.slide_device_update = du;
                                 /* up: forward and backward, less the layers still in slots (with the
                                    device update also those the next forward finds there) */

@@ -34,6 +34,7 @@ typedef struct cli_opts {
     unsigned long long seed;
     size_t mem_cap, budget;
     const char *budget_text;
+    const char *device_layers; /* --slide-device-layers SPEC */
     int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update;
     int ckpt_given; /* --ckpt on the command line (--mode auto then keeps that plan) */
     /* training on token shards */
@@ -206,6 +207,12 @@ static const cli_help cli_helps[] = {
      "with SGD: each layer's update runs on the device as soon as backward has its gradients, and the "
      "updated weights go down instead of the gradients (no host optimizer traffic); the same bits. Needs "
      "--optim sgd and no master weights (--pure-bf16 with bf16), and not --slide-dpu or --gpus"},
+    {"train", "slide mode", "slide-device-layers", "--slide-device-layers SPEC",
+     "these layers stay on the device with their gradients and optimizer state, updated there as in resident "
+     "mode right after their backward, never uploaded nor downloaded; the others stream. SPEC: all, none, "
+     "first:K, last:K or a list as --ckpt layers: takes (a-b,c,...). More device memory (the window counts "
+     "it), less traffic; the same bits. Not with --slide-dpu, --slide-device-update, --clip-grad-norm or "
+     "data parallel"},
     {"train", "slide mode", "slide-dpu", "--slide-dpu",
      "one-step-delayed update (ZeRO-Offload's DPU): the host applies step s-1's update while the device "
      "runs step s, whose forward uses weights without that update. This CHANGES THE MATHEMATICS. It "
@@ -394,6 +401,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--steps")) o->steps = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--warmup")) o->warmup = parse_int(f, v, 0, 1 << 24);
         else if (!strcmp(f, "--mode")) o->mode = v;
+        else if (!strcmp(f, "--slide-device-layers")) o->device_layers = v;
         else if (!strcmp(f, "--slide-prefetch")) o->prefetch = parse_int(f, v, 1, 4096);
         else if (!strcmp(f, "--slide-cpu-threads")) o->cpu_threads = parse_int(f, v, 1, 4096);
         else if (!strcmp(f, "--accum")) o->accum = parse_int(f, v, 1, 65536);
@@ -446,6 +454,8 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         die_usage("%s", "--slide-device-update needs --optim sgd and no master weights (--pure-bf16 with bf16), "
                   "and not --slide-dpu or --gpus");
     if (o->dpu && o->keep_head) die_usage("%s", "--slide-dpu and --slide-keep-head cannot be combined yet");
+    if (o->device_layers && !slide)
+        die_usage("%s", "--slide-device-layers needs --mode slide (resident mode keeps every layer on the device)");
     if (o->head_once && (!slide || !o->head_slice || o->keep_head))
         die_usage("%s", "--slide-head-once needs --mode slide and --head-slice R, and not --slide-keep-head");
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
@@ -1072,7 +1082,7 @@ static int cmd_train(int argc, char **argv)
                 "dtype ckpt mem-cap warmup master-weights mode slide-prefetch slide-cpu-threads pure-bf16 accum save-every "
                 "head-slice op-times state-bf16 slide-dpu slide-keep-head slide-device-update slide-head-once gpus zero "
                 "rendezvous-timeout cuda-graph data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
-                "clip-grad-norm val-every val-batches",
+                "clip-grad-norm val-every val-batches slide-device-layers",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
     sc_lr_schedule sched = SC_LR_CONSTANT;
@@ -1192,6 +1202,12 @@ static int cmd_train(int argc, char **argv)
     mc.clip_grad_norm = (float)o.clip;
     mc.comm = comm;
     mc.zero = o.zero;
+    int ndev = 0;
+    if (o.device_layers) {
+        if (sc_layer_set_parse(mc.slide_device_layers, o.device_layers, cfg.num_layers) != SC_SUCCESS)
+            die_usage("--slide-device-layers: %s", sc_last_error());
+        for (int l = 0; l < cfg.num_layers; l++) ndev += mc.slide_device_layers[l];
+    }
     if (W > 1) mc.gpu = de.gpu; /* one GPU per process on this machine: LOCAL_RANK, or the task's own (Slurm) */
     int is_auto = !strcmp(o.mode, "auto");
     sc_plan_auto_result ares;
@@ -1211,7 +1227,10 @@ static int cmd_train(int argc, char **argv)
        norm once every gradient is down and then updates from the first layer, so the next step's
        first uploads wait only for their own layers: with a bound no norm reaches, the scale is
        1 and the bits are the unclipped ones. */
-    if (o.clip == 0.0 && mc.mode == SC_MODE_SLIDE && !mc.slide_dpu && !mc.slide_keep_head && !mc.slide_device_update)
+    int on_device = 0; /* layers kept on the device: their norm is not taken on the host */
+    for (int l = 0; l < cfg.num_layers; l++) on_device += mc.slide_device_layers[l] != 0;
+    if (o.clip == 0.0 && mc.mode == SC_MODE_SLIDE && !mc.slide_dpu && !mc.slide_keep_head && !mc.slide_device_update &&
+        !on_device)
         mc.clip_grad_norm = 1e30f;
     const char *mode_name = mc.mode == SC_MODE_SLIDE ? "slide" : "resident";
     sc_model *m;
@@ -1252,6 +1271,8 @@ static int cmd_train(int argc, char **argv)
                mc.slide_keep_head ? "the head kept with its gradients and optimizer state" : "head slot", sc_cpu_optim_isa(),
                mc.slide_dpu ? ", delayed update (DPU: each update one step late)" : "",
                mc.slide_device_update ? ", the layers' SGD on the device (updated weights go down)" : "");
+        if (ndev) printf("slide: %d of %d layers on the device (%s) with their gradients and optimizer state\n", ndev,
+                         cfg.num_layers, o.device_layers);
     }
     sc_slide_info si;
     memset(&si, 0, sizeof si);

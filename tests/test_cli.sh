@@ -206,6 +206,13 @@ grep -q "head kept" "$T/out" && ok "slide --slide-keep-head says so" || bad "sli
 expect 0 "grad, slide --slide-keep-head" $S grad --hf $F --tokens $F/ref.safetensors --out "$T/gk.safetensors" --device cpu --mode slide --slide-keep-head
 cmp -s "$T/g.safetensors" "$T/gk.safetensors" && ok "grad: slide --slide-keep-head's file == resident's, byte for byte" \
     || bad "grad: slide --slide-keep-head's file differs from resident's"
+# layers kept on the device: slide only, a layer set; the same losses as resident
+expect 2 "--slide-device-layers without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --slide-device-layers all
+expect 2 "--slide-device-layers with a bad set" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-device-layers 0-9
+expect 0 "slide --slide-device-layers 0,2" $S train --model tiny --seq 32 --batch 2 --steps 3 --device cpu --lr 1e-2 --accum 2 --ckpt every:2 --mode slide --slide-device-layers 0,2
+p3=$(awk '$1 == "step" && $2 == 3 {print $4}' "$T/out")
+grep -q "2 of 4 layers on the device" "$T/out" && ok "slide --slide-device-layers says so" || bad "slide --slide-device-layers line: $(head -4 "$T/out")"
+[ -n "$r3" ] && [ "$r3" = "$p3" ] && ok "--slide-device-layers 0,2: step 3 loss $p3 == resident's" || bad "--slide-device-layers: '$p3' vs resident '$r3'"
 # the SGD update on the device and the head up once: slide + SGD only; the same losses as resident
 expect 2 "--slide-device-update without --mode slide" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --optim sgd --slide-device-update
 expect 2 "--slide-device-update with AdamW" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --mode slide --slide-device-update

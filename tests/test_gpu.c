@@ -789,6 +789,7 @@ static float *make_params(const sc_config *c);
 static int g_keep_head; /* slide runs of slide_train_hs keep the embedding and head on the device */
 static int g_dev_update; /* slide runs of slide_train_hs update the layers on the device */
 static int g_head_once;  /* slide runs of slide_train_hs upload a sliced head whole, once a step */
+static const char *g_place; /* slide runs of slide_train_hs keep these layers on the device (NULL: none) */
 
 static int slide_train_hs(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
                           const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
@@ -807,6 +808,8 @@ static int slide_train_hs(const sc_config *c, const float *params, const int32_t
     mc.slide_keep_head = mode == SC_MODE_SLIDE && g_keep_head;
     mc.slide_device_update = mode == SC_MODE_SLIDE && g_dev_update;
     mc.slide_head_once = mode == SC_MODE_SLIDE && g_head_once;
+    if (mode == SC_MODE_SLIDE && g_place && sc_layer_set_parse(mc.slide_device_layers, g_place, c->num_layers) != SC_SUCCESS)
+        return 0;
     sc_model *m = NULL;
     sc_plan plan;
     if (sc_plan_parse(&plan, policy, c->num_layers) != SC_SUCCESS) return 0;
@@ -992,6 +995,46 @@ static void test_slide_options(const sc_config *c, int B, int T)
                      "%s %s %s (%.6f %.6f %.6f)", c->name, mnames[md], pol, md ? "adamw" : "sgd", l[0], l[1], l[2]);
             check(ok && !memcmp(l, ref, sizeof l), nm, "resident gives %.9g %.9g %.9g", ref[0], ref[1], ref[2]);
         }
+    free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
+}
+
+/* slide_device_layers: some layers stay on the device (weights, gradients, optimizer state, the
+   device optimizer), the others stream: resident mode's losses, gradients and weights bitwise for
+   every placement, storage mode, SGD and AdamW, several policies, accumulation, a kept head */
+static void test_slide_placement(const sc_config *c, int B, int T)
+{
+    size_t np = sc_config_num_params(c);
+    float *params = make_params(c);
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 2 * B * T);
+    for (int i = 0; i < 2 * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
+    float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
+          *gb = (float *)malloc(4 * np);
+    static const char *place[] = {"all", "none", "first:2", "last:1", "0,2", "1-2"};
+    static const char *pols[] = {"none", "full", "every:2", "selective"};
+    static const int modes[3][2] = {{0, 0}, {1, 0}, {1, 1}}; /* fp32, pure bf16, bf16 + master */
+    static const char *mnames[3] = {"fp32", "bf16", "bf16+master"};
+    for (int q = 0; q < 6; q++)
+        for (int md = 0; md < 3; md++)
+            for (int p = 0; p < 4; p++)
+                for (int o = 0; o < 2; o++) {
+                    float la[4] = {0, 0, 0, 0}, lb[4] = {0, 0, 0, 0};
+                    sc_optim opt = o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD;
+                    int accum = 1 + (p == 2), pf = 1 + (p == 1) * (c->num_layers - 1), keep = p == 3;
+                    int ok = slide_train(c, params, ids, accum, B, T, pols[p], modes[md][0], modes[md][1], opt,
+                                         SC_MODE_RESIDENT, 0, la, wa, ga);
+                    g_place = place[q];
+                    g_keep_head = keep;
+                    ok = ok && slide_train(c, params, ids, accum, B, T, pols[p], modes[md][0], modes[md][1], opt,
+                                           SC_MODE_SLIDE, pf, lb, wb, gb);
+                    g_place = NULL;
+                    g_keep_head = 0;
+                    char nm[256];
+                    snprintf(nm, sizeof nm, "%s slide, layers %s on the device%s == resident bitwise (losses, grads, "
+                             "weights): %s %s %s accum %d prefetch %d", c->name, place[q], keep ? " + keep-head" : "",
+                             mnames[md], pols[p], o ? "adamw" : "sgd", accum, pf);
+                    check(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np), nm,
+                          "differs (losses %.9g/%.9g %.9g/%.9g)", la[0], lb[0], la[2], lb[2]);
+                }
     free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
 }
 
@@ -2009,9 +2052,10 @@ static void bench(void)
 
 int main(int argc, char **argv)
 {
-    int do_bench = 0;
+    int do_bench = 0, placement_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) g_quick = 1;
+        else if (!strcmp(argv[i], "--placement")) placement_only = 1; /* test_slide_placement alone */
         else if (!strcmp(argv[i], "--bench")) do_bench = 1;
         else if (!strcmp(argv[i], "--bench-attention")) do_bench = 2; /* attention alone (for a profiler) */
     }
@@ -2025,6 +2069,15 @@ int main(int argc, char **argv)
         else bench();
         return 0;
     }
+    if (placement_only) {
+        sc_config c;
+        cfg_q3(&c);
+        test_slide_placement(&c, 2, 13);
+        cfg_q2(&c);
+        test_slide_placement(&c, 3, 7);
+        printf("%d passed, %d failed\n", npass, nfail);
+        return nfail != 0;
+    }
     run_op_tests(0, 0);
     run_op_tests(1, 0);
     run_op_tests(1, 1);
@@ -2035,6 +2088,7 @@ int main(int argc, char **argv)
     test_optim_bitwise();
     test_slide_cfg(&c, 2, 13);
     test_slide_options(&c, 2, 13);
+    test_slide_placement(&c, 2, 13);
     if (!g_quick) test_dp_one_rank(&c, 2, 13, 1, 0), test_dp_one_rank(&c, 2, 13, 0, 0), test_dp_one_rank(&c, 2, 13, 1, 1);
     if (!g_quick) {
         cfg_q2(&c);

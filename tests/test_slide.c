@@ -20,6 +20,9 @@ typedef struct run_cfg { const char *policy; int bf16, accum, prefetch; sc_optim
    every step; keep: slide keeps the embedding and head on the device; dev: slide updates the
    layers on the device; once: a sliced head goes up whole, once a step */
 typedef struct run_x { int dpu, shift, peek, keep, dev, once; } run_x;
+/* slide: the layers kept on the device (sc_layer_set_parse's syntax; NULL: none) */
+static const char *g_place;
+static int g_master;
 
 /* `steps` training steps (then one gradient-only step); losses, final weights and grads out */
 static int train(const sc_config *cfg, const float *params, const int32_t *ids, int B, int T, run_cfg rc,
@@ -41,6 +44,9 @@ static int train(const sc_config *cfg, const float *params, const int32_t *ids, 
     mc.slide_keep_head = x->keep && mode == SC_MODE_SLIDE;
     mc.slide_device_update = x->dev && mode == SC_MODE_SLIDE;
     mc.slide_head_once = x->once && mode == SC_MODE_SLIDE;
+    mc.master_weights = g_master;
+    if (g_place && mode == SC_MODE_SLIDE && sc_layer_set_parse(mc.slide_device_layers, g_place, cfg->num_layers) != SC_SUCCESS)
+        return 0;
     sc_plan plan;
     sc_model *m;
     if (sc_plan_parse(&plan, rc.policy, cfg->num_layers) != SC_SUCCESS) return 0;
@@ -109,6 +115,31 @@ static void compare(const char *name, const sc_config *cfg, const float *params,
                     run_cfg rc)
 {
     compare_x(name, cfg, params, ids, B, T, rc, NULL);
+}
+
+/* slide with the layers of `place` on the device against resident mode: losses, weights and
+   gradients bitwise after 3 steps (then a gradient-only step) */
+static void compare_place(const char *name, const sc_config *cfg, const float *params, const int32_t *ids, int B,
+                          int T, run_cfg rc, const run_x *x, const char *place, int master)
+{
+    enum { STEPS = 3 };
+    size_t np = sc_config_num_params(cfg);
+    float la[STEPS + 1], lb[STEPS + 1];
+    float *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np), *ga = (float *)malloc(4 * np),
+          *gb = (float *)malloc(4 * np);
+    g_master = master;
+    int ok = wa && wb && ga && gb && train(cfg, params, ids, B, T, rc, SC_MODE_RESIDENT, STEPS, la, wa, ga, x);
+    g_place = place;
+    ok = ok && train(cfg, params, ids, B, T, rc, SC_MODE_SLIDE, STEPS, lb, wb, gb, x);
+    g_place = NULL;
+    g_master = 0;
+    CHECK(ok && !memcmp(la, lb, sizeof la) && !memcmp(wa, wb, 4 * np) && !memcmp(ga, gb, 4 * np),
+          "slide, layers %s on the device%s%s == resident bitwise: %s %s %s%s %s%s accum %d prefetch %d head slice %d "
+          "(losses %.7f -> %.7f)", place, x && x->keep ? " + keep-head" : "", x && x->peek ? " + read-back" : "", name,
+          rc.policy, rc.optim == SC_OPTIM_SGD ? "sgd" : "adamw", rc.state_bf16 ? " (bf16 state)" : "",
+          rc.bf16 ? "bf16" : "fp32", master ? " master" : "", rc.accum, rc.prefetch ? rc.prefetch : 1, rc.head_slice,
+          ok ? la[0] : 0.0f, ok ? la[STEPS] : 0.0f);
+    free(wa); free(wb); free(ga); free(gb);
 }
 
 static int load_fixture(const char *name, sc_config *cfg, float **params, int32_t **ids, int *B, int *T)
@@ -239,6 +270,27 @@ int main(void)
                 compare_x(fixtures[f], &cfg, params, ids, B, T, k3, &kx);
                 compare_x(fixtures[f], &cfg, params, ids, B, T, k4, &kx);
                 compare_x(fixtures[f], &cfg, params, ids2, B, T, k5, &kx);
+            }
+        }
+        /* layers kept on the device (weights, gradients, optimizer state): resident mode's bits for
+           every placement of the two layers, under several policies, SGD and AdamW, bf16, bf16
+           state, accumulation, a kept or sliced head and read-backs after every step */
+        {
+            static const char *place[] = {"all", "first:1"};
+            static const char *ppol[] = {"none", "every:2"};
+            run_x px = {0, 3, 0, 0, 0, 0}, pk = {0, 3, 0, 1, 0, 0}, pp = {0, 3, 1, 0, 0, 0};
+            for (int q = 0; q < 2; q++) {
+                for (int p = 0; p < 2; p++)
+                    for (int o = 0; o < 2; o++) {
+                        run_cfg c1 = {ppol[p], p & 1, 1, 0, o ? SC_OPTIM_ADAMW : SC_OPTIM_SGD, 0, 0};
+                        compare_place(fixtures[f], &cfg, params, ids, B, T, c1, &px, place[q], o);
+                    }
+                run_cfg c2 = {"every:2", 1, 2, 2, SC_OPTIM_ADAMW, 0, 1}, c3 = {"none", 0, 1, 0, SC_OPTIM_ADAMW, hs, 0},
+                        c4 = {"full", 0, 2, 1, SC_OPTIM_SGD, hs, 0};
+                compare_place(fixtures[f], &cfg, params, ids2, B, T, c2, &px, place[q], 1);
+                compare_place(fixtures[f], &cfg, params, ids, B, T, c3, &pk, place[q], 0);
+                compare_place(fixtures[f], &cfg, params, ids2, B, T, c4, &pp, place[q], 0);
+                compare_place(fixtures[f], &cfg, params, ids, B, T, c3, &pp, place[q], 0);
             }
         }
         /* the layers' SGD on the device: resident mode's bits under every policy, other tokens each
@@ -463,6 +515,138 @@ int main(void)
         if (mk) sc_model_destroy(mk);
     }
 
+    {
+        /* layers on the device in a 4-layer model: every placement (all, none, first / last K,
+           alternating, a range) against resident mode, bitwise, under the policies whose groups
+           mix device and streamed layers, with a deep prefetch (fewer streamed layers than slots)
+           and the head kept too (every layer and the head on the device: no window block) */
+        static const char *place[] = {"all", "none", "first:2", "last:1", "0,2", "1-2", "3"};
+        static const char *ppol[] = {"none", "every:3", "layers:1", "sqrt"};
+        int32_t pi2[128];
+        for (int i = 0; i < 128; i++) pi2[i] = (int32_t)((i * 37 + 11) % cfg.vocab_size);
+        for (int q = 0; q < 7; q++) { /* each placement under one policy and one of the two variants:
+                                            every pairing is covered over the seven, at a third of the time */
+            int p = q % 4;
+            run_cfg c1 = {ppol[p], p & 1, 1, 0, (p + q) & 1 ? SC_OPTIM_ADAMW : SC_OPTIM_SGD, 0, 0};
+            compare_place("tiny (4 layers)", &cfg, NULL, ids, 2, 32, c1, NULL, place[q], p & 1);
+            run_x kx = {0, 5, 0, 1, 0, 0}, peek = {0, 5, 1, 0, 0, 0};
+            run_cfg c2 = {"every:2", 1, 2, 4, SC_OPTIM_ADAMW, 0, 1}, c3 = {"full", 0, 2, 3, SC_OPTIM_SGD, 200, 0};
+            if (q & 1) compare_place("tiny (4 layers)", &cfg, NULL, pi2, 2, 32, c3, &peek, place[q], 0);
+            else compare_place("tiny (4 layers)", &cfg, NULL, pi2, 2, 32, c2, &kx, place[q], 1);
+        }
+        /* the bytes: the window's prediction grows by the device layers' weights, gradients and
+           AdamW state, the allocator holds exactly that much more after a step, and their
+           gradients never go down (nor their weights up) */
+        sc_model_config pc = sc_model_config_init(), dc;
+        pc.mode = SC_MODE_SLIDE;
+        pc.optim = SC_OPTIM_ADAMW;
+        pc.lr = 0.01f;
+        pc.slide_prefetch = 1;
+        dc = pc;
+        sc_layer_set_parse(dc.slide_device_layers, "0,3", cfg.num_layers);
+        sc_plan pn;
+        sc_plan_parse(&pn, "none", cfg.num_layers);
+        size_t ln = sc__layer_numel(&cfg), npl = sc_config_num_params(&cfg);
+        size_t wp = sc_slide_window_bytes(&cfg, &pc, &pn), wd = sc_slide_window_bytes(&cfg, &dc, &pn);
+        sc_model *mp = NULL, *md = NULL;
+        float l1 = 0, l2 = 0;
+        int ok = sc_model_create(&mp, &cfg, &pc, NULL) == SC_SUCCESS && sc_model_create(&md, &cfg, &dc, NULL) == SC_SUCCESS;
+        for (int st = 0; st < 2 && ok; st++)
+            ok = sc_model_step(mp, &pn, ids, 1, 2, 32, 1, &l1) == SC_SUCCESS &&
+                 sc_model_step(md, &pn, ids, 1, 2, 32, 1, &l2) == SC_SUCCESS && l1 == l2;
+        sc_slide_info ip, id;
+        memset(&ip, 0, sizeof ip);
+        memset(&id, 0, sizeof id);
+        int64_t held[2] = {0, 0};
+        if (ok) {
+            sc_model_sync(mp);
+            sc_model_sync(md);
+            ip = sc_model_slide_info(mp), id = sc_model_slide_info(md);
+            held[0] = sc_allocator_stats(sc_model_allocator(md)).allocated_bytes[SC_STAT_ALL].current;
+            held[1] = sc_allocator_stats(sc_model_allocator(mp)).allocated_bytes[SC_STAT_ALL].current;
+        }
+        int64_t want = (int64_t)(2 * ln * (4 + 4 + 8)), want_held = (int64_t)(2 * 4 * sc__allocator_round(4 * ln));
+        CHECK(ok && wd - wp == (size_t)want && held[0] - held[1] == want_held && ip.d2h_bytes - id.d2h_bytes == 2 * 4 * ln &&
+                  ip.h2d_bytes - id.h2d_bytes >= 2 * 4 * ln && ip.host_update_params - id.host_update_params == 2 * ln &&
+                  id.window_bytes - ip.window_bytes == (size_t)want,
+              "layers 0,3 on the device: window %zu -> %zu bytes, held %lld bytes more (weights, gradients, m, v in "
+              "allocator blocks: %lld); d2h %llu -> %llu, h2d %llu -> %llu, host updates %zu -> %zu parameters", wp, wd,
+              (long long)(held[0] - held[1]), (long long)want_held, (unsigned long long)ip.d2h_bytes,
+              (unsigned long long)id.d2h_bytes, (unsigned long long)ip.h2d_bytes, (unsigned long long)id.h2d_bytes,
+              ip.host_update_params, id.host_update_params);
+        /* every layer on the device: no slots, and the window's block only the head's */
+        sc_model_config ac = pc;
+        sc_layer_set_parse(ac.slide_device_layers, "all", cfg.num_layers);
+        size_t hn = (size_t)cfg.vocab_size * cfg.hidden_size + cfg.hidden_size;
+        CHECK(sc_slide_window_bytes(&cfg, &ac, &pn) == (size_t)cfg.num_layers * ln * 16 + 2 * 4 * hn,
+              "every layer on the device: the window is the layers' %zu bytes and the head's slot and gradients",
+              (size_t)cfg.num_layers * ln * 16);
+        /* the optimizer state saved and loaded: a resumed run continues bitwise */
+        float *wa = (float *)malloc(4 * npl), *wb = (float *)malloc(4 * npl);
+        const char *path = "build/test_slide_place_opt.safetensors";
+        sc_model *mr = NULL;
+        ok = ok && wa && wb && sc_model_save_optimizer(md, path) == SC_SUCCESS && sc_model_get_params(md, wa) == SC_SUCCESS;
+        ok = ok && sc_model_create(&mr, &cfg, &dc, wa) == SC_SUCCESS && sc_model_load_optimizer(mr, path) == SC_SUCCESS &&
+             sc_model_step(md, &pn, ids, 1, 2, 32, 1, &l1) == SC_SUCCESS &&
+             sc_model_step(mr, &pn, ids, 1, 2, 32, 1, &l2) == SC_SUCCESS && sc_model_get_params(md, wa) == SC_SUCCESS &&
+             sc_model_get_params(mr, wb) == SC_SUCCESS;
+        CHECK(ok && l1 == l2 && !memcmp(wa, wb, 4 * npl),
+              "layers 0,3 on the device: the optimizer state saved after 2 steps and loaded into a new model: step 3 "
+              "bitwise (loss %.7f)", l2);
+        /* saved state equals plain slide's (its m, v from the device layers) */
+        sc_model *mq = NULL;
+        ok = ok && sc_model_create(&mq, &cfg, &pc, NULL) == SC_SUCCESS;
+        for (int st = 0; st < 3 && ok; st++) ok = sc_model_step(mq, &pn, ids, 1, 2, 32, 1, &l1) == SC_SUCCESS;
+        const char *path2 = "build/test_slide_place_opt2.safetensors";
+        ok = ok && sc_model_save_optimizer(mq, path2) == SC_SUCCESS && sc_model_save_optimizer(mr, path) == SC_SUCCESS;
+        int same = ok;
+        for (int w = 0; w < 2 && same; w++) {
+            sc_safetensors s1, s2;
+            int64_t sh[1] = {(int64_t)npl};
+            const char *nm = w ? "exp_avg_sq" : "exp_avg";
+            same = sc_safetensors_open(&s1, path) == SC_SUCCESS;
+            if (!same) break;
+            same = sc_safetensors_open(&s2, path2) == SC_SUCCESS;
+            if (same) {
+                same = sc_safetensors_read_f32(&s1, nm, wa, 1, sh) == SC_SUCCESS &&
+                       sc_safetensors_read_f32(&s2, nm, wb, 1, sh) == SC_SUCCESS && !memcmp(wa, wb, 4 * npl);
+                sc_safetensors_close(&s2);
+            }
+            sc_safetensors_close(&s1);
+        }
+        CHECK(same, "layers 0,3 on the device: the saved AdamW m and v equal plain slide's after 3 steps, bitwise");
+        remove(path);
+        remove(path2);
+        free(wa); free(wb);
+        if (mp) sc_model_destroy(mp);
+        if (md) sc_model_destroy(md);
+        if (mr) sc_model_destroy(mr);
+        if (mq) sc_model_destroy(mq);
+        /* refused: resident mode, DPU, the device update, clipping */
+        const char *what[4] = {"resident mode", "slide_dpu", "slide_device_update", "clip_grad_norm"};
+        sc_result wr[4] = {SC_ERROR_INVALID_ARGS, SC_ERROR_UNSUPPORTED, SC_ERROR_UNSUPPORTED, SC_ERROR_UNSUPPORTED};
+        for (int i = 0; i < 4; i++) {
+            sc_model_config bc = dc;
+            if (i == 0) bc.mode = SC_MODE_RESIDENT;
+            if (i == 1) bc.slide_dpu = 1;
+            if (i == 2) bc.slide_device_update = 1, bc.optim = SC_OPTIM_SGD;
+            if (i == 3) bc.clip_grad_norm = 1.0f;
+            sc_model *mb = NULL;
+            r = sc_model_create(&mb, &cfg, &bc, NULL);
+            CHECK(r == wr[i] && strstr(sc_last_error(), "slide_device_layers"), "slide_device_layers with %s refused: %s",
+                  what[i], sc_last_error());
+            if (mb) sc_model_destroy(mb);
+        }
+        unsigned char mk[8];
+        int okp = sc_layer_set_parse(mk, "first:2", 4) == SC_SUCCESS && mk[0] && mk[1] && !mk[2] && !mk[3] &&
+                  sc_layer_set_parse(mk, "last:3", 4) == SC_SUCCESS && !mk[0] && mk[1] && mk[3] &&
+                  sc_layer_set_parse(mk, "0,2-3", 4) == SC_SUCCESS && mk[0] && !mk[1] && mk[2] && mk[3] &&
+                  sc_layer_set_parse(mk, "none", 4) == SC_SUCCESS && !mk[0] && !mk[3] &&
+                  sc_layer_set_parse(mk, "first:5", 4) == SC_ERROR_INVALID_ARGS &&
+                  sc_layer_set_parse(mk, "4", 4) == SC_ERROR_INVALID_ARGS && sc_layer_set_parse(mk, "x", 4) == SC_ERROR_INVALID_ARGS;
+        CHECK(okp, "sc_layer_set_parse: first:K, last:K, lists, none; out of range and malformed refused (%s)",
+              sc_last_error());
+    }
     {
         /* the device update moves the updated weights down instead of the gradients (as many bytes
            in f32) and from the second step on skips the upload of the layers still in the slots
