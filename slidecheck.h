@@ -7959,8 +7959,9 @@ SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, i
     size_t small = (size_t)T * (size_t)cfg->head_dim * 4 + (size_t)B * T * 12;
     /* reserved exceeds allocated by the allocator's rounding: a partly used 2 MiB small-pool
        segment per stream (compute and copy), one partly used 20 MiB segment for 1..10 MiB
-       requests, and 2% for fragmentation and the 2 MiB rounding of large blocks */
-    size_t margin = budget / 50 + 2 * SC__ALLOCATOR_SMALL_BUFFER + SC__ALLOCATOR_LARGE_BUFFER + small;
+       requests, and 4% for fragmentation and the 2 MiB rounding of large blocks (slide runs of
+       the 1.7B shape reserved 2.5-3.6% over their peak allocated on an H200) */
+    size_t margin = budget / 25 + 2 * SC__ALLOCATOR_SMALL_BUFFER + SC__ALLOCATOR_LARGE_BUFFER + small;
     return budget > margin ? budget - margin : 1;
 }
 
@@ -7978,7 +7979,11 @@ static sc_result sc__model_profile_costs(sc_model *m, const int32_t *ids, int B,
     tc.no_clear_refs = 1;
     sc_model_tracer_timing(m, &tc);
     tc.device_sync = NULL; /* per-layer spans only: no wall time is read */
-    sc_result r = sc_tracer_init(&tr, &tc);
+    float wl;
+    sc_plan wp; /* one untimed step first: the first one pays for GEMM plans and caches */
+    sc_plan_parse(&wp, prof[0], cfg->num_layers);
+    sc_result r = sc_model_forward_backward(m, &wp, ids, B, T, &wl);
+    if (r == SC_SUCCESS) r = sc_tracer_init(&tr, &tc);
     if (r != SC_SUCCESS) return r;
     m->tr = &tr;
     for (int k = 0; k < SC_KEEP_COUNT && r == SC_SUCCESS; k++) {
