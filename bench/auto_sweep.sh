@@ -5,14 +5,18 @@
 # listed as such); auto is `train --mode auto` at the same cap. Writes OUT/sweep.csv (cap, optim,
 # config, exit, median step ms, peak allocated / reserved GiB) and OUT/verdict.txt: per cap and
 # optimizer the fastest hand configuration beside auto's, and auto / best (target <= 1.10).
-#   sh bench/auto_sweep.sh OUT      (CAPS="24GiB 16GiB 8GiB", OPTIMS="adamw sgd", STEPS=6)
+# About 40 runs of ~35 s a cap and optimizer with the defaults: split a long sweep with CAPS / OPTIMS
+# (the CSV is appended to when OUT/sweep.csv exists).
+#   sh bench/auto_sweep.sh OUT      (CAPS="24GiB 16GiB 8GiB", OPTIMS="adamw sgd", STEPS=6,
+#                                    CKPTS="none selective full", PREFETCH="1 2", DLS="none first:8 first:14")
 set -u
 O=${1:?usage: auto_sweep.sh OUT}
 mkdir -p "$O"
 CAPS=${CAPS:-"24GiB 16GiB 8GiB"}; OPTIMS=${OPTIMS:-"adamw sgd"}; STEPS=${STEPS:-6}
 A="train --model qwen3-1.7b --seq 2048 --batch 4 --dtype bf16 --master-weights --device cuda --steps $STEPS --lr 1e-4"
 CSV="$O/sweep.csv"
-echo "cap,optim,config,exit,median_ms,peak_alloc_gib,peak_reserved_gib" > "$CSV"
+CKPTS=${CKPTS:-"none selective full"}; PREFETCH=${PREFETCH:-"1 2"}; DLS=${DLS:-"none first:8 first:14"}
+[ -f "$CSV" ] || echo "cap,optim,config,exit,median_ms,peak_alloc_gib,peak_reserved_gib" > "$CSV"
 # run CAP OPTIM NAME FLAGS...: one train run, its summary into the CSV
 run() {
     cap=$1; opt=$2; name=$3; shift 3
@@ -27,11 +31,11 @@ run() {
 for cap in $CAPS; do
     for opt in $OPTIMS; do
         run "$cap" "$opt" auto --mode auto
-        for ck in none selective selective:mlp every:2 full; do
+        for ck in $CKPTS; do
             run "$cap" "$opt" "resident $ck" --ckpt "$ck"
-            for P in 1 2 4; do
-                for head in "" "--slide-keep-head" "--head-slice 16384 --slide-head-once"; do
-                    for dl in none first:4 first:8 first:14; do
+            for P in $PREFETCH; do
+                for head in "" "--slide-keep-head"; do
+                    for dl in $DLS; do
                         extra=""
                         [ "$dl" != none ] && extra="--slide-device-layers $dl"
                         # shellcheck disable=SC2086
