@@ -7965,9 +7965,10 @@ SCDEF size_t sc_plan_budget_usable(size_t budget, const sc_config *cfg, int B, i
     return budget > margin ? budget - margin : 1;
 }
 
-/* Per-layer costs on a live model: one forward+backward under each of full, selective,
-   selective:mlp, selective:attn and selective:proj; their recompute spans give each layer's
-   replay cost, the forward span of the `full` step its whole-layer cost. Gradients overwritten. */
+/* Per-layer costs on a live model: after an untimed step, one forward+backward under each of
+   full, selective, selective:mlp, selective:attn and selective:proj; their recompute spans give
+   each layer's replay cost, the forward span of the `full` step its whole-layer cost. Gradients
+   overwritten. */
 static sc_result sc__model_profile_costs(sc_model *m, const int32_t *ids, int B, int T, sc_layer_cost *costs)
 {
     static const char *prof[SC_KEEP_COUNT] = {"full", "selective", "selective:mlp", "selective:attn", "selective:proj"};
@@ -8172,6 +8173,8 @@ static void sc__upload(sc_model *m, void *dst, const void *src, size_t bytes)
     memcpy(dst, src, bytes);
 }
 
+static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n);
+
 /* n floats of a buffer with esize-byte elements (f32 or bf16) into host f32. */
 static sc_result sc__download_f32(sc_model *m, float *dst, const void *src, int esize, size_t n)
 {
@@ -8181,8 +8184,9 @@ static sc_result sc__download_f32(sc_model *m, float *dst, const void *src, int 
         return sc_cuda_status(m->cu);
     }
 #endif
-    (void)m; (void)esize;
-    memcpy(dst, src, n * sizeof(float));
+    (void)m;
+    if (esize == 2) sc__host_to_f32(dst, src, SC_BF16, n); /* the CPU backend's bf16 optimizer state */
+    else memcpy(dst, src, n * sizeof(float));
     return SC_SUCCESS;
 }
 
@@ -8194,8 +8198,10 @@ static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *
         return sc_cuda_status(m->cu);
     }
 #endif
-    (void)m; (void)esize;
-    memcpy(dst, src, n * sizeof(float));
+    (void)m;
+    if (esize == 2)
+        for (size_t i = 0; i < n; i++) sc__st(dst, SC_BF16, i, src[i]);
+    else memcpy(dst, src, n * sizeof(float));
     return SC_SUCCESS;
 }
 
@@ -9566,7 +9572,6 @@ static void sc__slide_pool_release(sc_model *m)
    Layers kept on the device (mc.slide_device_layers): resident mode's buffers for those layers
    only, each an allocation of its own; the step skips their uploads, downloads and host updates.
    ------------------------------------------------------------------------------------------ */
-static void sc__host_to_f32(float *dst, const void *src, sc_dtype t, size_t n);
 
 static int sc__dev_layer(const sc_model *m, int l)
 {
@@ -9670,12 +9675,6 @@ static sc_result sc__dev_layers_io(sc_model *m, int which, float *buf, int load)
         int es = which == 0 ? (sl->dmw[l] ? 4 : m->pb) : which == 1 ? m->gb : which == 4 ? 4 : sc__dev_state_bytes(m);
         float *b = buf + sc_config_layer_base(&m->cfg, l);
         if (!d) continue;
-        if (!m->cu && es == 2) { /* the CPU backend's bf16 state */
-            if (!load) sc__host_to_f32(b, d, SC_BF16, n);
-            else
-                for (size_t i = 0; i < n; i++) sc__st(d, SC_BF16, i, b[i]);
-            continue;
-        }
         SC__TRY(load ? sc__upload_f32(m, d, es, b, n) : sc__download_f32(m, b, d, es, n));
 #ifdef SLIDECHECK_CUDA
         if (load && which == 4 && m->cu) {
