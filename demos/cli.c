@@ -165,7 +165,7 @@ static const cli_help cli_helps[] = {
     {"grad train plan", "precision and memory", "ckpt", "--ckpt POLICY",
      "none | full | every:K | layers:0-3,7 | selective | selective:mlp | selective:attn | selective:proj | sqrt "
      "| budget:SIZE (default none). Every policy gives the same loss and gradients, bit for bit; budget:SIZE "
-     "times three profiling steps, then plans the least recompute that fits SIZE"},
+     "times an untimed step and five profiling steps, then plans the least recompute that fits SIZE"},
     {"grad train", "precision and memory", "mem-cap", "--mem-cap SIZE",
      "behave as a device of SIZE bytes, e.g. 16GiB (default: no cap); running out is a clean error that "
      "lists the largest live allocations"},
@@ -180,8 +180,9 @@ static const cli_help cli_helps[] = {
 
     {"grad train", "slide mode", "mode", "--mode resident|slide|auto",
      "resident (default): everything on the device. slide: weights, gradients and optimizer state on the "
-     "host; the layers stream to the device ahead of use and host threads update them while the backward "
-     "runs, with the same bits as resident. auto (train): a short profile, then the fastest configuration "
+     "host; the layers stream to the device ahead of use and host threads update them beside the device's "
+     "work (after the backward, from the first layer, unless an option updates earlier), with the same bits "
+     "as resident. auto (train): a short profile, then the fastest configuration "
      "that fits --mem-cap (default: the device's free memory; none on the CPU): resident or slide, the "
      "checkpoint plan and the slide options you left out, never one that changes the mathematics; prints "
      "a 'plan:' line first and the predictions beside the measurements in the summary"},
@@ -608,7 +609,7 @@ static sc_plan plan_budget(sc_model *m, const int32_t *ids, int B, int T, size_t
         fprintf(stderr, "slidecheck: --ckpt %s\n", sc_last_error());
         exit(1);
     }
-    printf("planner (costs measured in 3 profiling steps):\n");
+    printf("planner (costs measured in 5 profiling steps after an untimed one):\n");
     print_plan(&rep, &plan);
     return plan;
 }
