@@ -10209,12 +10209,30 @@ static double sc__comm_timeout(const sc_dist_comm *c); /* the control channel's,
 #ifdef SLIDECHECK_CUDA
 /* n gradients on the device summed over the ranks, in place, on the communication stream once
    the compute stream has written them; the span (stream "nccl") times the sum */
+/* n gradients summed over the W ranks as ZeRO-1 splits them: the reduce-scatter of the first
+   W (n / W) (rank r's chunk r), the all-reduce of the remainder, then (gather) the all-gather of
+   the chunks. Plain data parallel and ZeRO-1 (gather 0) thus add in the same order; NCCL's
+   all-reduce of the whole may add in another at W > 2. At W = 2 a sum is one addition whoever
+   makes it, and the whole all-reduce (one collective, no slower) gives the same bits. */
+static void sc__sum_chunks(sc_model *m, void *g, size_t n, int gather)
+{
+    int W = sc_dist_comm_world(m->mc.comm);
+    size_t ch = n / (size_t)W;
+    if (W == 2 && gather) {
+        sc_cuda_allreduce_sum(m->cu, g, n, m->gdt);
+        return;
+    }
+    if (ch) sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
+    if (n > ch * W) sc_cuda_allreduce_sum(m->cu, (char *)g + ch * W * (size_t)m->gb, n - ch * W, m->gdt);
+    if (ch && gather) sc_cuda_allgather(m->cu, g, ch, m->gdt);
+}
+
 static void sc__dev_sum(sc_model *m, void *g, size_t n, int layer)
 {
     sc_cuda_comm_wait(m->cu); /* first, so that the span measures the sum, not the wait */
     int sp = m->tr ? sc_tracer_span_begin(m->tr, "allreduce", SC_PHASE_COMM, layer, SC_STREAM_COMM) : -1;
     if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
-    sc_cuda_allreduce_sum(m->cu, g, n, m->gdt);
+    sc__sum_chunks(m, g, n, 1);
     if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 }
 
@@ -10238,7 +10256,7 @@ static void sc__grads_sum(sc_model *m, int b)
 #ifdef SLIDECHECK_CUDA
     if (!m->nccl) return;
     size_t off, n;
-    int L = m->cfg.num_layers, W = sc_dist_comm_world(m->mc.comm);
+    int L = m->cfg.num_layers;
     sc__bucket(&m->cfg, m->nparams, b, &off, &n);
     char *g = (char *)m->grads + off * (size_t)m->gb;
     int layer = b >= 1 && b <= L ? L - b : -1;
@@ -10249,9 +10267,7 @@ static void sc__grads_sum(sc_model *m, int b)
     sc_cuda_comm_wait(m->cu); /* first, so that the span measures the collective, not the wait */
     int sp = m->tr ? sc_tracer_span_begin(m->tr, "reduce-scatter", SC_PHASE_COMM, layer, SC_STREAM_COMM) : -1;
     if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
-    size_t ch = n / (size_t)W;
-    sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
-    sc_cuda_allreduce_sum(m->cu, g + ch * W * (size_t)m->gb, n - ch * W, m->gdt);
+    sc__sum_chunks(m, g, n, 0);
     if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 #else
     (void)m, (void)b;
@@ -10280,6 +10296,9 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     sc__span_end(m, sp);
     int last = k == m->accum - 1;
     if (last) sc__grads_sum(m, 0); /* [final norm | untied LM head] is complete: its sum overlaps the backward */
+    /* over NCCL a tied head's part of the embedding's gradient is complete too: summed now, beside
+       the backward; the rows dL/dx_0 adds come from every rank later (sc__embedding_backward) */
+    if (last && m->nccl && m->cfg.tie_embeddings) sc__grads_sum(m, L + 1);
     for (int l = L - 1; l >= 0; l--) {
         SC__TRY(sc__layer_backward_step(m, plan, l, dres));
 #ifdef SLIDECHECK_CUDA
@@ -10291,6 +10310,39 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     }
     return SC_SUCCESS;
 }
+
+#ifdef SLIDECHECK_CUDA
+/* Data parallel over NCCL: every rank's dL/dx_0 and token ids of every micro-batch gathered (rank
+   r's at r's place), then every rank adds all of their rows to the embedding's gradient alike.
+   The embedding's sum (the vocabulary's rows: 622 MB in bf16 at Qwen3-1.7B) then no longer runs
+   after the backward with the optimizer waiting for it: a tied head's part was summed beside the
+   backward (sc__resident_pass) and only the rows (W x B x T x hidden) travel here. */
+static sc_result sc__embedding_backward_gathered(sc_model *m)
+{
+    int W = sc_dist_comm_world(m->mc.comm), r = sc_dist_comm_rank(m->mc.comm), M = m->accum;
+    int N = m->B * m->T, C = m->cfg.hidden_size;
+    size_t one = (size_t)N * C * (size_t)m->ab, nid = (size_t)M * N;
+    sc_dtype at = m->ab == 2 ? SC_BF16 : SC_F32;
+    void *rows = NULL, *ids = NULL;
+    SC__TRY(sc_allocator_alloc(&m->alloc, &rows, one * M * W, 0, "dL/dx_0 of every rank"));
+    SC__TRY(sc_allocator_alloc(&m->alloc, &ids, nid * W * sizeof(int32_t), 0, "token ids of every rank"));
+    for (int k = 0; k < M; k++) sc_cuda_copy_async(m->cu, 0, (char *)rows + ((size_t)r * M + k) * one, m->dres0[k], one);
+    sc_cuda_copy_async(m->cu, 0, (char *)ids + (size_t)r * nid * sizeof(int32_t), m->ids_dev_all, nid * sizeof(int32_t));
+    sc_cuda_comm_wait(m->cu);
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, -1, SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)((one * M + nid * sizeof(int32_t)) * W));
+    sc_cuda_allgather(m->cu, rows, one * M / (size_t)m->ab, at);
+    sc_cuda_allgather(m->cu, ids, nid, SC_F32); /* four bytes an id: a gather moves bits, adds nothing */
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+    sc_cuda_comm_join(m->cu, sc_cuda_comm_count(m->cu)); /* also the tied head's sum the rows add to */
+    sp = sc__span_begin(m, "embedding", SC_PHASE_BWD, -1);
+    sc_cuda_embedding_backward(m->cu, m->grads, rows, (const int32_t *)ids, W * M * N, C);
+    sc__span_end(m, sp);
+    sc__free(m, rows);
+    sc__free(m, ids);
+    return sc_cuda_status(m->cu);
+}
+#endif
 
 /* The embedding backward on the device, every micro-batch's dL/dx_0 into m->grads (offset 0) */
 static void sc__embedding_backward(sc_model *m)
@@ -10421,11 +10473,16 @@ static sc_result sc__resident_step(sc_model *m, const sc_plan *plan, int update)
 #endif
         SC__TRY(r);
     }
-    sc__embedding_backward(m);
-    sc__grads_sum(m, m->cfg.num_layers + 1); /* the embedding: last to complete */
 #ifdef SLIDECHECK_CUDA
-    if (m->nccl) m->coll_emb = sc_cuda_comm_count(m->cu);
+    if (m->nccl) {
+        SC__TRY(sc__embedding_backward_gathered(m)); /* every rank's rows: the sum is complete */
+        m->coll_emb = sc_cuda_comm_count(m->cu);
+    } else
 #endif
+    {
+        sc__embedding_backward(m);
+        sc__grads_sum(m, m->cfg.num_layers + 1); /* the embedding: last to complete */
+    }
     if (update) return sc__resident_update(m);
 #ifdef SLIDECHECK_CUDA
     if (m->nccl) sc_cuda_comm_join(m->cu, m->coll_emb); /* whoever reads the gradients reads the sums */
