@@ -1468,7 +1468,8 @@ SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" i
    given GPU and build.
    - SC_ATTENTION_DEFAULT: the fastest path this GPU and build have. On compute capability 9.0
      (H100, H200) running this build's sm_90a code, head_dim 128 takes the Hopper kernels: a wgmma
-     forward fed by TMA (where the driver has no TMA, PORTABLE's forward) and a wgmma dK/dV.
+     forward, dK/dV and dQ, each fed by TMA (where the driver has no TMA, PORTABLE's forward and
+     dQ, and a dK/dV that loads with cp.async, the same bits).
      Everywhere else, and for head_dim 64, it is PORTABLE. Out and lse of the Hopper forward, and
      the backward's gradients, match PORTABLE's within bf16 tolerance, not bitwise: wgmma adds
      the products of a 16-key step in another order than mma.sync.

@@ -25,8 +25,8 @@
      attention backward is one kernel for dK/dV (parallel over key tiles, looping over the query
      rows of every query head of the kv head in order) and one for dQ (parallel over query tiles);
      the same holds for the tensor-core attention used in bf16 mode for head_dim 64 / 128 (see
-     "Tensor-core attention": mma.sync, and on compute capability 9.0 wgmma for the forward and
-     dK/dV at head_dim 128, the forward fed by a TMA producer warpgroup; dK/dV stores dS, and
+     "Tensor-core attention": mma.sync, and on compute capability 9.0 wgmma for the forward,
+     dK/dV and dQ = dS K at head_dim 128, each fed by a TMA producer; dK/dV stores dS, and
      dQ = dS K reads it in key order; other head_dims use the tiled f32 kernels).
      GEMMs go through cuBLASLt with CUBLAS_COMPUTE_32F (no TF32); the algorithm for a given
      (shape, dtypes, pointer alignments) is chosen once by the heuristic and cached, so a replay
@@ -2527,7 +2527,9 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, bf16 
     fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
 }
 
-/* dK, dV with wgmma (sm_90a; head_dim 128): grid (ceil(T / (64*NWG)), KV, B), NWG warpgroups of 64
+/* dK, dV with wgmma (sm_90a; head_dim 128), operands copied by cp.async: what runs where a block
+   may not take k_fa_dkv_ws's shared memory (test_gpu runs it so, and compares the two's bits).
+   Grid (ceil(T / (64*NWG)), KV, B), NWG warpgroups of 64
    keys. The same loop and arithmetic as k_fa_dkv (query tiles of 64 from the diagonal, each
    query head of the kv head in turn): S^T = K Q^T and dP^T = V dO^T with all operands in shared
    memory, then dV += P^T dO and dK += dS^T Q with P^T and dS^T in registers and dO, Q read
@@ -2623,6 +2625,288 @@ __global__ void __launch_bounds__(NWG * 128) k_fa_dkv_wg(bf16 *dqk, bf16 *dqkv, 
 #endif
 }
 #define SC__WG_DKV_SMEM(NWG) ((size_t)(2 * 64 * (NWG) + 4 * 64) * 128 * 2 + 4 * 64 * sizeof(float) + 1024)
+
+/* ------------------------------------------------------------------------------------------
+   dK, dV (and dS) in FlashAttention-3's manner (sm_90a; head_dim 128): the arithmetic of
+   k_fa_dkv_wg, warpgroup for warpgroup, fed by a producer warpgroup instead of cp.async by every
+   thread. A block owns 128 keys: two consumer warpgroups of 64 keys each share every Q / dO tile
+   (k_fa_dkv_wg's blocks of one warpgroup each loaded their own), so the copies a key are halved.
+   - One thread of the producer copies K and V once, then the 64-row Q and dO tiles of each query
+     head of the kv head, query tiles from the block's diagonal on, with the Tensor Memory
+     Accelerator into a ring of SC__DKV_STAGES stages (the forward's 128-byte swizzled layout,
+     rows past T as zeros); a second producer warp copies the tile's lse (times log2 e) and Di
+     rows beside them (rows past T as zeros). full[s] completes when the copies have landed and
+     the 32 lanes of that warp have arrived; empty[s] when the 8 consumer warps are done with it.
+   - Consumer warpgroup w runs k_fa_dkv_wg's loop body on its 64 keys: the same wgmma, in the
+     same order, on the same data, and the same dS stores (the layout k_fa_dqs reads). It skips
+     the query tiles wholly before its keys, which k_fa_dkv_wg's block for those keys never
+     visited: dK, dV and dS are k_fa_dkv_wg's bits (test_gpu compares the two: a block of
+     k_fa_dkv_wg fits 99 KiB, so that kernel runs where the shared memory a block is capped
+     under that, sc__cuda_attention_smem_cap).
+   - setmaxnreg as in the forward: 2 x 240 + 24 registers a lane of each scheduler's 512.
+   - Grid: one block a key tile, heaviest (first key tiles) first; no atomics, each output
+     element is produced by one thread in a fixed order.
+   ------------------------------------------------------------------------------------------ */
+#ifndef SC__DKV_STAGES
+#define SC__DKV_STAGES 3 /* Q / dO tiles in flight */
+#endif
+#define SC__DKV_THREADS 384 /* two consumer warpgroups, then the producer's */
+#define SC__DKV_SMEM                                                                                                    \
+    ((size_t)(2 * 128 + 2 * SC__DKV_STAGES * 64) * 128 * 2 + (size_t)SC__DKV_STAGES * 2 * 64 * sizeof(float) + 1024 + \
+     8 * (1 + 2 * SC__DKV_STAGES))
+
+#ifdef SC__HAVE_WGMMA
+/* a 64-row x 128-column tile: two boxes of 64 columns (one 128-byte swizzle atom of 64 rows each) */
+__device__ __forceinline__ void tma_tile64(uint32_t dst, const CUtensorMap *map, int col, int row, int b, uint32_t bar)
+{
+    tma_load3(dst, map, col, row, b, bar);
+    tma_load3(dst + 64 * 128, map, col + 64, row, b, bar);
+}
+#endif
+
+/* grid ceil(T / 128) * KV * B, SC__DKV_THREADS threads; tk: qk and tv: qkv with 64 x 128 boxes (the
+   forward's maps), tq: qk and to: dout (H * 128 columns) with 64 x 64 boxes, all 128-byte swizzled */
+__global__ void __launch_bounds__(SC__DKV_THREADS, 1)
+    k_fa_dkv_ws(bf16 *dqk, bf16 *dqkv, bf16 *ds, const float *lse, const float *Di, const __grid_constant__ CUtensorMap tk,
+                const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap tq,
+                const __grid_constant__ CUtensorMap to, int T_, int H, int KV, int B, float sl2, float scale)
+{
+#ifdef SC__HAVE_WGMMA
+    constexpr int D = 128, BKN = 128, QB = 64, S = SC__DKV_STAGES;
+    constexpr uint32_t KT = BKN * D * 2, QT = QB * D * 2; /* bytes of a K (V) tile, of a Q (dO) tile */
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    bf16 *sK = (bf16 *)(fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023)), *sV = sK + BKN * D, *sQ = sV + BKN * D,
+         *sO = sQ + S * QB * D;
+    float *sL = (float *)(sO + S * QB * D), *sD = sL + S * QB;
+    /* mbarriers: K and V, then full and empty per stage */
+    const uint32_t bkv = fa_saddr(sD + S * QB), bfull = bkv + 8, bempty = bfull + 8 * S;
+    const int G = H / KV, kt = blockIdx.x / (KV * B), hb = blockIdx.x % (KV * B), kh = hb % KV, b = hb / KV;
+    const int k0 = kt * BKN, nqt = (T_ - k0 + QB - 1) / QB, nit = G * nqt;
+    if (threadIdx.x == 0) {
+        mb_init(bkv, 1);
+        for (int s = 0; s < S; s++) mb_init(bfull + 8 * s, 1 + 32), mb_init(bempty + 8 * s, 8);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp >= 8) { /* the producer warpgroup */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+        if (warp == 8 && lane == 0) { /* the tiles */
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tk) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tv) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tq) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&to) : "memory");
+            mb_expect(bkv, 2 * KT);
+            tma_tile(fa_saddr(sK), &tk, (H + kh) * D, k0, b, bkv);
+            tma_tile(fa_saddr(sV), &tv, (H + KV + kh) * D, k0, b, bkv);
+            for (int it = 0; it < nit; it++) {
+                const int s = it % S, u = it / S, h = kh * G + it / nqt, i0 = k0 + (it % nqt) * QB;
+                if (u > 0) mb_wait(bempty + 8 * s, (u - 1) & 1);
+                mb_expect(bfull + 8 * s, 2 * QT);
+                tma_tile64(fa_saddr(sQ + s * QB * D), &tq, h * D, i0, b, bfull + 8 * s);
+                tma_tile64(fa_saddr(sO + s * QB * D), &to, h * D, i0, b, bfull + 8 * s);
+            }
+        } else if (warp == 9) { /* the rows' lse and Di: every lane arrives after its stores */
+            for (int it = 0; it < nit; it++) {
+                const int s = it % S, u = it / S, h = kh * G + it / nqt, i0 = k0 + (it % nqt) * QB;
+                if (u > 0) mb_wait(bempty + 8 * s, (u - 1) & 1);
+                const size_t pr = ((size_t)b * H + h) * T_;
+                for (int r = lane; r < QB; r += 32) {
+                    const int i = i0 + r;
+                    sL[s * QB + r] = i < T_ ? lse[pr + i] * 1.4426950408889634f : 0.0f;
+                    sD[s * QB + r] = i < T_ ? Di[pr + i] : 0.0f;
+                }
+                mb_arrive(bfull + 8 * s);
+            }
+        }
+        return;
+    }
+    /* the consumers: warpgroup wg owns keys k0 + 64 wg .. k0 + 64 wg + 63 */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    const int wg = warp >> 2, g = lane >> 2, t = lane & 3;
+    const int kg0 = k0 + 64 * wg, kw0 = kg0 + 16 * (warp & 3), j0 = kw0 + g; /* the warpgroup's, the warp's keys */
+    const uint32_t aK = fa_saddr(sK) + wg * 64 * 128, aV = fa_saddr(sV) + wg * 64 * 128;
+    float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
+    mb_wait(bkv, 0);
+    for (int it = 0; it < nit; it++) {
+        const int s = it % S, i0 = k0 + (it % nqt) * QB;
+        /* waited for even when skipped, so that a warp's arrivals on empty[s] stay in its phases */
+        mb_wait(bfull + 8 * s, (it / S) & 1);
+        if (i0 + QB - 1 < kg0 || kg0 >= T_) { /* every key after every query (or past T) */
+            if (lane == 0) mb_arrive(bempty + 8 * s);
+            continue;
+        }
+        const uint32_t aQ = fa_saddr(sQ + s * QB * D), aO = fa_saddr(sO + s * QB * D);
+        float sc[QB / 8][4], dp[QB / 8][4];
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            wg_mma_ss64(sc, wg_desc(aK + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
+                        wg_desc(aQ + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            wg_mma_ss64(dp, wg_desc(aV + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
+                        wg_desc(aO + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+        wg_commit();
+        wg_wait0();
+        fa_dsT<QB / 8>(sc, dp, sL + s * QB, sD + s * QB, i0, j0, i0 < kw0 + 15 || i0 + QB > T_, sl2, t, T_);
+        uint32_t ap[QB / 16][4], as[QB / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < QB / 16; kk++) {
+            fa_packA(ap[kk], sc[2 * kk], sc[2 * kk + 1]);
+            fa_packA(as[kk], dp[2 * kk], dp[2 * kk + 1]);
+        }
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < QB / 16; kk++) {
+            wg_mma_rs_t(dv, ap[kk], wg_desc(aO + kk * 16 * 128, QB * 128, 1024));
+            wg_mma_rs_t(dk, as[kk], wg_desc(aQ + kk * 16 * 128, QB * 128, 1024));
+        }
+        wg_commit();
+        const int plane = b * H + kh * G + it / nqt;
+#pragma unroll
+        for (int kk = 0; kk < QB / 16; kk++) fa_ds_put(ds, as[kk], plane, i0 / 16 + kk, kw0 / 16, T_, lane);
+        wg_wait0();
+        wg_keep(dk);
+        wg_keep(dv);
+        if (lane == 0) mb_arrive(bempty + 8 * s); /* this warp is done with stage s */
+    }
+    if (kw0 < T_) fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
+#else
+    (void)dqk; (void)dqkv; (void)ds; (void)lse; (void)Di; (void)tk; (void)tv; (void)tq; (void)to; (void)T_; (void)H;
+    (void)KV; (void)B; (void)sl2; (void)scale;
+    __trap(); /* launched only where cu->sm90a holds: k_has_sm90a found the sm_90a code */
+#endif
+}
+
+/* ------------------------------------------------------------------------------------------
+   dQ = scale * dS K with wgmma (sm_90a; head_dim 128), from the dS that k_fa_dkv_ws stored. A block
+   owns a query tile of 128 rows: two consumer warpgroups of 64 rows, each warp 16 rows (one
+   query block of the dS layout). A producer thread streams 64-key tiles into a ring of
+   SC__DQS_STAGES stages: the K tile by TMA (64-row boxes, rows past T as zeros) and, per warp,
+   the dS blocks of its rows for those keys, which are consecutive in the dS layout (one bulk
+   copy of up to 2 KiB; blocks past the diagonal, which no one wrote, are not copied and the
+   consumer feeds zeros for them). Each warp turns its blocks into A fragments as k_fa_dqs does
+   (movmatrix) and the warpgroup adds dS K with K read N-major. The key tiles run in order: every
+   dQ element is one thread's sum in a fixed order (not k_fa_dqs's: its 16-key products sum in
+   wgmma's order, so dQ differs from PORTABLE's in the last bits and is checked against the CPU).
+   ------------------------------------------------------------------------------------------ */
+#ifndef SC__DQS_STAGES
+#define SC__DQS_STAGES 4
+#endif
+#define SC__DQS_THREADS 288 /* two consumer warpgroups, then the producer warp */
+#define SC__DQS_SMEM ((size_t)SC__DQS_STAGES * (64 * 128 * 2 + 8 * 4 * 512) + 1024 + 16 * SC__DQS_STAGES)
+
+#ifdef SC__HAVE_WGMMA
+/* bytes (a multiple of 16) of global memory into shared memory; completes on bar */
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"((uint64_t)src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+#endif
+
+/* grid ceil(T / 128) * H * B (heaviest query tiles first), SC__DQS_THREADS threads; tq: qk with
+   64 x 64 boxes, 128-byte swizzled (k_fa_dkv_ws's) */
+__global__ void __launch_bounds__(SC__DQS_THREADS, 1)
+    k_fa_dqs_ws(bf16 *dqk, const bf16 *ds, const __grid_constant__ CUtensorMap tq, int T_, int H, int KV, int B, float scale)
+{
+#ifdef SC__HAVE_WGMMA
+    constexpr int D = 128, BM = 128, BN = 64, S = SC__DQS_STAGES;
+    constexpr uint32_t KT = BN * D * 2, FS = 8 * 4 * 512; /* bytes of a K tile, of a stage's dS blocks */
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    unsigned char *base = fa_smem + ((1024 - (fa_saddr(fa_smem) & 1023)) & 1023);
+    bf16 *sK = (bf16 *)base;                              /* S tiles of 64 keys */
+    const uint4 *sS = (const uint4 *)(base + S * KT);     /* S x 8 warps x 4 blocks x 32 lanes */
+    const uint32_t bfull = fa_saddr(base + S * (KT + FS)), bempty = bfull + 8 * S;
+    const int nqt = (T_ + BM - 1) / BM, L = blockIdx.x, hb = L % (H * B), h = hb % H, b = hb / H, kh = h / (H / KV);
+    const int q0 = (nqt - 1 - L / (H * B)) * BM, nq = min(BM, T_ - q0), ntile = (q0 + nq - 1) / BN + 1, plane = b * H + h;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) mb_init(bfull + 8 * s, 1), mb_init(bempty + 8 * s, 8);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp == 8) { /* the producer */
+        if (lane == 0) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tq) : "memory");
+            for (int n = 0; n < ntile; n++) {
+                const int s = n % S, u = n / S;
+                if (u > 0) mb_wait(bempty + 8 * s, (u - 1) & 1);
+                /* warp w's rows are query block q0 / 16 + w: its blocks 4n .. min(4n + 3, qb), none past T */
+                int nb[8];
+                uint32_t bytes = KT;
+#pragma unroll
+                for (int w = 0; w < 8; w++) {
+                    const int qb = q0 / 16 + w;
+                    nb[w] = 16 * qb < T_ ? max(0, min(4, qb - 4 * n + 1)) : 0;
+                    bytes += nb[w] * 512;
+                }
+                mb_expect(bfull + 8 * s, bytes);
+                tma_tile64(fa_saddr(sK + s * BN * D), &tq, (H + kh) * D, n * BN, b, bfull + 8 * s);
+#pragma unroll
+                for (int w = 0; w < 8; w++)
+                    if (nb[w] > 0)
+                        bulk_load(fa_saddr(sS + (s * 8 + w) * 4 * 32), ds + fa_ds_block(plane, q0 / 16 + w, 4 * n, T_),
+                                  nb[w] * 512, bfull + 8 * s);
+            }
+        }
+        return;
+    }
+    /* the consumers: warp w (0..7) owns rows q0 + 16 w .. q0 + 16 w + 15, warpgroup wg 64 of them */
+    const int wg = warp >> 2, g = lane >> 2, t = lane & 3, qb = q0 / 16 + warp, rg0 = q0 + 64 * wg;
+    float acc[D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int n = 0; n < ntile; n++) {
+        const int s = n % S;
+        mb_wait(bfull + 8 * s, (n / S) & 1); /* also when skipped: arrivals on empty[s] stay in phase */
+        if (BN * n > rg0 + 63 || rg0 >= T_) { /* every key after every row of the warpgroup (or no rows) */
+            if (lane == 0) mb_arrive(bempty + 8 * s);
+            continue;
+        }
+        uint32_t a[4][4];
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            /* dS^T's fragment blocks (00, 10, 01, 11) transposed are dS's (00, 01, 10, 11); a block
+               past the diagonal or T was not copied (stale bytes): zeros instead */
+            const bool live = 4 * n + kk <= qb && 16 * qb < T_;
+            const uint4 f = sS[((s * 8 + warp) * 4 + kk) * 32 + lane];
+            const uint32_t x = fa_movt(f.x), y = fa_movt(f.z), z = fa_movt(f.y), w = fa_movt(f.w);
+            a[kk][0] = live ? x : 0u;
+            a[kk][1] = live ? y : 0u;
+            a[kk][2] = live ? z : 0u;
+            a[kk][3] = live ? w : 0u;
+        }
+        const uint32_t aK = fa_saddr(sK + s * BN * D);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) wg_mma_rs_t(acc, a[kk], wg_desc(aK + kk * 16 * 128, BN * 128, 1024));
+        wg_commit();
+        wg_wait0();
+        wg_keep(acc);
+        if (lane == 0) mb_arrive(bempty + 8 * s);
+    }
+    const size_t K = (size_t)(H + KV) * D;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int i = q0 + 16 * warp + g + 8 * r;
+        if (i >= T_) continue;
+        bf16 *op = dqk + ((size_t)b * T_ + i) * K + (size_t)h * D + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt++)
+            *reinterpret_cast<__nv_bfloat162 *>(op + nt * 8) = __floats2bfloat162_rn(acc[nt][2 * r] * scale, acc[nt][2 * r + 1] * scale);
+    }
+#else
+    (void)dqk; (void)ds; (void)tq; (void)T_; (void)H; (void)KV; (void)B; (void)scale;
+    __trap(); /* launched only where cu->sm90a holds: k_has_sm90a found the sm_90a code */
+#endif
+}
 
 /* ==========================================================================================
    Cross-entropy: one block per row, online (max, sum) per thread, fixed-tree combine.
@@ -4167,21 +4451,22 @@ static PFN_cuTensorMapEncodeTiled_v12000 sc__tmap_fn(sc_cuda *cu)
     return (PFN_cuTensorMapEncodeTiled_v12000)cu->tmap_encode;
 }
 
-/* a bf16 tensor of B x T rows of cols columns as a 3-D tensor map of 64-column x 128-row boxes
+/* a bf16 tensor of B x T rows of cols columns as a 3-D tensor map of 64-column x rows-row boxes
    in the 128-byte swizzle (rows past T read as zeros); false where TMA is unavailable */
-static bool sc__tmap_rows(sc_cuda *cu, CUtensorMap *m, const void *base, int cols, int T_, int B)
+static bool sc__tmap_rows(sc_cuda *cu, CUtensorMap *m, const void *base, int cols, int T_, int B, int rows = 128)
 {
     PFN_cuTensorMapEncodeTiled_v12000 f = sc__tmap_fn(cu);
     if (!f || ((uintptr_t)base & 15) || (cols * 2) % 16) return false;
     cuuint64_t dim[3] = {(cuuint64_t)cols, (cuuint64_t)T_, (cuuint64_t)B};
     cuuint64_t stride[2] = {(cuuint64_t)cols * 2, (cuuint64_t)cols * 2 * (cuuint64_t)T_};
-    cuuint32_t box[3] = {64, 128, 1}, es[3] = {1, 1, 1};
+    cuuint32_t box[3] = {64, (cuuint32_t)rows, 1}, es[3] = {1, 1, 1};
     return f(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /* the shared memory a block of the mma.sync kernels may take when they choose their warps a
-   block: the device's, or less under the test hook sc__cuda_attention_smem_cap */
+   block, and the Hopper dK/dV when it chooses its kernel: the device's, or less under the test
+   hook sc__cuda_attention_smem_cap */
 static size_t sc__fa_room(const sc_cuda *cu)
 {
     return (size_t)(cu->smem_cap > 0 && cu->smem_cap < cu->smem_optin ? cu->smem_cap : cu->smem_optin);
@@ -4281,6 +4566,25 @@ static void fa_dkv_wg_launch(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const
     sc__launched(cu, "attention_backward dkv + dS (wgmma)");
 }
 
+/* the TMA-fed dK/dV (k_fa_dkv_ws); false, launching nothing, where a block may not take its shared
+   memory (sc__fa_room: then k_fa_dkv_wg, the same bits) or the driver has no TMA */
+static bool fa_dkv_ws_launch(sc_cuda *cu, void *dqk, void *dqkv, void *ds, const void *dout, const void *qk, const void *qkv,
+                             const float *lse, const float *Di, int B, int T_, int H, int KV, float sl2, float scale)
+{
+    constexpr int D = 128;
+    CUtensorMap tk, tv, tq, to;
+    if (SC__DKV_SMEM > sc__fa_room(cu) || !sc__tmap_rows(cu, &tk, qk, (H + KV) * D, T_, B) ||
+        !sc__tmap_rows(cu, &tv, qkv, (H + 2 * KV) * D, T_, B) || !sc__tmap_rows(cu, &tq, qk, (H + KV) * D, T_, B, 64) ||
+        !sc__tmap_rows(cu, &to, dout, H * D, T_, B, 64))
+        return false;
+    if (!sc__set_smem(cu, k_fa_dkv_ws, SC__DKV_SMEM)) return true; /* the error is the context's */
+    unsigned grd = (unsigned)(((T_ + 127) / 128) * KV * B);
+    k_fa_dkv_ws<<<grd, SC__DKV_THREADS, SC__DKV_SMEM, cu->stream>>>((bf16 *)dqk, (bf16 *)dqkv, (bf16 *)ds, lse, Di, tk, tv,
+                                                                   tq, to, T_, H, KV, B, sl2, scale);
+    sc__launched(cu, "attention_backward dkv + dS (wgmma, TMA)");
+    return true;
+}
+
 template <int D, int NW, int MT>
 static void fa_dqs_launch(sc_cuda *cu, void *dqk, const void *ds, const void *qk, int B, int T_, int H, int KV, float scale)
 {
@@ -4290,6 +4594,19 @@ static void fa_dqs_launch(sc_cuda *cu, void *dqk, const void *ds, const void *qk
     dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
     k_fa_dqs<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)dqk, (const bf16 *)ds, (const bf16 *)qk, T_, H, KV, scale);
     sc__launched(cu, "attention_backward dq = dS K (tensor cores)");
+}
+
+/* dQ = dS K with wgmma (k_fa_dqs_ws); false, launching nothing, where the driver has no TMA */
+static bool fa_dqs_ws_launch(sc_cuda *cu, void *dqk, const void *ds, const void *qk, int B, int T_, int H, int KV, float scale)
+{
+    constexpr int D = 128;
+    CUtensorMap tq;
+    if (!sc__tmap_rows(cu, &tq, qk, (H + KV) * D, T_, B, 64)) return false;
+    if (!sc__set_smem(cu, k_fa_dqs_ws, SC__DQS_SMEM)) return true; /* the error is the context's */
+    unsigned grd = (unsigned)(((T_ + 127) / 128) * H * B);
+    k_fa_dqs_ws<<<grd, SC__DQS_THREADS, SC__DQS_SMEM, cu->stream>>>((bf16 *)dqk, (const bf16 *)ds, tq, T_, H, KV, B, scale);
+    sc__launched(cu, "attention_backward dq = dS K (wgmma, TMA)");
+    return true;
 }
 
 template <int D>
@@ -4309,11 +4626,13 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
         k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N,
                                                                               T_, H, D);
         sc__launched(cu, "attention row dots");
-        if (sc__fa_hopper(cu, D))
-            fa_dkv_wg_launch<SC__WG_DKV>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
-        else
+        if (sc__fa_hopper(cu, D)) {
+            if (!fa_dkv_ws_launch(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale))
+                fa_dkv_wg_launch<SC__WG_DKV>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
+        } else
             fa_dkv_mma<D, true>(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale);
-        fa_dqs_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, ds, qk, B, T_, H, KV, scale);
+        if (!sc__fa_hopper(cu, D) || !fa_dqs_ws_launch(cu, dqk, ds, qk, B, T_, H, KV, scale))
+            fa_dqs_launch<D, SC__FA_NW_DQ, SC__FA_MT>(cu, dqk, ds, qk, B, T_, H, KV, scale);
         return;
     }
     /* long sequences (every path and GPU): the dQ kernel recomputes S and dP, and computes

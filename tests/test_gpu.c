@@ -521,6 +521,31 @@ static void test_attention(tctx *t, int B, int T, int H, int KV, int D)
         check(same_bits(got, g2, (size_t)N * K) && same_bits(gv, gv2, (size_t)N * Q), nm, "the replay differs");
         free(g2); free(gv2);
     }
+    if (hopper && !longseq) {
+        /* The Hopper dK/dV: the TMA-fed kernel (k_fa_dkv_ws) runs where a block may take its ~163
+           KiB of shared memory; under a 99 KiB cap k_fa_dkv_wg (cp.async) runs, whose bits it must
+           give. And the dS in a workspace of the caller's gives the dS in the context's scratch bits. */
+        float *g2, *gv2;
+        attn_bwd_path(t, SC_ATTENTION_DEFAULT, SMEM_99K, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D, &g2,
+                      &gv2);
+        snprintf(what, sizeof what, "attention_backward DEFAULT TMA dK/dV == cp.async dK/dV bitwise B=%d T=%d H=%d KV=%d D=%d",
+                 B, T, H, KV, D);
+        name_of(nm, sizeof nm, t, what);
+        check(same_bits(got, g2, (size_t)N * K) && same_bits(gv, gv2, (size_t)N * Q), nm, "the kernels differ");
+        free(g2); free(gv2);
+        size_t wsb = sc_attention_ds_bytes(B, T, H, D, 2);
+        void *ws = sc_cuda_raw_alloc(wsb, t->cu);
+        dnan(t, ws, wsb / 2, SC_BF16); /* every dS block that dQ reads must have been written */
+        sc_cuda_attention_workspace(t->cu, ws, wsb);
+        attn_bwd_path(t, SC_ATTENTION_DEFAULT, 0, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D, &g2, &gv2);
+        sc_cuda_attention_workspace(t->cu, NULL, 0);
+        snprintf(what, sizeof what, "attention_backward DEFAULT dS workspace == scratch bitwise B=%d T=%d H=%d KV=%d D=%d", B,
+                 T, H, KV, D);
+        name_of(nm, sizeof nm, t, what);
+        check(same_bits(got, g2, (size_t)N * K) && same_bits(gv, gv2, (size_t)N * Q), nm, "the dS buffers differ");
+        free(g2); free(gv2);
+        dfree(t, ws);
+    }
     {   /* the other paths */
         float *pk, *pv;
         attn_bwd_path(t, SC_ATTENTION_PORTABLE, 0, dqkv_init, dg, dqk_in, dqkv_in, dout2, dlse2, B, T, H, KV, D, &pk, &pv);
@@ -1920,7 +1945,9 @@ static int cmp_float(const void *a, const void *b)
 }
 
 /* attention alone at the Qwen3-1.7B shape, bf16, on each path (sc_attention_path): REFERENCE,
-   PORTABLE, DEFAULT, and whether DEFAULT gave PORTABLE's bits; CUDA events, median of 20 after 3 warm-ups */
+   PORTABLE, DEFAULT, and whether DEFAULT gave PORTABLE's bits; then DEFAULT with blocks capped at
+   99 KiB of shared memory, which on an H100/H200 runs the cp.async dK/dV (k_fa_dkv_wg) instead of the
+   TMA-fed one, and whether it gave DEFAULT's bits; CUDA events, median of 20 after 3 warm-ups */
 static void bench_attention(void)
 {
     sc_cuda *cu = NULL;
@@ -1942,13 +1969,16 @@ static void bench_attention(void)
     printf("attention alone, B=%d T=%d H=%d KV=%d D=%d, bf16 (causal FLOPs: fwd %.1f G, bwd %.1f G), median of 20:\n", B,
            T, H, KV, D, ffl * 1e-9, bfl * 1e-9);
     /* REFERENCE, PORTABLE, then DEFAULT, whose outputs are compared with PORTABLE's */
-    static const sc_attention_path paths[] = {SC_ATTENTION_REFERENCE, SC_ATTENTION_PORTABLE, SC_ATTENTION_DEFAULT};
-    static const char *pname[] = {"REFERENCE (f32 tiled)", "PORTABLE (mma.sync)", "DEFAULT"};
-    printf("  DEFAULT here: %s\n", sc_cuda_attention_hopper(cu) ? "the Hopper kernels (wgmma + TMA forward, wgmma dK/dV)"
+    static const sc_attention_path paths[] = {SC_ATTENTION_REFERENCE, SC_ATTENTION_PORTABLE, SC_ATTENTION_DEFAULT,
+                                              SC_ATTENTION_DEFAULT};
+    static const int caps[] = {0, 0, 0, SMEM_99K};
+    static const char *pname[] = {"REFERENCE (f32 tiled)", "PORTABLE (mma.sync)", "DEFAULT", "DEFAULT, 99 KiB blocks"};
+    printf("  DEFAULT here: %s\n", sc_cuda_attention_hopper(cu) ? "the Hopper kernels (wgmma + TMA forward, dK/dV, dQ = dS K)"
                                                                  : "PORTABLE's kernels");
-    unsigned char *portable = NULL;
-    for (int pi = 0; pi < 3; pi++) {
+    unsigned char *portable = NULL, *deflt = NULL;
+    for (int pi = 0; pi < 4; pi++) {
         sc_cuda_set_attention_path(cu, paths[pi]);
+        sc__cuda_attention_smem_cap(cu, caps[pi]);
         sc_cuda_attention_forward(cu, out, lse, qk, qkv, B, T, H, KV, D);
         for (int op = 0; op < 2; op++) {
             float ms[23];
@@ -1971,17 +2001,24 @@ static void bench_attention(void)
         unsigned char *hb = (unsigned char *)malloc(nb);
         sc_cuda_download(cu, hb, dqk, nK * 2);
         sc_cuda_download(cu, hb + nK * 2, out, nO * 2);
-        if (paths[pi] == SC_ATTENTION_PORTABLE) portable = hb;
-        else {
-            if (paths[pi] == SC_ATTENTION_DEFAULT && portable)
+        if (pi == 1) portable = hb;
+        else if (pi == 2) {
+            deflt = hb;
+            if (portable)
                 printf("  DEFAULT vs PORTABLE: backward dqk %s, forward out %s\n",
                        memcmp(hb, portable, nK * 2) ? "different bits" : "same bits",
                        memcmp(hb + nK * 2, portable + nK * 2, nO * 2) ? "different bits" : "same bits");
+        } else {
+            if (pi == 3 && deflt)
+                printf("  DEFAULT, 99 KiB blocks vs DEFAULT: backward dqk %s\n",
+                       memcmp(hb, deflt, nK * 2) ? "different bits" : "same bits");
             free(hb);
         }
     }
+    sc__cuda_attention_smem_cap(cu, 0);
     sc_cuda_set_attention_path(cu, SC_ATTENTION_DEFAULT);
     free(portable);
+    free(deflt);
     sc_result r = sc_cuda_synchronize(cu);
     if (r != SC_SUCCESS) printf("bench_attention: %s\n", sc_cuda_error_message(cu));
     sc_cuda_raw_free(qk, 0, cu); sc_cuda_raw_free(qkv, 0, cu); sc_cuda_raw_free(out, 0, cu);
