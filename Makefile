@@ -31,7 +31,7 @@ NVFLAGS  = -O3 -std=c++17 --threads $(NVCC_THREADS) \
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 
 TESTS = tensor model alloc trace io plan auto slide optim plot dist data train
-DEMOS = t1m1 t1m2 sweep maxbatch textdemo
+DEMOS = t1m1 t1m2 sweep maxbatch textdemo placement
 DEMO_HDRS = $(wildcard demos/*.h)
 
 .PHONY: all test test-gpu test-gpu-memcheck test-gpu-slide clean demo demos

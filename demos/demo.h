@@ -509,6 +509,69 @@ DEMO_DEF int32_t *demo_random_tokens(const demo *d, size_t n)
     return ids;
 }
 
+/* ---- --mode auto: the library chooses under a memory cap -------------------------------------- */
+
+/* sc_plan_auto's choice under a device memory cap of `cap` bytes for B x T (its short profile of
+   a 2-layer copy runs on the demo's device, on ids). Returns 0 and *res, whose res->mc carries the
+   cap, so that a run made by demo_auto_run trains under it; 1 when no configuration fits (msg:
+   the library's message; res->min_cap: the smallest cap that would). Other failures exit. */
+DEMO_DEF int demo_auto_choose(const demo *d, size_t cap, int B, int T, const int32_t *ids, sc_plan_auto_result *res,
+                              char *msg, size_t msgcap)
+{
+    sc_model_config mc = d->mc;
+    mc.mem_cap = 0; /* the cap is `cap`: sc_plan_auto puts it into res->mc */
+    sc_plan_auto_config ac;
+    memset(&ac, 0, sizeof ac);
+    ac.mem_cap = cap, ac.B = B, ac.T = T, ac.ids = ids;
+    sc_result rc = sc_plan_auto(res, &d->cfg, &mc, &ac);
+    if (msg && msgcap) snprintf(msg, msgcap, "%.*s", (int)msgcap - 1, rc ? sc_last_error() : res->desc);
+    if (rc == SC_ERROR_OUT_OF_MEMORY) return 1;
+    if (rc != SC_SUCCESS) demo_die(d, "sc_plan_auto");
+    return 0;
+}
+
+/* A run of auto's choice: *ad becomes d with res->mc (mode, slide fields, the cap) and the run
+   gets res->plan; train it with demo_train(ad, &run, ...). */
+DEMO_DEF demo_run demo_auto_run(demo *ad, const demo *d, const sc_plan_auto_result *res, const char *label, int B,
+                                int T, int steps)
+{
+    *ad = *d;
+    ad->mc = res->mc;
+    demo_run r = demo_run_make(ad, label, "none", res->mc.mode, B, T, steps);
+    r.plan = res->plan; /* a planned plan: no policy string names it */
+    snprintf(r.policy, sizeof r.policy, "%.*s", (int)sizeof r.policy - 1, res->plan.name);
+    return r;
+}
+
+/* Where auto put each layer, one letter a layer: D on the device for the whole step (resident
+   mode, or slide's device layers), s streamed through slide's window. */
+DEMO_DEF void demo_auto_placement(const sc_plan_auto_result *res, int num_layers, char *s)
+{
+    for (int l = 0; l < num_layers; l++)
+        s[l] = res->mc.mode != SC_MODE_SLIDE || res->mc.slide_device_layers[l] ? 'D' : 's';
+    s[num_layers] = 0;
+}
+
+/* "8,16,24" (GiB; a number may carry its unit instead, as in 512MiB) into at most max byte
+   counts; a bad or empty list is a usage error. */
+DEMO_DEF int demo_parse_caps(const demo *d, const char *flag, const char *list, size_t *out, int max)
+{
+    char buf[1024];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%.*s", (int)sizeof buf - 1, list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max) demo_usage_error(d, "%s: at most %d caps", flag, max);
+        char *end;
+        errno = 0;
+        double g = strtod(tok, &end);
+        if (!*end && !errno && end != tok && g > 0 && g < 1e6) out[n++] = (size_t)(g * DEMO_GIB);
+        else if (sc_parse_size(tok, &out[n]) == SC_SUCCESS && out[n]) n++;
+        else demo_usage_error(d, "%s needs sizes in GiB such as 8,16,24 (or 512MiB), got '%s'", flag, tok);
+    }
+    if (!n) demo_usage_error(d, "%s is empty", flag);
+    return n;
+}
+
 /* ---- statistics over the measured steps --------------------------------------------------- */
 
 /* Step fields as functions, for demo_step_stats. */

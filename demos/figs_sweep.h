@@ -8,7 +8,7 @@
 #ifndef DEMOS_FIGS_SWEEP_H
 #define DEMOS_FIGS_SWEEP_H
 
-#define MAXP 16
+#define MAXP 24
 #define MAXSEQ 12
 
 /* One measured run: a policy, a planner's plan or slide mode at one shape. */
@@ -18,16 +18,18 @@ typedef struct point {
     int color, marker, oom, n, done, bitwise, frontier; /* bitwise: 1 equal, 0 differs, -1 no reference */
     int capfit;        /* planner runs: 1 fits under a cap of its budget, -1 does not (capmsg says why) */
     char capmsg[400];
+    double auto_cap, pred_peak, pred_ms; /* --mode auto runs: the cap, sc_plan_auto's predictions */
+    char auto_desc[256];               /* and its choice in words */
     double median, mlo, mhi, mcov, mean, ci, alloc, reserved, saved, budget; /* mlo..mhi: CI of the median */
     float loss[256];
 } point;
 
 /* "[RR]AS": brackets around each recomputed segment, else A (keep all), S (selective), M (mlp),
-   Q (attn). */
+   Q (attn), P (proj). */
 static void layout_of(const sc_plan *p, char *s)
 {
     for (int l = 0; l < p->num_layers; l++) {
-        if (p->seg[l] < 0) { *s++ = "ASMQ"[p->keep[l]]; continue; }
+        if (p->seg[l] < 0) { *s++ = "ASMQP"[p->keep[l] % SC_KEEP_COUNT]; continue; }
         if (p->seg[l] == l) *s++ = '[';
         *s++ = 'R';
         if (l + 1 == p->num_layers || p->seg[l + 1] != p->seg[l]) *s++ = ']';
@@ -82,14 +84,17 @@ static void csv_point(FILE *f, const point *p)
 static void pareto_csv(const demo *d, const point *pt, int np)
 {
     FILE *f = demo_csv(d, "pareto.csv", "policy,label,mode," CSV_COLS ",loss_bitwise_equal_to_none,on_frontier,"
-                                        "budget_bytes,fits_under_budget_cap,layout");
+                                        "budget_bytes,fits_under_budget_cap,layout,auto_cap_bytes,"
+                                        "auto_predicted_peak_bytes,auto_predicted_step_ms");
     for (int i = 0; i < np; i++) {
         fprintf(f, "%s,%s,%s", pt[i].policy, pt[i].label, pt[i].mode ? "slide" : "resident");
         csv_point(f, &pt[i]);
         fprintf(f, ",%d,", pt[i].frontier);
         if (pt[i].budget > 0) fprintf(f, "%.0f,%d", pt[i].budget, pt[i].capfit > 0);
         else fprintf(f, ",");
-        fprintf(f, ",%s\n", pt[i].layout);
+        fprintf(f, ",%s", pt[i].layout);
+        if (pt[i].auto_cap > 0) fprintf(f, ",%.0f,%.0f,%.4f\n", pt[i].auto_cap, pt[i].pred_peak, pt[i].pred_ms);
+        else fprintf(f, ",,,\n");
     }
     demo_close(d, f, "pareto.csv");
 }
@@ -112,6 +117,9 @@ static void seq_csv(const demo *d, point sp[5][MAXSEQ], const int *seq, int ns)
     demo_close(d, f, "seq_scaling.csv");
 }
 
+/* --mode auto's points (colour -1): a colour of their own, the palette's ten being taken */
+#define PARETO_AUTO_RGB 0x111111
+
 /* One panel of pareto.png: the frontier as a staircase, each point inside the panel with the CI
    bar of its median time, and the labels of the points with lab[i]. legend: this panel holds the
    legend's entries. Returns the marker kinds drawn, as bits. */
@@ -128,7 +136,7 @@ static int pareto_panel(pl_chart *ch, const point *pt, int np, const int *order,
     }
     pl_chart_line(ch, fx, fy, nfl, 0x444444, 2, 1, legend && nf > 1 ? "Pareto frontier" : NULL);
     for (int i = 0; i < np; i++) {
-        uint32_t col = pl_color(pt[i].color);
+        uint32_t col = pt[i].color < 0 ? PARETO_AUTO_RGB : pl_color(pt[i].color);
         double x = pt[i].median, y = pt[i].alloc / unit, px = pl_chart_px(ch, x), py = pl_chart_py(ch, y);
         double a = pl_chart_px(ch, pt[i].mlo), b = pl_chart_px(ch, pt[i].mhi);
         if (pt[i].oom || !(px >= ch->x0 && px <= ch->x1 && py >= ch->y0 && py <= ch->y1)) continue;
@@ -161,7 +169,7 @@ static void pareto_png(const demo *d, const point *pt, int np, const int *order,
     double fixed = (double)sc_model_config_fixed_bytes(&d->cfg, &d->mc) / unit, cap = (double)d->o.mem_cap / unit;
     snprintf(sub, sizeof sub, "%s. Markers: median step time of %d steps; bars: its %.0f%% CI (order statistics)",
              demo_setup_line(d, B, T), ok->n, 100 * ok->mcov);
-    if (pl_figure(&c, 1200, 600, "Step time vs peak memory: checkpoint policies, planner budgets, slide", sub))
+    if (pl_figure(&c, 1200, 600, "Step time vs peak memory: checkpoint policies, planner budgets, slide, --mode auto", sub))
         demo_die(d, "figure");
     double xl = INFINITY, xh = -INFINITY, yl = 0, yh = fmax(fixed, cap);
     double zxl = INFINITY, zxh = -INFINITY, zyl = INFINITY, zyh = -INFINITY; /* the resident runs */
@@ -216,6 +224,8 @@ static void pareto_png(const demo *d, const point *pt, int np, const int *order,
     }
     if (kinds & 1 << PL_M_CIRCLE) pl_chart_markers(lc, NULL, NULL, 0, 0x666666, PL_M_CIRCLE, 10, "checkpoint policy");
     if (kinds & 1 << PL_M_DIAMOND) pl_chart_markers(lc, NULL, NULL, 0, pl_color(9), PL_M_DIAMOND, 10, "planner at a budget");
+    if (kinds & 1 << PL_M_TRIANGLE)
+        pl_chart_markers(lc, NULL, NULL, 0, PARETO_AUTO_RGB, PL_M_TRIANGLE, 11, "--mode auto under a cap (its own choice)");
     if (kinds & 1 << PL_M_CROSS)
         pl_chart_markers(lc, NULL, NULL, 0, 0xcc0000, PL_M_CROSS, 9, "plan runs out of memory under a cap of its budget");
     if (kinds & 1 << PL_M_SQUARE) pl_chart_markers(lc, NULL, NULL, 0, pl_color(8), PL_M_SQUARE, 10, "slide mode (device bytes)");

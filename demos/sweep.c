@@ -1,14 +1,18 @@
 /* sweep: what each way of fitting a training step into memory costs. One chart of step time
-   against peak memory for the checkpoint policies, the planner at three budgets and slide mode,
-   with the Pareto frontier; then peak memory and step time against the sequence length (the
+   against peak memory for the checkpoint policies, the planner at three budgets, slide mode and
+   --mode auto at a few memory caps, with the Pareto frontier; then peak memory and step time against the sequence length (the
    "activation explosion" that checkpointing answers).
 
      build/sweep [--model tiny] [--batch B --seq T --steps N] [--seqs 32,64,128] [--mem-cap SIZE]
+                 [--auto-caps 8,16,24]
 
    Every run trains the same seeded model on the same tokens; only the way the step is computed
    changes, so every loss must be bitwise equal to policy none's at the same shape (checked: exit 1
    if not). The planner (sc_model_plan_budget) profiles a live model and plans for a budget; its
    plan trains like any other, then 2 steps under an allocator cap of that budget (does it fit?).
+   --mode auto (sc_plan_auto) is the library choosing for itself under a memory cap: mode, plan,
+   device layers, prefetch, head and host threads; each choice trains under an allocator cap of
+   that size, and its losses are checked like the others'.
    Peak memory: the allocator's peak allocated bytes, the largest over the measured steps (slide:
    device bytes only). A run the allocator refuses under --mem-cap is recorded as OOM. Writes pareto.csv, seq_scaling.csv, pareto.png, seq_scaling.png and
    summary.md into --out DIR. Exit status: 0, 2 for bad flags, 1 for any other failure. */
@@ -25,16 +29,26 @@
 static const char *usage =
     "usage: sweep [options]\n\n"
     "Step time against peak memory for none, full, every:2, every:4, sqrt and the three selective levels,\n"
-    "the budget planner at three budgets and slide mode, with the Pareto frontier; then peak memory\n"
-    "and step time against the sequence length for none, full, every:2, selective and slide.\n"
+    "the budget planner at three budgets, slide mode and --mode auto at a few caps, with the Pareto\n"
+    "frontier; then peak memory and step time against the sequence length for none, full, every:2,\n"
+    "selective and slide.\n"
     "Checks that every loss is bitwise equal to none's.\n\n"
     "  --seqs LIST      sequence lengths (default 32,64,128 on the CPU, 256,512,1024,2048 on the GPU)\n"
+    "  --auto-caps LIST memory caps in GiB for --mode auto's points, e.g. 8,16,24 (a size such as\n"
+    "                   40MiB also works; default: three from the smallest cap that any configuration\n"
+    "                   fits to the one that holds policy none's peak)\n"
     "defaults: --steps 10 --batch 4, --seq 128 on the CPU and 1024 on the GPU (--model qwen3-1.7b)\n";
+
+typedef struct flags {
+    const char *seqs, *auto_caps;
+} flags;
 
 static int take_flag(void *user, const char *f, const char *v)
 {
-    if (strcmp(f, "--seqs")) return 0;
-    *(const char **)user = v;
+    flags *fl = (flags *)user;
+    if (!strcmp(f, "--seqs")) fl->seqs = v;
+    else if (!strcmp(f, "--auto-caps")) fl->auto_caps = v;
+    else return 0;
     return 1;
 }
 
@@ -87,9 +101,10 @@ static size_t cap_for(size_t need, const sc_config *cfg, int B, int T)
 
 int main(int argc, char **argv)
 {
-    const char *seqs = NULL;
+    flags fl = {NULL, NULL};
     demo d;
-    demo_begin(&d, "sweep", argc, argv, usage, take_flag, &seqs);
+    demo_begin(&d, "sweep", argc, argv, usage, take_flag, &fl);
+    const char *seqs = fl.seqs;
     int B = d.o.batch ? d.o.batch : 4, T = d.o.seq ? d.o.seq : d.on_gpu ? 1024 : 128, steps = d.o.steps ? d.o.steps : 10;
     if (steps > 256) demo_usage_error(&d, "%s", "--steps: at most 256 for this demo");
     if (T > d.cfg.max_position) demo_usage_error(&d, "--seq %d exceeds the model's %d", T, d.cfg.max_position);
@@ -155,6 +170,37 @@ int main(int argc, char **argv)
     }
     pt[np] = measure(&d, "slide", "none", NULL, SC_MODE_SLIDE, B, T, steps, ids, pt, 8);
     np++;
+    /* --mode auto: the library's own choice under each cap (sc_plan_auto), trained under that cap.
+       Default caps: from the smallest that any configuration fits to the one holding none's peak. */
+    size_t acaps[4];
+    int nac = fl.auto_caps ? demo_parse_caps(&d, "--auto-caps", fl.auto_caps, acaps, 4) : 0;
+    if (!fl.auto_caps && !pt[0].oom) {
+        sc_plan_auto_result res;
+        size_t hi_cap = cap_for((size_t)pt[0].alloc, &d.cfg, B, T);
+        demo_auto_choose(&d, hi_cap, B, T, ids, &res, NULL, 0); /* res.min_cap, fitting or not */
+        nac = res.min_cap && res.min_cap < hi_cap ? 3 : 1;
+        for (int k = 0; k < nac; k++)
+            acaps[k] = nac > 1 ? res.min_cap + (size_t)((double)(hi_cap - res.min_cap) * k / (nac - 1)) : hi_cap;
+    }
+    for (int k = 0; k < nac && np < MAXP; k++) {
+        sc_plan_auto_result res;
+        char lab[48], pol[64], msg[512];
+        snprintf(lab, sizeof lab, "auto %s", fmt_bytes(b1, (double)acaps[k], unit));
+        if (demo_auto_choose(&d, acaps[k], B, T, ids, &res, msg, sizeof msg)) {
+            printf("%s: %s\n", lab, msg);
+            continue;
+        }
+        printf("%s: plan: %s  predicted peak %s, step %.2f ms\n", lab, res.desc,
+               fmt_bytes(b2, (double)res.peak_bytes, unit), res.step_ms);
+        demo ad = d; /* auto's model config: its mode, slide fields and the cap */
+        ad.mc = res.mc;
+        snprintf(pol, sizeof pol, "auto:%zu", acaps[k]);
+        pt[np] = measure(&ad, lab, pol, &res.plan, res.mc.mode, B, T, steps, ids, pt, -1);
+        pt[np].marker = PL_M_TRIANGLE;
+        pt[np].auto_cap = (double)acaps[k], pt[np].pred_peak = (double)res.peak_bytes, pt[np].pred_ms = res.step_ms;
+        snprintf(pt[np].auto_desc, sizeof pt[np].auto_desc, "%s", res.desc);
+        np++;
+    }
     /* The Pareto frontier: the points no other point beats in both time and memory, by time. */
     int order[MAXP], nf = 0;
     for (int i = 0; i < np; i++) {
@@ -197,9 +243,11 @@ int main(int argc, char **argv)
                              "device bytes; its weights, gradients and AdamW state live on the host). Step times: the "
                              "median with a distribution-free CI of the median (order statistics; the CSVs also hold "
                              "the mean and its Student-t 95% CI, ci95_ms). Layout, one letter per layer: [R..] a "
-                             "recomputed segment, A keep all, S selective, M selective:mlp, Q selective:attn. The planner's budgets are "
+                             "recomputed segment, A keep all, S selective, M selective:mlp, Q selective:attn, P selective:proj. The planner's budgets are "
                              "spaced between the smallest it accepts (at least full's peak) and none's peak; each plan is "
-                             "measured like the others, then tried for 2 steps under an allocator cap of its budget.",
+                             "measured like the others, then tried for 2 steps under an allocator cap of its budget. "
+                             "`--mode auto` (sc_plan_auto) chooses mode, plan, device layers, prefetch, head and host "
+                             "threads for itself under each of a few caps; each choice trains under that cap.",
                              B, T, steps);
     if (!d.on_gpu)
         fprintf(md, "On the CPU backend slide mode's \"device\" is host memory too and its transfers are memcpy: its "
@@ -219,6 +267,15 @@ int main(int argc, char **argv)
             fprintf(md, "\n- Planner at %s: 2 steps under an allocator cap of that size: %s%s%s", fmt_bytes(b1, pt[i].budget, unit),
                     pt[i].capfit > 0 ? "fitted." : "**out of memory**: ", pt[i].capfit > 0 ? "" : pt[i].capmsg,
                     pt[i].capfit > 0 ? "" : " (the planner counts tensor bytes; the allocator's segments hold more)");
+    for (int i = 0; i < np; i++) {
+        const point *p = &pt[i];
+        if (!(p->auto_cap > 0)) continue;
+        char b3[32];
+        fprintf(md, "\n- `--mode auto` under a cap of %s chose: %s. Predicted peak %s and step %.2f ms; ",
+                fmt_bytes(b1, p->auto_cap, unit), p->auto_desc, fmt_bytes(b2, p->pred_peak, unit), p->pred_ms);
+        if (p->oom) fprintf(md, "the run went **out of memory** under its cap.");
+        else fprintf(md, "measured %s and %.2f ms.", fmt_bytes(b3, p->alloc, unit), p->median);
+    }
     fprintf(md, "\n\n");
     demo_md_figure(md, "seq_scaling.png", "Peak memory (left) and step time (right) against the sequence length.");
     fprintf(md, "| T | run | step ms: median [CI] | peak alloc | loss bitwise = none |\n|---|---|---|---|---|\n");

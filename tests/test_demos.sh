@@ -57,14 +57,16 @@ done; done
 check csv "$T/t1m2/layer_mean_merged.csv" layer
 bad_flags t1m2
 
-# ---- t1m1: resident vs checkpoint vs slide --------------------------------------------------
+# ---- t1m1: resident vs checkpoint vs slide vs auto ------------------------------------------
 run t1m1 --steps 4
-pngs t1m1 fig01_wall_distribution.png:960x720 fig02_time_breakdown.png:1440x758 fig03_peak_memory.png:1280x720 \
+pngs t1m1 fig01_wall_distribution.png:960x720 fig02_time_breakdown.png:1440x1030 fig03_peak_memory.png:1280x720 \
     fig04_memory_timeline.png:1280x1025 fig05_layer_forward.png:1280x720 fig06_layer_backward_recompute.png:1280x720 \
     fig07_layer_optimizer.png:1280x720
 check csv "$T/t1m1/metrics_iter.csv" run,step,wall_ms,fwd_ms,bwd_ms,recompute_ms,opt_ms,h2d_busy_ms,d2h_busy_ms,host_opt_busy_ms,opt_wait_ms,alloc_peak_bytes,reserved_peak_bytes
 check csv "$T/t1m1/metrics_layer.csv" run,layer,fwd_mean_ms,fwd_ci95_ms,bwd_mean_ms,recompute_mean_ms,opt_mean_ms
 check csv "$T/t1m1/mem_trace.csv" run,step,t_ms,allocated_bytes,reserved_bytes,rss_bytes
+check csv "$T/t1m1/auto_plan.csv" mem_cap_bytes,device_layers,predicted_peak_bytes,peak_alloc_bytes,predicted_step_ms,median_ms
+grep -q '^"auto",' "$T/t1m1/metrics_iter.csv" && ok "t1m1: auto's steps in metrics_iter.csv" || bad "t1m1: no auto rows in metrics_iter.csv"
 bad_flags t1m1
 
 # ---- sweep: the Pareto frontier and sequence scaling ----------------------------------------
@@ -72,7 +74,30 @@ run sweep --steps 3
 pngs sweep pareto.png:1200x600 seq_scaling.png:1200x600
 check csv "$T/sweep/pareto.csv" policy,mode,n,median_ms,peak_alloc_bytes,on_frontier,loss_bitwise_equal_to_none
 check csv "$T/sweep/seq_scaling.csv" policy,seq,n,median_ms,peak_alloc_bytes
+# --mode auto's points: three by default, each with its cap and predictions, losses equal to none's
+n=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["auto_cap_bytes"] != "" && $c["loss_bitwise_equal_to_none"] == 1 &&
+    $c["auto_predicted_step_ms"] > 0 { n++ } END { print n + 0 }' "$T/sweep/pareto.csv")
+[ "$n" -eq 3 ] && ok "sweep: 3 --mode auto points with their predictions, bitwise equal to none" || bad "sweep: $n good auto points, not 3"
 bad_flags sweep
+
+# ---- placement: what --mode auto chooses cap by cap -----------------------------------------
+run placement
+pngs placement placement.png:1400x1000
+check csv "$T/placement/placement.csv" cap_bytes,device_layers,predicted_peak_bytes,peak_alloc_bytes,predicted_step_ms,median_ms,loss_bitwise_equal_to_resident
+# five caps by default, each fitted and trained with resident's bits; the largest holds resident mode
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["fits"] == 1 && $c["loss_bitwise_equal_to_resident"] == 1 { n++ }
+    { last = $c["device_layers"] == $c["num_layers"] } END { exit !(n == 5 && last) }' "$T/placement/placement.csv" \
+    && ok "placement: 5 caps trained bitwise equal to resident, the largest all on the device" || bad "placement: placement.csv rows"
+# caps given in GiB and as sizes; a cap below what anything needs is reported, not fatal
+run2() { OMP_WAIT_POLICY=passive "$B/placement" --device cpu --steps 2 --out "$T/placement2" "$@" > "$T/placement2.log" 2>&1; }
+if run2 --caps 0.001,40MiB,0.06; then
+    n=$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$T/placement2/placement.csv")
+    [ "$n" -eq 3 ] && grep -q "smallest cap that fits" "$T/placement2.log" && ok "placement --caps 0.001,40MiB,0.06 (3 rows, too small reported)" \
+        || bad "placement --caps: $n rows"
+else bad "placement --caps exited $?: $(tail -n 3 "$T/placement2.log")"; fi
+bad_flags placement
+"$B/placement" --caps 8,x > "$T/err.log" 2>&1
+rc=$?; [ $rc -eq 2 ] && ok "placement: bad --caps exits 2" || bad "placement: bad --caps exited $rc"
 
 # ---- maxbatch: the largest batch under a memory cap ------------------------------------------
 run maxbatch
