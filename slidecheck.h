@@ -10275,6 +10275,17 @@ static void sc__grads_sum(sc_model *m, int b)
 #endif
 }
 
+/* Over NCCL: does every rank add every rank's embedding rows (gathering dL/dx_0 and the ids),
+   instead of summing the embedding's gradient after its backward? While the gather moves fewer
+   bytes than that sum: W x the micro-batches' activations against twice the vocabulary's rows.
+   (Qwen3-1.7B at 2048 x 4: up to 36 ranks; past that the sum at the end costs less.) */
+static int sc__emb_gathered(const sc_model *m)
+{
+    if (!m->nccl) return 0;
+    double W = (double)sc_dist_comm_world(m->mc.comm);
+    return W * m->accum * m->B * m->T * m->ab < 2.0 * m->cfg.vocab_size * m->gb;
+}
+
 static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
 {
     const sc_config *c = &m->cfg;
@@ -10299,7 +10310,7 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     if (last) sc__grads_sum(m, 0); /* [final norm | untied LM head] is complete: its sum overlaps the backward */
     /* over NCCL a tied head's part of the embedding's gradient is complete too: summed now, beside
        the backward; the rows dL/dx_0 adds come from every rank later (sc__embedding_backward) */
-    if (last && m->nccl && m->cfg.tie_embeddings) sc__grads_sum(m, L + 1);
+    if (last && m->cfg.tie_embeddings && sc__emb_gathered(m)) sc__grads_sum(m, L + 1);
     for (int l = L - 1; l >= 0; l--) {
         SC__TRY(sc__layer_backward_step(m, plan, l, dres));
 #ifdef SLIDECHECK_CUDA
@@ -10475,15 +10486,16 @@ static sc_result sc__resident_step(sc_model *m, const sc_plan *plan, int update)
         SC__TRY(r);
     }
 #ifdef SLIDECHECK_CUDA
-    if (m->nccl) {
-        SC__TRY(sc__embedding_backward_gathered(m)); /* every rank's rows: the sum is complete */
-        m->coll_emb = sc_cuda_comm_count(m->cu);
-    } else
+    if (sc__emb_gathered(m)) SC__TRY(sc__embedding_backward_gathered(m)); /* every rank's rows: the sum is complete */
+    else
 #endif
     {
         sc__embedding_backward(m);
         sc__grads_sum(m, m->cfg.num_layers + 1); /* the embedding: last to complete */
     }
+#ifdef SLIDECHECK_CUDA
+    if (m->nccl) m->coll_emb = sc_cuda_comm_count(m->cu);
+#endif
     if (update) return sc__resident_update(m);
 #ifdef SLIDECHECK_CUDA
     if (m->nccl) sc_cuda_comm_join(m->cu, m->coll_emb); /* whoever reads the gradients reads the sums */
@@ -12265,80 +12277,124 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget)
 typedef struct sc__auto_prof {
     sc_layer_cost lc;        /* one layer's costs (mean over the profiled layers) */
     double layer_s;          /* forward + backward of one layer, no recompute */
-    double rest_s;           /* the rest of a step: embedding, head and loss, the optimizer */
+    double rest_s;           /* the rest of a step: embedding, head and loss (not the optimizer) */
+    double dopt_pps;         /* the device optimizer's parameters a second (the resident update) */
     double h2d_Bps, d2h_Bps; /* copy bandwidth each way, bytes a second */
     double opt_pps;          /* the host optimizer's parameters a second */
+    double duplex, share;    /* 0..1: how much the two copy directions, and the copies and the host
+                                optimizer, slow each other (0 side by side, 1 one after the other) */
+    int serial;              /* the CPU backend: the host side runs on the compute's cores */
 } sc__auto_prof;
 
 static double sc__auto_now(void) { return (double)sc_tracer_now_ns() * 1e-9; }
 
 static size_t sc__auto_clamp(size_t x, size_t lo, size_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-/* One step of the host optimizer over n parameters in slide's host dtypes: the least of 3 runs. */
-static double sc__auto_opt_rate(const sc_model_config *mc, size_t n, int threads)
+/* The host optimizer's buffers for the profile: n parameters in slide's host dtypes. */
+typedef struct sc__auto_opt {
+    void *p, *m, *v, *g;
+    uint16_t *w;
+    size_t n;
+    sc_dtype pt, st, gt;
+    int adamw, threads, ok;
+} sc__auto_opt;
+
+static void sc__auto_opt_init(sc__auto_opt *o, const sc_model_config *mc, size_t n, int threads)
 {
     int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16, pb, gb, ab;
     sc_model_config_storage(mc, &pb, &gb, &ab);
-    sc_dtype pt = gpu_bf16 && !mc->master_weights ? SC_BF16 : SC_F32, st = mc->state_bf16 ? SC_BF16 : pt;
-    sc_dtype gt = gb == 2 ? SC_BF16 : SC_F32;
-    int adamw = mc->optim == SC_OPTIM_ADAMW;
-    void *p = calloc(n, 4), *m = adamw ? calloc(n, 4) : NULL, *v = adamw ? calloc(n, 4) : NULL, *g = calloc(n, 4);
-    uint16_t *w = gpu_bf16 && mc->master_weights ? (uint16_t *)calloc(n, 2) : NULL;
-    double best = HUGE_VAL;
-    if (p && g && (!adamw || (m && v)) && (w || !(gpu_bf16 && mc->master_weights))) {
-        sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
-        for (int rep = 0; rep < 3; rep++) {
-            double t0 = sc__auto_now();
-            if (adamw) sc_cpu_adamw_mt(p, m, v, pt, st, g, gt, w, n, &k, threads);
-            else sc_cpu_sgd_mt(p, pt, g, gt, w, n, &k, threads);
-            double t = sc__auto_now() - t0;
-            best = t < best ? t : best;
-        }
-    }
-    free(p); free(m); free(v); free(g); free(w);
-    return best > 0 && best < HUGE_VAL ? (double)n / best : 1e12;
+    memset(o, 0, sizeof *o);
+    o->n = n, o->threads = threads, o->adamw = mc->optim == SC_OPTIM_ADAMW;
+    o->pt = gpu_bf16 && !mc->master_weights ? SC_BF16 : SC_F32, o->st = mc->state_bf16 ? SC_BF16 : o->pt;
+    o->gt = gb == 2 ? SC_BF16 : SC_F32;
+    o->p = calloc(n, 4), o->g = calloc(n, 4);
+    if (o->adamw) o->m = calloc(n, 4), o->v = calloc(n, 4);
+    if (gpu_bf16 && mc->master_weights) o->w = (uint16_t *)calloc(n, 2);
+    o->ok = o->p && o->g && (!o->adamw || (o->m && o->v)) && (o->w || !(gpu_bf16 && mc->master_weights));
+    void *bufs[4] = {o->p, o->m, o->v, o->g};
+    for (int i = 0; i < 4 && o->ok; i++) /* as slide's host state is (sc__slide_host_alloc) */
+        if (bufs[i]) sc__host_huge(bufs[i], n * 4);
 }
 
-/* Copy bandwidth of `nb` bytes each way: pinned host memory and the copy streams on the GPU,
-   memcpy on the CPU (slide's copies there). The best of 3. */
-static sc_result sc__auto_copy_rate(sc_model *m, size_t nb, double *h2d, double *d2h)
+/* one update over the n parameters (the host threads), seconds */
+static double sc__auto_opt_run(sc__auto_opt *o)
 {
-    double best[2] = {HUGE_VAL, HUGE_VAL};
-    sc_result r = SC_SUCCESS;
+    sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
+    double t0 = sc__auto_now();
+    if (o->adamw) sc_cpu_adamw_mt(o->p, o->m, o->v, o->pt, o->st, o->g, o->gt, o->w, o->n, &k, o->threads);
+    else sc_cpu_sgd_mt(o->p, o->pt, o->g, o->gt, o->w, o->n, &k, o->threads);
+    return sc__auto_now() - t0;
+}
+
+static void sc__auto_opt_free(sc__auto_opt *o) { free(o->p); free(o->m); free(o->v); free(o->g); free(o->w); }
+
+#ifdef SLIDECHECK_CUDA
+/* How much two kinds of work slow each other, from their times alone (a, b) and together (ab):
+   0 when together takes the longer one's time, 1 when it takes their sum. */
+static double sc__auto_overlap(double a, double b, double ab)
+{
+    double lo = a < b ? a : b, hi = a < b ? b : a, f = lo > 0 ? (ab - hi) / lo : 1.0;
+    return f < 0 ? 0.0 : f > 1 ? 1.0 : f;
+}
+#endif
+
+/* The host side of slide: the host optimizer's rate over n parameters, the copy bandwidth of
+   `nb` bytes each way (pinned host memory and the copy streams on the GPU; memcpy on the CPU,
+   where slide's copies are), and how the two directions and the copies and the optimizer share
+   the host: each timed alone and together, the best of 3. On the CPU every part runs on the
+   same cores: counted one after the other (duplex and share 1). */
+static sc_result sc__auto_host_rates(sc__auto_prof *pr, sc_model *m, const sc_model_config *mc, size_t nb, size_t n,
+                                     int threads)
+{
+    sc__auto_opt o;
+    sc__auto_opt_init(&o, mc, n, threads);
+    double t[5] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL}; /* h2d, d2h, both, optimizer, all */
+    sc_result r = o.ok ? SC_SUCCESS : sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the optimizer profile");
     (void)m;
 #ifdef SLIDECHECK_CUDA
-    if (m->cu) {
-        void *h = sc_cuda_host_alloc(m->cu, nb), *d = NULL;
-        if (!h) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: pinned host memory for the copy profile");
-        r = sc_allocator_alloc(&m->alloc, &d, nb, 0, "auto profile (copies)");
-        for (int dir = 0; dir < 2 && r == SC_SUCCESS; dir++)
-            for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++) {
+    if (r == SC_SUCCESS && m->cu) {
+        void *h = sc_cuda_host_alloc(m->cu, 2 * nb), *d = NULL;
+        if (!h) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: pinned host memory for the copy profile");
+        else r = sc_allocator_alloc(&m->alloc, &d, 2 * nb, 0, "auto profile (copies)");
+        /* kind 0 h2d, 1 d2h, 2 both, 3 the optimizer, 4 both copies and the optimizer */
+        for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++)
+            for (int kind = 0; kind < 5 && r == SC_SUCCESS; kind++) {
                 double t0 = sc__auto_now();
-                sc_cuda_copy_async(m->cu, dir ? 2 : 1, dir ? h : d, dir ? d : h, nb);
+                if (kind != 1 && kind != 3) sc_cuda_copy_async(m->cu, 1, d, h, nb);
+                if (kind != 0 && kind != 3) sc_cuda_copy_async(m->cu, 2, (char *)h + nb, (char *)d + nb, nb);
+                if (kind >= 3) sc__auto_opt_run(&o);
                 r = sc_cuda_synchronize(m->cu);
-                double t = sc__auto_now() - t0;
-                best[dir] = t < best[dir] ? t : best[dir];
+                double dt = sc__auto_now() - t0;
+                t[kind] = dt < t[kind] ? dt : t[kind];
             }
         if (d) sc_allocator_free(&m->alloc, d);
-        sc_cuda_host_free(m->cu, h);
+        if (h) sc_cuda_host_free(m->cu, h);
+        pr->duplex = sc__auto_overlap(t[0], t[1], t[2]);
+        pr->share = sc__auto_overlap(t[2], t[3], t[4]);
     } else
 #endif
-    {
+        if (r == SC_SUCCESS) {
         char *a = (char *)malloc(nb), *b = (char *)malloc(nb);
         if (!a || !b) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the copy profile");
         else memset(a, 1, nb), memset(b, 2, nb);
-        for (int dir = 0; dir < 2 && r == SC_SUCCESS; dir++)
-            for (int rep = 0; rep < 3; rep++) {
+        for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++)
+            for (int kind = 0; kind < 4; kind++) {
+                if (kind == 2) continue;
                 double t0 = sc__auto_now();
-                memcpy(dir ? a : b, dir ? b : a, nb);
-                double t = sc__auto_now() - t0;
-                best[dir] = t < best[dir] ? t : best[dir];
+                if (kind < 2) memcpy(kind ? a : b, kind ? b : a, nb);
+                else sc__auto_opt_run(&o);
+                double dt = sc__auto_now() - t0;
+                t[kind] = dt < t[kind] ? dt : t[kind];
             }
         free(a);
         free(b);
+        pr->duplex = pr->share = 1.0;
+        pr->serial = 1;
     }
-    *h2d = best[0] > 0 && best[0] < HUGE_VAL ? (double)nb / best[0] : 1e12;
-    *d2h = best[1] > 0 && best[1] < HUGE_VAL ? (double)nb / best[1] : 1e12;
+    sc__auto_opt_free(&o);
+    pr->h2d_Bps = t[0] > 0 && t[0] < HUGE_VAL ? (double)nb / t[0] : 1e12;
+    pr->d2h_Bps = t[1] > 0 && t[1] < HUGE_VAL ? (double)nb / t[1] : 1e12;
+    pr->opt_pps = t[3] > 0 && t[3] < HUGE_VAL ? (double)n / t[3] : 1e12;
     return r;
 }
 
@@ -12372,7 +12428,7 @@ static sc_result sc__auto_profile(sc__auto_prof *pr, const sc_config *cfg, const
     sc_model *m = NULL;
     sc_result r = sc_model_create(&m, &pc, &pm, NULL);
     if (r == SC_SUCCESS) r = sc__model_profile_costs(m, ids, B, T, costs);
-    double wall = HUGE_VAL, layer = 0.0;
+    double wall = HUGE_VAL, layer = 0.0, opt = 0.0;
     if (r == SC_SUCCESS) { /* steps with the update, the device synchronised; the first is a warm-up */
         sc_tracer tr;
         sc_tracer_config tc;
@@ -12392,6 +12448,7 @@ static sc_result sc__auto_profile(sc__auto_prof *pr, const sc_config *cfg, const
                 const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
                 if (r != SC_SUCCESS || s == 0 || !sm || sm->wall_ms * 1e-3 >= wall) continue;
                 wall = sm->wall_ms * 1e-3;
+                opt = sm->phase_ms[SC_PHASE_OPT] * 1e-3;
                 layer = 0.0;
                 for (int l = 0; l < Lp; l++)
                     layer += (sc_tracer_layer_ms(&tr, s, l, SC_PHASE_FWD) + sc_tracer_layer_ms(&tr, s, l, SC_PHASE_BWD)) *
@@ -12408,13 +12465,14 @@ static sc_result sc__auto_profile(sc__auto_prof *pr, const sc_config *cfg, const
             pr->lc.rproj_s += costs[l].rproj_s / Lp;
         }
         pr->layer_s = layer;
-        pr->rest_s = wall - Lp * layer > 0 ? wall - Lp * layer : 0.0;
+        pr->rest_s = wall - Lp * layer - opt > 0 ? wall - Lp * layer - opt : 0.0;
+        /* the update scales with the parameters the device holds, not with the profile's two layers */
+        pr->dopt_pps = opt > 0 ? (double)sc_config_num_params(&pc) / opt : 1e12;
         int pb, gb, ab;
         sc_model_config_storage(mc, &pb, &gb, &ab);
         size_t ln = sc__layer_numel(cfg);
-        r = sc__auto_copy_rate(m, sc__auto_clamp(ln * (size_t)pb, (size_t)1 << 20, (size_t)256 << 20), &pr->h2d_Bps,
-                               &pr->d2h_Bps);
-        pr->opt_pps = sc__auto_opt_rate(mc, sc__auto_clamp(ln, (size_t)1 << 16, (size_t)1 << 24), threads);
+        r = sc__auto_host_rates(pr, m, mc, sc__auto_clamp(ln * (size_t)pb, (size_t)1 << 20, (size_t)256 << 20),
+                                sc__auto_clamp(ln, (size_t)1 << 16, (size_t)1 << 24), threads);
     }
     if (m) sc_model_destroy(m);
     free(own);
@@ -12508,6 +12566,7 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
     int want_slide = mc->mode == SC_MODE_SLIDE || mc->slide_prefetch > 0 || mc->slide_cpu_threads > 0 || mc->slide_dpu ||
                      mc->slide_keep_head || mc->slide_device_update || mc->slide_head_once || user_dl;
     double base = pr.rest_s + L * pr.layer_s; /* a step's compute without recompute, one micro-batch */
+    size_t ln = sc__layer_numel(cfg), hn = sc__head_numel(cfg), kn = sc__kept_numel(cfg);
 
     if (want_slide && ac->resident_only)
         return sc__fail(SC_ERROR_INVALID_ARGS, "sc_plan_auto: resident_only with slide mode or slide options set");
@@ -12524,7 +12583,7 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
         if (need && need < minpeak) minpeak = need;
         ncand++;
         if (r == SC_SUCCESS && rep.peak_bytes <= usable) {
-            double comp = accum * (base + rep.recompute_s);
+            double comp = accum * (base + rep.recompute_s) + (double)sc_config_num_params(cfg) / pr.dopt_pps;
             sc__auto_offer(&best, &c, &p, rep.peak_bytes, F, 0, comp, 0.0, 0.0, comp);
         }
     }
@@ -12537,7 +12596,6 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
         int can_keep = !mc->slide_dpu && !(mc->clip_grad_norm > 0.0f) && !mc->comm;
         int can_devup = !adamw && !mc->master_weights && !mc->slide_dpu && !mc->comm && !(mc->clip_grad_norm > 0.0f);
         int Pmax = mc->slide_prefetch > 0 ? mc->slide_prefetch : L < 4 ? L : 4, Pmin = mc->slide_prefetch > 0 ? Pmax : 1;
-        size_t ln = sc__layer_numel(cfg), hn = sc__head_numel(cfg), kn = sc__kept_numel(cfg);
         /* device layers: the first k (their uploads would start the step, their host updates end it);
            none with DPU or data parallel, whose slide paths stream every layer */
         int kmax = user_dl ? user_dl : ac->max_device_layers < 0 || mc->slide_dpu || mc->comm || mc->clip_grad_norm > 0.0f ? 0
@@ -12591,12 +12649,19 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                     hostp += (double)kn;
                                 }
                                 if (up < 0) up = 0;
-                                double copy = up / pr.h2d_Bps + down / pr.d2h_Bps, hopt = hostp / pr.opt_pps;
+                                /* the device's updates: its layers, a kept head, SGD's device update */
+                                double devp = (double)k * (double)ln + (keep ? (double)kn : 0.0) +
+                                              (du ? (double)Ls * (double)ln : 0.0);
+                                double comp_k = comp + devp / pr.dopt_pps;
+                                /* the copies each way, and the host optimizer beside them, as much
+                                   overlapped as the profile found them (duplex, share) */
+                                double u = up / pr.h2d_Bps, d = down / pr.d2h_Bps, hopt = hostp / pr.opt_pps;
+                                double copy = (u > d ? u : d) + pr.duplex * (u > d ? d : u);
+                                double host = (copy > hopt ? copy : hopt) + pr.share * (copy > hopt ? hopt : copy);
                                 double exposed = k > 0 ? 0.0 : (double)(ln * (size_t)pb) / pr.h2d_Bps +
                                                                (du ? 0.0 : (double)ln / pr.opt_pps);
-                                double host = copy + hopt; /* one host memory bus for both */
-                                double step = (comp > host ? comp : host) + exposed;
-                                sc__auto_offer(&best, &c, &cand[i], rep.peak_bytes, F, k, comp, copy, hopt, step);
+                                double step = (pr.serial ? comp_k + host : comp_k > host ? comp_k : host) + exposed;
+                                sc__auto_offer(&best, &c, &cand[i], rep.peak_bytes, F, k, comp_k, copy, hopt, step);
                             }
                         }
                     }
