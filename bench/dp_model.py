@@ -2,8 +2,8 @@
 
     python3 bench/dp_model.py --trace ONE_GPU_OUT_DIR --nvlink NV.csv [--socket SOCK.csv]
         [--model qwen3-1.7b | --config config.json] [--dtype bf16|fp32] [--gpus-per-node 8]
-        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--logs DIR] [--measured KEY=MS ...]
-        [--out FILE]
+        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--bwd-slowdown F] [--seq 2048 --batch 4]
+        [--logs DIR] [--measured KEY=MS ...] [--out FILE]
     python3 bench/dp_model.py --selftest
 
 Inputs. The collectives: CSVs of bench/allreduce.c (op,bytes,world,...,median_us,...), one over
@@ -11,12 +11,17 @@ NVLink (--nvlink) and one over sockets (--socket). Per op and transport, t(n) = 
 fitted to them (least squares on the relative error, so that small and large sizes both count).
 The compute: the trace.json that `slidecheck train ... --out DIR` writes for a 1-GPU run; per
 step (the first --skip dropped, medians over the others): the end of "lm_head+loss", the end of
-each backward "layer" span (L-1 .. 0), the end of the backward "embedding", the optimizer span and
+each backward "layer" span (L-1 .. 0), the backward "embedding" span, the optimizer span and
 the step's end, all relative to the step's start. The gradient buckets are slidecheck's
-(sc__bucket): [final norm | untied head] ready when the head's backward ends, then layer L-1 ..
-layer 0, then the embedding, each issued when its backward ends and served in that order by one
-communication stream. Their sizes come from the model's shape (--model, one of slidecheck's
-built-ins, or an HF --config).
+(sc__bucket), their sizes from the model's shape (--model, one of slidecheck's built-ins, or an HF
+--config); one communication stream serves them in this order (sc__resident_pass): [final norm |
+untied head] when the head's backward ends; a tied embedding's whole gradient (the head's part)
+right after it; layers L-1 .. 0, each when its backward ends; then (sc__embedding_backward_gathered)
+the all-gather of every rank's dL/dx_0 (--batch x --seq rows of hidden activations, the trace's
+run's; 2 or 4 bytes as --dtype) and token ids once layer 0's backward ends. Every rank then adds
+all W ranks' rows to the embedding's gradient alike, on the compute stream, after the gather and
+every sum: the trace's embedding backward x W. An untied embedding is never summed (the gathered
+rows make it whole on every rank).
 
 Collectives at W ranks (ring, as NCCL's tuning model counts it). From a fit at W_m ranks: the
 per-hop latency a = alpha / s(W_m) and the bus bandwidth B = beta x f(W_m), where all-reduce has
@@ -33,22 +38,37 @@ NVSwitch gives each GPU the same links whatever W). Inter-node: the socket fit (
 one host over loopback TCP: a floor, not a cluster), and, with --inter-gbps / --inter-lat-us, an
 assumed cluster network (per GPU: G Gbit/s, L us a hop), printed as an assumption.
 
-The step at W (plain data parallel): the compute stream as measured on 1 GPU; bucket b's
-all-reduce starts at max(its ready time, the previous bucket's end). The optimizer runs as
-slidecheck's does: the part of the layers 1.. and the norm/head once their sums are in, the
-embedding's and layer 0's once every sum is in. Exposed comm = what ends after the last backward
-(the embedding's). Hidden share = the collectives' time that overlaps a compute interval (the
-backward, the optimizer), over all of their time (as bench/dp_hidden.py measures it).
-ZeRO-1: each bucket reduce-scattered (the same order), the AdamW update on 1/W of each bucket
-(the measured optimizer time x share / W), each bucket's all-gather of the updated weights queued
-behind its update, the next step waiting for the last all-gather.
+A bucket's sum (sc__sum_chunks) at W = 2: one all-reduce; at W > 2: a reduce-scatter of the first
+W (n / W) elements, an all-reduce of the remainder (none where W divides n, as for every W here at
+Qwen3-1.7B), then an all-gather, one interval on the stream.
+The step at W (plain data parallel): the compute stream as measured on 1 GPU; a bucket's sum
+starts at max(its ready time, the previous one's end), the gather at max(layer 0's end, the last
+sum's end); the embedding backward (x W) waits for the gather. The optimizer runs as slidecheck's
+does: the part of the layers 1.. and the norm/head once their sums are in, the embedding's and
+layer 0's after the gather and the embedding backward (one compute stream: both parts follow the
+embedding backward). Exposed comm = what ends after layer 0's backward. Hidden share = the
+collectives' time that overlaps a compute interval (the backward, the embedding backward, the
+optimizer), over all of their time (as bench/dp_hidden.py measures it).
+ZeRO-1: each bucket reduce-scattered only (plus the remainder; the same order, W = 2 included), the
+gather and the embedding backward as above, then the AdamW update on 1/W of each bucket (the
+measured optimizer time x share / W) in bucket order (norm/head, layers L-1 .. 0, embedding),
+each bucket's all-gather of the updated weights queued behind its update, the next step waiting
+for the last all-gather.
+At large W the gather grows with W (each rank receives W x batch x seq x hidden) while the
+embedding's all-reduce it replaced did not: past W ~ 2 vocab / (batch x seq) it moves more bytes,
+and the embedding backward grows W-fold too.
 --overlap-slowdown F: compute that runs beside a collective takes (1 + F) as long (NCCL's kernels
-share the SMs and memory; the 2-GPU traces show a backward layer 8-9% slower); default 0.
+share the SMs and memory); --bwd-slowdown F: every backward layer at W > 1 takes (1 + F) as long,
+whatever runs beside it. The H200 runs (2026-11-26) show every layer, not only those beside a
+modelled collective, 9-11% slower at 2 GPUs and 15% at 4 (collectives beside compute also run
+about 1.8 times their fitted time): with --logs, the check table prints the runs' backward against the
+1-GPU one (layer_metrics.csv). Default 0 for both.
 
 Check table: the measured steps (--measured 1=177.2 2=189.1 z2=188.4 sock2=...; or --logs DIR of
 bench/gpu_dp_checks.sh: speed1.log, speed2.log, speedz.log, sock2.log) against the prediction.
 """
 import argparse
+import csv
 import json
 import os
 import re
@@ -211,6 +231,7 @@ def read_trace(path, skip):
         end = lambda e: (e['ts'] + e['dur'] - t0) / 1e3  # ms from the step's start
         per.append({'head': end(head[-1]), 'layers': [end(lay[l]) for l in range(L)],
                     'dur': [lay[l]['dur'] / 1e3 for l in range(L)], 'emb': end(emb[-1]),
+                    'embdur': emb[-1]['dur'] / 1e3,
                     'opt0': (opt[0]['ts'] - t0) / 1e3, 'opt': sum(e['dur'] for e in opt) / 1e3,
                     'step': st['dur'] / 1e3})
     if not per:
@@ -218,6 +239,7 @@ def read_trace(path, skip):
     med = lambda f: statistics.median(f(p) for p in per)
     L = len(per[0]['layers'])
     return {'L': L, 'n': len(per), 'head': med(lambda p: p['head']), 'emb': med(lambda p: p['emb']),
+            'embdur': med(lambda p: p['embdur']),
             'layers': [med(lambda p: p['layers'][l]) for l in range(L)],
             'dur': [med(lambda p: p['dur'][l]) for l in range(L)],
             'opt0': med(lambda p: p['opt0']), 'opt': med(lambda p: p['opt']), 'step': med(lambda p: p['step'])}
@@ -240,8 +262,8 @@ def overlap(a0, a1, iv):
 
 
 def ready_times(tr, slow):
-    """bucket ready times (ms): the head's end, then layers L-1 .. 0 (each stretched by slow[l]),
-    then the embedding's; the backward's end"""
+    """bucket ready times (ms): the head's end, then layers L-1 .. 0 (each stretched by slow[l]);
+    and the end of layer 0's backward"""
     L = tr['L']
     ready, t, prev = [tr['head']], tr['head'], tr['head']
     for l in range(L - 1, -1, -1):
@@ -249,66 +271,99 @@ def ready_times(tr, slow):
         prev = tr['layers'][l]
         t += gap + tr['dur'][l] * (1.0 + slow[l])
         ready.append(t)
-    t += tr['emb'] - prev
-    ready.append(t)
     return ready, t
 
 
-def simulate(tr, sizes, W, mode, cost, F):
-    """one step at W ranks: (step ms, comm intervals, compute intervals, backward end).
-    sizes: bucket elements; cost(op, elements) -> ms"""
-    L, N = tr['L'], float(sum(sizes))
+def sum_time(cost, n, W, eb, gather):
+    """ms of sc__sum_chunks: n gradient elements (eb bytes each) summed over W ranks. W = 2 and
+    gather: one all-reduce; else a reduce-scatter of W (n / W), an all-reduce of the remainder,
+    then (gather; not ZeRO-1) the all-gather of the chunks"""
+    if W < 2:
+        return 0.0
+    if W == 2 and gather:
+        return cost('allreduce', n * eb)
+    ch = n // W
+    t = cost('reduce_scatter', ch * W * eb) if ch else 0.0
+    if n > ch * W:
+        t += cost('allreduce', (n - ch * W) * eb)
+    if ch and gather:
+        t += cost('allgather', ch * W * eb)
+    return t
+
+
+def gather_time(m, W, cost):
+    """ms of the all-gather of every rank's dL/dx_0 (rows x hidden activations) and token ids"""
+    if W < 2:
+        return 0.0
+    return cost('allgather', W * m['rows'] * m['hidden'] * m['ab']) + cost('allgather', W * m['rows'] * 4)
+
+
+def simulate(tr, m, W, mode, cost, F, U=0.0):
+    """one step at W ranks: (step ms, comm intervals, compute intervals, end of layer 0's backward).
+    m: the model (sizes: bucket elements, tied, rows a rank, hidden, eb and ab: bytes of a gradient
+    and of an activation); cost(op, bytes) -> ms; F: --overlap-slowdown, U: --bwd-slowdown"""
+    sizes, L, eb = m['sizes'], tr['L'], m['eb']
+    N = float(sum(sizes))
     tail = tr['step'] - tr['opt0'] - tr['opt']
-    gap = tr['opt0'] - tr['emb']  # between the backward and the optimizer (e.g. a norm)
-    slow = [0.0] * L
-    for _ in range(8 if F > 0 else 1):  # fixed point: the layers a collective runs beside are slower
+    gap = tr['opt0'] - tr['emb']  # between the embedding backward and the optimizer
+    lead = tr['emb'] - tr['embdur'] - tr['layers'][0]  # between layer 0's backward and the embedding's
+    # the communication stream's order: [norm | head], a tied embedding's head part, layers L-1 .. 0
+    order = [0] + ([L + 1] if m['tied'] else []) + list(range(1, L + 1))
+    slow = [U if W > 1 else 0.0] * L
+    for _ in range(8 if F > 0 and W > 1 else 1):  # fixed point: the layers a collective runs beside are slower
         ready, tb = ready_times(tr, slow)
-        comm, t = [], 0.0
-        op = 'allreduce' if mode == 'dp' else 'reduce_scatter'
-        for b, n in enumerate(sizes):
-            s = max(ready[b], t)
-            t = s + (cost(op, n) if W > 1 else 0.0)
+        comm, t, done = [], 0.0, {}
+        if W > 1:
+            for b in order:
+                s = max(ready[0] if b == L + 1 else ready[b], t)
+                t = s + sum_time(cost, sizes[b], W, eb, mode == 'dp')
+                comm.append((s, t))
+                done[b] = t
+            s = max(tb, t)  # every rank's dL/dx_0, once layer 0's backward has written it
+            t = s + gather_time(m, W, cost)
             comm.append((s, t))
         comp = [(0.0, tb)]
-        c = tb + gap
+        c = tb + lead
+        if W > 1:
+            c = max(c, t)  # the embedding backward waits for every sum and the gather
+        comp.append((c, c + tr['embdur'] * W))  # every rank's rows
+        c += tr['embdur'] * W + gap
         if mode == 'dp' or W == 1:
             fa = sum(sizes[:L]) / N  # the norm/head and layers L-1 .. 1: their sums are in first
-            c = max(c, comm[L - 1][1]) if W > 1 else c
+            c = max([c] + [e for b, e in done.items() if b != L])
             comp.append((c, c + tr['opt'] * fa))
-            c += tr['opt'] * fa
-            c = max(c, comm[-1][1]) if W > 1 else c
+            c = max([c + tr['opt'] * fa] + [e for _, e in comm])  # layer 0 and the embedding: after the gather
             comp.append((c, c + tr['opt'] * (1 - fa)))
             end = c + tr['opt'] * (1 - fa)
         else:  # ZeRO-1: update 1/W of each bucket, then its all-gather behind it on the comm stream
-            c = max(c, comm[L - 1][1])
             for b, n in enumerate(sizes):
-                if b == L:
-                    c = max(c, comm[L + 1][1])  # every reduce-scatter is in
                 u = tr['opt'] * n / N / W
                 comp.append((c, c + u))
                 c += u
-                s = max(c, t)
-                t = s + cost('allgather', n)
-                comm.append((s, t))
+                if n // W:
+                    s = max(c, t)
+                    t = s + cost('allgather', n // W * W * eb)
+                    comm.append((s, t))
             end = max(c, t)
-        if F > 0:
+        if F > 0 and W > 1:
             ci = merge(comm)
             nslow = []
             for l in range(L):
                 b1 = ready[L - l]
                 b0 = b1 - tr['dur'][l] * (1.0 + slow[l])
-                nslow.append(F * overlap(b0, b1, ci) / max(b1 - b0, 1e-9))
+                nslow.append(U + F * overlap(b0, b1, ci) / max(b1 - b0, 1e-9))
             slow = nslow
     return end + tail, comm, comp, tb
 
 
-def summarize(tr, sizes, W, mode, cost, F):
-    step, comm, comp, tb = simulate(tr, sizes, W, mode, cost, F)
+def summarize(tr, m, W, mode, cost, F, U=0.0):
+    step, comm, comp, tb = simulate(tr, m, W, mode, cost, F, U)
     busy = sum(b - a for a, b in comm)
     ci = merge(comp)
     hid = sum(overlap(a, b, ci) for a, b in comm)
     exposed = max(0.0, max((b for _, b in comm), default=0.0) - tb)
-    return {'step': step, 'comm': busy, 'hidden': hid / busy if busy > 0 else float('nan'), 'exposed': exposed}
+    return {'step': step, 'comm': busy, 'hidden': hid / busy if busy > 0 else float('nan'), 'exposed': exposed,
+            'gather': gather_time(m, W, cost)}
 
 
 # ---- measured steps ----
@@ -341,20 +396,24 @@ def measured_from_logs(d):
 
 # ---- the report ----
 
-def make_cost(W, gpn, intra, inter, ebytes):
-    """ms of one collective of n elements (gradients or weights, ebytes each) at W ranks"""
-    return lambda op, n: coll_time(op, n * ebytes, W, gpn, intra, inter) / 1e3
+def make_cost(W, gpn, intra, inter):
+    """ms of one collective of nbytes at W ranks"""
+    return lambda op, nbytes: coll_time(op, nbytes, W, gpn, intra, inter) / 1e3
 
 
-def report(args, tr, sizes, L, intra, inters, out):
-    eb, gpn = 2 if args.dtype == 'bf16' else 4, args.gpus_per_node
+def report(args, tr, m, L, intra, inters, out):
+    sizes, gpn = m['sizes'], args.gpus_per_node
     say = lambda s='': out.write(s + '\n')
     say('compute (1 GPU trace, median of %d steps): step %.2f ms; head+loss ends %.2f, backward %d layers %.2f ms '
-        '(each %.2f-%.2f), embedding backward ends %.2f, optimizer %.2f ms' % (
-            tr['n'], tr['step'], tr['head'], L, tr['emb'] - tr['head'], min(tr['dur']), max(tr['dur']), tr['emb'],
-            tr['opt']))
-    say('buckets: %d (norm/head %d, %d layers of %d, embedding %d elements; %s gradients, %.3f GB a step)' % (
-        len(sizes), sizes[0], L, sizes[1], sizes[-1], args.dtype, sum(sizes) * eb / 1e9))
+        '(each %.2f-%.2f), embedding backward %.2f ms (ends %.2f), optimizer %.2f ms' % (
+            tr['n'], tr['step'], tr['head'], L, tr['layers'][0] - tr['head'], min(tr['dur']), max(tr['dur']),
+            tr['embdur'], tr['emb'], tr['opt']))
+    say('buckets: %d (norm/head %d, %d layers of %d, embedding %d elements%s; %s gradients, %.3f GB a step)' % (
+        len(sizes), sizes[0], L, sizes[1], sizes[-1], ': tied, its head part summed at the head\'s end' if m['tied']
+        else ': untied, never summed', args.dtype, sum(sizes) * m['eb'] / 1e9))
+    say('after the backward: all-gather of every rank\'s dL/dx_0, batch %d x seq %d x hidden %d (%.1f MB a rank) '
+        'and ids, then the embedding backward over W ranks\' rows (W x %.2f ms)' % (
+            args.batch, args.seq, m['hidden'], m['rows'] * m['hidden'] * m['ab'] / 1e6, tr['embdur']))
     say('intra-node (%s, up to %d GPUs a node): %s' % (intra.name, gpn, intra.note))
     for x in inters:
         say('inter-node (%s): %s' % (x.name, x.note))
@@ -363,10 +422,12 @@ def report(args, tr, sizes, L, intra, inters, out):
             'of each fitted alpha %.1f us paid once, the rest per hop' % args.base_us if args.base_us else
             'all of each fitted alpha counted per hop (an upper bound at large W; --base-us X pays X us of it once)'))
     if args.overlap_slowdown:
-        say('ASSUMED: compute beside a collective %.0f%% slower (--overlap-slowdown)' % (100 * args.overlap_slowdown))
+        say('ASSUMED: compute beside a collective %.1f%% slower (--overlap-slowdown)' % (100 * args.overlap_slowdown))
+    if args.bwd_slowdown:
+        say('ASSUMED: every backward layer %.1f%% slower at W > 1 (--bwd-slowdown)' % (100 * args.bwd_slowdown))
     say()
-    say('%5s %5s %-10s %-6s %10s %8s %7s %9s %9s' % ('W', 'nodes', 'transport', 'mode', 'step_ms', 'scaling',
-                                                     'hidden', 'exposed', 'comm_ms'))
+    say('%5s %5s %-10s %-6s %10s %8s %7s %9s %9s %9s' % ('W', 'nodes', 'transport', 'mode', 'step_ms', 'scaling',
+                                                          'hidden', 'exposed', 'comm_ms', 'gather_ms'))
     pred = {}
     for W in args.ws:
         nodes = -(-W // gpn)
@@ -375,15 +436,25 @@ def report(args, tr, sizes, L, intra, inters, out):
             for mode in ('dp', 'zero1'):
                 if W == 1 and mode == 'zero1':
                     continue
-                r = summarize(tr, sizes, W, mode, make_cost(W, gpn, intra, x or intra, eb), args.overlap_slowdown)
+                r = summarize(tr, m, W, mode, make_cost(W, gpn, intra, x or intra), args.overlap_slowdown,
+                              args.bwd_slowdown)
                 pred[(W, tname, mode)] = r['step']
-                say('%5d %5d %-10s %-6s %10.2f %7.3fx %7s %9.2f %9.2f' % (
+                say('%5d %5d %-10s %-6s %10.2f %7.3fx %7s %9.2f %9.2f %9.2f' % (
                     W, nodes, tname, mode, r['step'], W * pred[(1, '-', 'dp')] / r['step'],
-                    '%.1f%%' % (100 * r['hidden']) if W > 1 else '-', r['exposed'], r['comm']))
+                    '%.1f%%' % (100 * r['hidden']) if W > 1 else '-', r['exposed'], r['comm'], r['gather']))
     return pred
 
 
-def check_table(args, tr, sizes, intra, socket, meas, out):
+def bwd_layers_ms(path, skip):
+    """the backward layers' ms a step, median over the steps after skip, from a run's layer_metrics.csv"""
+    per = {}
+    for r in csv.DictReader(open(path)):
+        if int(r['step']) >= skip:
+            per.setdefault(int(r['step']), []).append(float(r['bwd_ms']))
+    return statistics.median(sum(v) for v in per.values()) if per else None
+
+
+def check_table(args, tr, m, intra, socket, meas, out):
     say = lambda s='': out.write(s + '\n')
     if not meas:
         say('\ncheck: no measured steps (--measured KEY=MS or --logs DIR)')
@@ -392,22 +463,30 @@ def check_table(args, tr, sizes, intra, socket, meas, out):
         '"sock" two nodes over sockets)')
     say('%-8s %5s %-10s %-6s %11s %12s %8s' % ('run', 'W', 'transport', 'mode', 'measured', 'predicted', 'error'))
     for key in sorted(meas, key=lambda k: (len(k), k)):
-        m = re.fullmatch(r'(z|sock)?(\d+)', key)
-        if not m:
+        mm = re.fullmatch(r'(z|sock)?(\d+)', key)
+        if not mm:
             raise SystemExit('--measured %s: keys are W, zW (ZeRO-1) or sockW (two nodes over sockets)' % key)
-        kind, W = m.group(1) or '', int(m.group(2))
+        kind, W = mm.group(1) or '', int(mm.group(2))
         mode = 'zero1' if kind == 'z' else 'dp'
-        eb = 2 if args.dtype == 'bf16' else 4
         if kind == 'sock':
             if socket is None:
                 say('%-8s %5d   (no --socket CSV: not predicted)' % (key, W))
                 continue
-            cost, tname = make_cost(W, 1, socket, socket, eb), 'socket'  # one GPU a "node"
+            cost, tname = make_cost(W, 1, socket, socket), 'socket'  # one GPU a "node"
         else:
-            cost, tname = make_cost(W, args.gpus_per_node, intra, intra, eb), intra.name if W > 1 else '-'
-        p = summarize(tr, sizes, W, mode, cost, args.overlap_slowdown)['step']
+            cost, tname = make_cost(W, args.gpus_per_node, intra, intra), intra.name if W > 1 else '-'
+        p = summarize(tr, m, W, mode, cost, args.overlap_slowdown, args.bwd_slowdown)['step']
         say('%-8s %5d %-10s %-6s %8.2f ms %9.2f ms %+7.1f%%' % (key, W, tname, mode, meas[key], p,
                                                                100 * (p - meas[key]) / meas[key]))
+    # what --overlap-slowdown and --bwd-slowdown stand for, where the logs' runs wrote layer_metrics.csv
+    one = os.path.join(args.logs or '', 'speed1', 'layer_metrics.csv')
+    for name in ('speed2', 'speedz'):
+        other = os.path.join(args.logs or '', name, 'layer_metrics.csv')
+        if args.logs and os.path.exists(one) and os.path.exists(other):
+            a, b = bwd_layers_ms(one, args.skip), bwd_layers_ms(other, args.skip)
+            if a and b:
+                say('measured: %s\'s backward layers %.2f ms a step against 1 GPU\'s %.2f: %+.1f%%' % (
+                    name, b, a, 100 * (b / a - 1)))
 
 
 def main(argv=None):
@@ -421,7 +500,12 @@ def main(argv=None):
     ap.add_argument('--gpus-per-node', type=int, default=8)
     ap.add_argument('--inter-gbps', type=float, help='assumed cluster network: Gbit/s a GPU')
     ap.add_argument('--inter-lat-us', type=float, help='assumed cluster network: us a hop')
-    ap.add_argument('--overlap-slowdown', type=float, default=0.0)
+    ap.add_argument('--overlap-slowdown', type=float, default=0.0,
+                    help='compute beside a collective takes (1 + F) as long')
+    ap.add_argument('--bwd-slowdown', type=float, default=0.0,
+                    help='every backward layer at W > 1 takes (1 + F) as long')
+    ap.add_argument('--seq', type=int, default=2048, help='the trace\'s run: tokens a sequence')
+    ap.add_argument('--batch', type=int, default=4, help='the trace\'s run: sequences a rank')
     ap.add_argument('--base-us', type=float, default=0.0,
                     help='the part of each fitted alpha that is paid once a collective, not per hop')
     ap.add_argument('--skip', type=int, default=2, help='warm-up steps of the trace to drop')
@@ -440,6 +524,8 @@ def main(argv=None):
     if shape is None:
         ap.error('--model: one of ' + ', '.join(MODELS))
     sizes, L = buckets(shape)
+    eb = 2 if args.dtype == 'bf16' else 4
+    m = {'sizes': sizes, 'tied': shape[7], 'rows': args.batch * args.seq, 'hidden': shape[1], 'eb': eb, 'ab': eb}
     tr = read_trace(args.trace, args.skip)
     if tr['L'] != L:
         raise SystemExit('the trace has %d layers, the model %d: pass the run\'s --model or --config' % (tr['L'], L))
@@ -468,8 +554,8 @@ def main(argv=None):
 
     files = [sys.stdout] + ([open(args.out, 'w')] if args.out else [])
     out = Tee(files)
-    report(args, tr, sizes, L, intra, inters, out)
-    check_table(args, tr, sizes, intra, socket, meas, out)
+    report(args, tr, m, L, intra, inters, out)
+    check_table(args, tr, m, intra, socket, meas, out)
     for f in files[1:]:
         f.close()
     return 0
@@ -529,31 +615,54 @@ def selftest():
     tr = read_trace(os.path.join(d, 'one'), 2)
     ok(tr['L'] == 2 and tr['head'] == 10 and tr['layers'] == [18, 14] and tr['emb'] == 19 and tr['opt'] == 2 and
        tr['step'] == 22, 'trace: head 10, layers end 14 and 18, embedding 19, optimizer 2, step 22 ms')
-    # buckets (elements): norm 1000, layers 6000 each, embedding 12000; bf16: 2 bytes
-    sizes = [1000, 6000, 6000, 12000]
-    cost = lambda op, n: coll_time(op, 2 * n, 2, 8, nv, nv) / 1e3
-    r1 = summarize(tr, sizes, 1, 'dp', cost, 0.0)
+    ok(tr['embdur'] == 1, 'trace: the embedding backward 1 ms')
+    # buckets (elements): norm 1000, layers 6000 each, embedding 12000 (tied); bf16: 2 bytes; a
+    # rank's dL/dx_0: 100 rows of 10 (2000 bytes) and 100 ids (400 bytes)
+    m = {'sizes': [1000, 6000, 6000, 12000], 'tied': True, 'rows': 100, 'hidden': 10, 'eb': 2, 'ab': 2}
+    cost = lambda op, nb: coll_time(op, nb, 2, 8, nv, nv) / 1e3
+    r1 = summarize(tr, m, 1, 'dp', cost, 0.0)
     ok(abs(r1['step'] - 22.0) < 1e-9, 'W = 1: the measured step (22 ms): %.4f' % r1['step'])
-    # by hand, W = 2: all-reduces 0.5 ms (norm), 3 (layers), 6 (embedding): [10, 10.5], [14, 17],
-    # [18, 21], [21, 27]; the optimizer's first 28% (0.56 ms) at 19, the rest (1.44) at 27: 28.44 + 1
-    r = summarize(tr, sizes, 2, 'dp', cost, 0.0)
-    ok(abs(r['step'] - 29.44) < 1e-9, 'plain data parallel, W = 2: step 29.44 ms by hand: %.4f' % r['step'])
-    ok(abs(r['exposed'] - 8.0) < 1e-9, 'exposed: 27 - 19 = 8 ms: %.4f' % r['exposed'])
-    ok(abs(r['hidden'] - 5.06 / 12.5) < 1e-9, 'hidden: (0.5 + 3 + 1 + 0.56) / 12.5 = 40.48%%: %.2f%%' % (
+    # how a bucket is summed: W = 2 one all-reduce; W > 2 (and ZeRO-1) reduce-scatter of W (n / W),
+    # the remainder's all-reduce, the all-gather (not ZeRO-1)
+    calls = []
+    rec = lambda op, nb: calls.append((op, nb)) or 0.0
+    sum_time(rec, 10, 2, 2, True), sum_time(rec, 10, 2, 2, False), sum_time(rec, 10, 4, 2, True)
+    sum_time(rec, 10, 4, 2, False)
+    ok(calls == [('allreduce', 20), ('reduce_scatter', 20), ('reduce_scatter', 16), ('allreduce', 4),
+                 ('allgather', 16), ('reduce_scatter', 16), ('allreduce', 4)],
+       'sums: W = 2 all-reduce, ZeRO-1 reduce-scatter; W = 4 reduce-scatter + remainder (+ all-gather)')
+    # by hand, W = 2: all-reduces 0.5 ms (norm), 6 (the tied embedding's head part), 3 (layers):
+    # [10, 10.5], [10.5, 16.5], [16.5, 19.5], [19.5, 22.5]; the gather (4000 + 800 bytes, 0.5 + 0.1
+    # ms) [22.5, 23.1]; the embedding backward over 2 ranks' rows 2 ms: 25.1; the optimizer's 28%
+    # (0.56 ms) and the rest (1.44): 27.1; + 1
+    r = summarize(tr, m, 2, 'dp', cost, 0.0)
+    ok(abs(r['step'] - 28.1) < 1e-9, 'plain data parallel, W = 2: step 28.1 ms by hand: %.4f' % r['step'])
+    ok(abs(r['exposed'] - 5.1) < 1e-9, 'exposed: 23.1 - 18 = 5.1 ms: %.4f' % r['exposed'])
+    ok(abs(r['hidden'] - 8.0 / 13.1) < 1e-9, 'hidden: 8 of 13.1 ms beside the backward: %.2f%%' % (
         100 * r['hidden']))
-    # ZeRO-1, W = 2: reduce-scatters [10, 10.25], [14, 15.5], [18, 19.5], [19.5, 22.5]; updates of
-    # 0.04, 0.24 from 19, then (after every reduce-scatter) 0.24, 0.48 from 22.5; all-gathers 0.25,
-    # 1.5, 1.5, 3 from 22.5: the last ends 28.75; + 1
-    z = summarize(tr, sizes, 2, 'zero1', cost, 0.0)
-    ok(abs(z['step'] - 29.75) < 1e-9, 'ZeRO-1, W = 2: step 29.75 ms by hand: %.4f' % z['step'])
-    # fast collectives hide entirely: the step is the 1-GPU step plus the last bucket's sum
-    fast = lambda op, n: 1e-6 * n
-    r = summarize(tr, sizes, 2, 'dp', fast, 0.0)
-    ok(abs(r['step'] - 22.0) < 0.02 and r['hidden'] > 0.95, 'fast collectives: step %.3f ms, hidden %.1f%%' % (
-        r['step'], 100 * r['hidden']))
-    # a slowdown beside collectives lengthens the step, never shortens it
-    r2 = summarize(tr, sizes, 2, 'dp', cost, 0.1)
-    ok(r2['step'] >= 29.44 - 1e-9, '--overlap-slowdown 0.1: step %.3f ms >= 29.44' % r2['step'])
+    ok(abs(r['gather'] - 0.6) < 1e-9, 'the gather of dL/dx_0 and the ids: 0.6 ms: %.4f' % r['gather'])
+    # untied: no early embedding sum, the embedding never summed: [10, 10.5], [14, 17], [18, 21],
+    # the gather [21, 21.6], the embedding backward 23.6, the optimizer 25.6, + 1
+    u = dict(m, tied=False)
+    r = summarize(tr, u, 2, 'dp', cost, 0.0)
+    ok(abs(r['step'] - 26.6) < 1e-9, 'untied head, W = 2: step 26.6 ms by hand: %.4f' % r['step'])
+    # ZeRO-1, W = 2: reduce-scatters [10, 10.25], [10.25, 13.25] (embedding), [14, 15.5], [18, 19.5];
+    # the gather [19.5, 20.1], the embedding backward to 22.1; updates 0.04, 0.24, 0.24, 0.48 from
+    # 22.1, each bucket's all-gather (0.25, 1.5, 1.5, 3) behind its update: the last ends 28.39; + 1
+    z = summarize(tr, m, 2, 'zero1', cost, 0.0)
+    ok(abs(z['step'] - 29.39) < 1e-9, 'ZeRO-1, W = 2: step 29.39 ms by hand: %.4f' % z['step'])
+    # fast collectives: the step is the 1-GPU step plus the second rank's rows; all but layer 0's
+    # sum and the gather (after the backward, nothing beside them) hidden: 3.8 of 5.48 ns a byte
+    fast = lambda op, nb: 1e-7 * nb
+    r = summarize(tr, m, 2, 'dp', fast, 0.0)
+    ok(abs(r['step'] - 23.0) < 0.02 and abs(r['hidden'] - 3.8 / 5.48) < 1e-9,
+       'fast collectives: step %.3f ms, hidden %.1f%%' % (r['step'], 100 * r['hidden']))
+    # a slowdown beside collectives lengthens the step, never shortens it; --bwd-slowdown 0.1
+    # stretches both layers by 0.4 ms
+    r2 = summarize(tr, m, 2, 'dp', cost, 0.1)
+    ok(r2['step'] >= 28.1 - 1e-9, '--overlap-slowdown 0.1: step %.3f ms >= 28.1' % r2['step'])
+    r3 = summarize(tr, m, 2, 'dp', fast, 0.0, 0.1)
+    ok(abs(r3['step'] - 23.8) < 0.02, '--bwd-slowdown 0.1, fast collectives: step %.3f ms (23.8)' % r3['step'])
     # bucket sizes of the real model: slidecheck prints params 1720574976 for qwen3-1.7b
     s, L = buckets(MODELS['qwen3-1.7b'])
     ok(sum(s) == 1720574976 and L == 28 and len(s) == 30, 'qwen3-1.7b buckets: %d parameters, %d buckets' % (
@@ -563,6 +672,12 @@ def selftest():
         f.write('summary: first-step loss 1  median step 22.00 ms (n=2)\n')
     with open(os.path.join(d, 'speed2.log'), 'w') as f:
         f.write('data parallel: 2 ranks of --batch 2\nsummary: first-step loss 1  median step 30.00 ms (n=2)\n')
+    for name, ms in (('speed1', 4.0), ('speed2', 4.4)):  # backward layers 10% slower at 2 GPUs
+        os.makedirs(os.path.join(d, name))
+        with open(os.path.join(d, name, 'layer_metrics.csv'), 'w') as f:
+            f.write('step,layer,fwd_ms,recompute_ms,bwd_ms\n')
+            for st in range(4):
+                f.write(''.join('%d,%d,1,0,%g\n' % (st, l, ms * (3 if st == 0 else 1)) for l in range(2)))
     import io
     # tiny has 4 layers, the trace 2: refused
     try:
@@ -575,7 +690,7 @@ def selftest():
     sys.stdout = buf
     try:
         main(['--trace', os.path.join(d, 'one'), '--nvlink', os.path.join(d, 'nv.csv'), '--model', 'two',
-              '--logs', d, '--out', os.path.join(d, 'table.txt'), '--ws', '1,2,16', '--inter-gbps', '100',
+              '--logs', d, '--out', os.path.join(d, 'table.txt'), '--ws', '1,2,16', '--seq', '10', '--batch', '2', '--inter-gbps', '100',
               '--inter-lat-us', '5'])
     finally:
         sys.stdout = old
@@ -586,6 +701,8 @@ def selftest():
        'report: W = 16 on 2 nodes over the assumed network, printed as an assumption')
     ok(re.search(r'\n1 +1 +- +dp +22\.00 ms +22\.00 ms', txt) is not None and re.search(r'\n2 +2 +nvlink', txt),
        'check table: measured 1 and 2 GPU steps beside the predictions')
+    ok("speed2's backward layers 8.80 ms a step against 1 GPU's 8.00: +10.0%" in txt,
+       'check table: the backward\'s slowdown at 2 GPUs from layer_metrics.csv')
     for root, _, fs in os.walk(d, topdown=False):
         for f in fs:
             os.remove(os.path.join(root, f))
