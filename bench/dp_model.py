@@ -298,6 +298,12 @@ def gather_time(m, W, cost):
     return cost('allgather', W * m['rows'] * m['hidden'] * m['ab']) + cost('allgather', W * m['rows'] * 4)
 
 
+def gathers(m, W):
+    """does slidecheck gather dL/dx_0 at W ranks (sc__emb_gathered)? while W x the rows'
+    activations are fewer bytes than twice the embedding's gradient"""
+    return W > 1 and W * m['rows'] * m['ab'] < 2 * m['vocab'] * m['eb']
+
+
 def simulate(tr, m, W, mode, cost, F, U=0.0):
     """one step at W ranks: (step ms, comm intervals, compute intervals, end of layer 0's backward).
     m: the model (sizes: bucket elements, tied, rows a rank, hidden, eb and ab: bytes of a gradient
@@ -307,8 +313,10 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
     tail = tr['step'] - tr['opt0'] - tr['opt']
     gap = tr['opt0'] - tr['emb']  # between the embedding backward and the optimizer
     lead = tr['emb'] - tr['embdur'] - tr['layers'][0]  # between layer 0's backward and the embedding's
-    # the communication stream's order: [norm | head], a tied embedding's head part, layers L-1 .. 0
-    order = [0] + ([L + 1] if m['tied'] else []) + list(range(1, L + 1))
+    # the communication stream's order: [norm | head], a tied embedding's head part (when gathering),
+    # layers L-1 .. 0; then the gather, or (past the crossing) the embedding's sum after its backward
+    g = gathers(m, W)
+    order = [0] + ([L + 1] if m['tied'] and g else []) + list(range(1, L + 1))
     slow = [U if W > 1 else 0.0] * L
     for _ in range(8 if F > 0 and W > 1 else 1):  # fixed point: the layers a collective runs beside are slower
         ready, tb = ready_times(tr, slow)
@@ -319,24 +327,36 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
                 t = s + sum_time(cost, sizes[b], W, eb, mode == 'dp')
                 comm.append((s, t))
                 done[b] = t
-            s = max(tb, t)  # every rank's dL/dx_0, once layer 0's backward has written it
-            t = s + gather_time(m, W, cost)
-            comm.append((s, t))
+            if g:
+                s = max(tb, t)  # every rank's dL/dx_0, once layer 0's backward has written it
+                t = s + gather_time(m, W, cost)
+                comm.append((s, t))
         comp = [(0.0, tb)]
         c = tb + lead
-        if W > 1:
+        if g:
             c = max(c, t)  # the embedding backward waits for every sum and the gather
-        comp.append((c, c + tr['embdur'] * W))  # every rank's rows
-        c += tr['embdur'] * W + gap
+            comp.append((c, c + tr['embdur'] * W))  # every rank's rows
+            c += tr['embdur'] * W + gap
+        else:  # this rank's rows, then the embedding's sum
+            comp.append((c, c + tr['embdur']))
+            c += tr['embdur']
+            if W > 1:
+                s = max(c, t)
+                t = s + sum_time(cost, sizes[L + 1], W, eb, mode == 'dp')
+                comm.append((s, t))
+                done[L + 1] = t
+            c += gap
         if mode == 'dp' or W == 1:
             fa = sum(sizes[:L]) / N  # the norm/head and layers L-1 .. 1: their sums are in first
-            c = max([c] + [e for b, e in done.items() if b != L])
+            c = max([c] + [e for b, e in done.items() if b < L])
             comp.append((c, c + tr['opt'] * fa))
             c = max([c + tr['opt'] * fa] + [e for _, e in comm])  # layer 0 and the embedding: after the gather
             comp.append((c, c + tr['opt'] * (1 - fa)))
             end = c + tr['opt'] * (1 - fa)
         else:  # ZeRO-1: update 1/W of each bucket, then its all-gather behind it on the comm stream
             for b, n in enumerate(sizes):
+                if b == L and done:
+                    c = max(c, max(done.values()))  # layer 0's and the embedding's chunks: every sum in
                 u = tr['opt'] * n / N / W
                 comp.append((c, c + u))
                 c += u
@@ -363,7 +383,7 @@ def summarize(tr, m, W, mode, cost, F, U=0.0):
     hid = sum(overlap(a, b, ci) for a, b in comm)
     exposed = max(0.0, max((b for _, b in comm), default=0.0) - tb)
     return {'step': step, 'comm': busy, 'hidden': hid / busy if busy > 0 else float('nan'), 'exposed': exposed,
-            'gather': gather_time(m, W, cost)}
+            'gather': gather_time(m, W, cost) if gathers(m, W) else 0.0}
 
 
 # ---- measured steps ----
@@ -525,7 +545,8 @@ def main(argv=None):
         ap.error('--model: one of ' + ', '.join(MODELS))
     sizes, L = buckets(shape)
     eb = 2 if args.dtype == 'bf16' else 4
-    m = {'sizes': sizes, 'tied': shape[7], 'rows': args.batch * args.seq, 'hidden': shape[1], 'eb': eb, 'ab': eb}
+    m = {'sizes': sizes, 'tied': shape[7], 'rows': args.batch * args.seq, 'hidden': shape[1], 'vocab': shape[0],
+         'eb': eb, 'ab': eb}
     tr = read_trace(args.trace, args.skip)
     if tr['L'] != L:
         raise SystemExit('the trace has %d layers, the model %d: pass the run\'s --model or --config' % (tr['L'], L))
@@ -618,7 +639,8 @@ def selftest():
     ok(tr['embdur'] == 1, 'trace: the embedding backward 1 ms')
     # buckets (elements): norm 1000, layers 6000 each, embedding 12000 (tied); bf16: 2 bytes; a
     # rank's dL/dx_0: 100 rows of 10 (2000 bytes) and 100 ids (400 bytes)
-    m = {'sizes': [1000, 6000, 6000, 12000], 'tied': True, 'rows': 100, 'hidden': 10, 'eb': 2, 'ab': 2}
+    m = {'sizes': [1000, 6000, 6000, 12000], 'tied': True, 'rows': 100, 'hidden': 10, 'vocab': 1200, 'eb': 2, 'ab': 2}
+    ok(gathers(m, 23) and not gathers(m, 24), 'the gather of dL/dx_0 up to 23 ranks (23 x 200 < 2 x 2400 bytes a column)')
     cost = lambda op, nb: coll_time(op, nb, 2, 8, nv, nv) / 1e3
     r1 = summarize(tr, m, 1, 'dp', cost, 0.0)
     ok(abs(r1['step'] - 22.0) < 1e-9, 'W = 1: the measured step (22 ms): %.4f' % r1['step'])
