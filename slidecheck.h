@@ -10309,7 +10309,7 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     int last = k == m->accum - 1;
     if (last) sc__grads_sum(m, 0); /* [final norm | untied LM head] is complete: its sum overlaps the backward */
     /* over NCCL a tied head's part of the embedding's gradient is complete too: summed now, beside
-       the backward; the rows dL/dx_0 adds come from every rank later (sc__embedding_backward) */
+       the backward; the rows dL/dx_0 adds come from every rank later (sc__embedding_backward_gathered) */
     if (last && m->cfg.tie_embeddings && sc__emb_gathered(m)) sc__grads_sum(m, L + 1);
     for (int l = L - 1; l >= 0; l--) {
         SC__TRY(sc__layer_backward_step(m, plan, l, dres));
