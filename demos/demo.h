@@ -54,6 +54,20 @@ typedef struct demo_opts {
 /* A demo's own flags: return 1 when `flag` (with its value) was taken, 0 when it is unknown. */
 typedef int (*demo_flag_fn)(void *user, const char *flag, const char *value);
 
+/* A demo with one flag of its own: demo_take_one as the demo_flag_fn, a demo_flag as its user
+   pointer (value: NULL unless given). */
+typedef struct demo_flag {
+    const char *name, *value;
+} demo_flag;
+
+DEMO_DEF int demo_take_one(void *user, const char *flag, const char *value)
+{
+    demo_flag *f = (demo_flag *)user;
+    if (strcmp(flag, f->name)) return 0;
+    f->value = value;
+    return 1;
+}
+
 typedef struct demo {
     const char *name;        /* the program, for messages */
     demo_opts o;

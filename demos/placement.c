@@ -50,13 +50,6 @@ typedef struct cap_row {
     int n, bitwise;
 } cap_row;
 
-static int take_flag(void *user, const char *f, const char *v)
-{
-    if (strcmp(f, "--caps")) return 0;
-    *(const char **)user = v;
-    return 1;
-}
-
 /* One letter a layer for the checkpoint plan: R recomputed (in a segment), else what the layer
    keeps: A all, S selective, M selective:mlp, Q selective:attn, P selective:proj. */
 static void plan_letters(const sc_plan *p, char *s)
@@ -183,9 +176,10 @@ static void placement_png(const demo *d, const cap_row *row, int nc, double floo
 
 int main(int argc, char **argv)
 {
-    const char *caps_flag = NULL;
+    demo_flag caps_opt = {"--caps", NULL};
     demo d;
-    demo_begin(&d, "placement", argc, argv, usage, take_flag, &caps_flag);
+    demo_begin(&d, "placement", argc, argv, usage, demo_take_one, &caps_opt);
+    const char *caps_flag = caps_opt.value;
     int B = d.o.batch ? d.o.batch : 4, T = d.o.seq ? d.o.seq : d.on_gpu ? 1024 : 128;
     int steps = d.o.steps ? d.o.steps : d.on_gpu ? 6 : 4;
     if (T > d.cfg.max_position) demo_usage_error(&d, "--seq %d exceeds the model's %d", T, d.cfg.max_position);

@@ -47,21 +47,15 @@ static const char *usage =
     "  --auto-cap SIZE  auto's device memory cap in GiB, e.g. 12 (or a size such as 40MiB; default:\n"
     "                   halfway between slide's and resident's peak reserved bytes)\n";
 
-static int take_flag(void *user, const char *f, const char *v)
-{
-    if (strcmp(f, "--auto-cap")) return 0;
-    *(const char **)user = v;
-    return 1;
-}
-
 static const char *ci(char *buf, sc_stats s, int digits) { return demo_fmt_ci(buf, 64, s, digits); }
 
 int main(int argc, char **argv)
 {
     /* 1. Flags, device, the batch. */
-    const char *auto_cap = NULL;
+    demo_flag auto_cap_flag = {"--auto-cap", NULL};
     demo d;
-    demo_begin(&d, "t1m1", argc, argv, usage, take_flag, &auto_cap);
+    demo_begin(&d, "t1m1", argc, argv, usage, demo_take_one, &auto_cap_flag);
+    const char *auto_cap = auto_cap_flag.value;
     int B = d.o.batch ? d.o.batch : 1, T = d.o.seq ? d.o.seq : d.on_gpu ? 256 : 128;
     int steps = d.o.steps ? d.o.steps : d.on_gpu ? 30 : 12;
     if (T > d.cfg.max_position) T = d.cfg.max_position;

@@ -40,13 +40,6 @@ static const char *usage =
     "  --ckpt POLICY    the recompute-on policy: full | every:K | layers:0-3,7 | selective |\n"
     "                   selective:mlp | sqrt (default full)\n";
 
-static int take_flag(void *user, const char *flag, const char *value)
-{
-    if (strcmp(flag, "--ckpt")) return 0;
-    *(const char **)user = value;
-    return 1;
-}
-
 /* "12.3 ± 0.4" */
 static const char *ci(char *buf, sc_stats s) { return demo_fmt_ci(buf, 64, s, 2); }
 
@@ -54,8 +47,9 @@ int main(int argc, char **argv)
 {
     /* 1. Flags, device, the batch. */
     demo d;
-    const char *ckpt = "full";
-    demo_begin(&d, "t1m2", argc, argv, usage, take_flag, &ckpt);
+    demo_flag ckpt_flag = {"--ckpt", "full"};
+    demo_begin(&d, "t1m2", argc, argv, usage, demo_take_one, &ckpt_flag);
+    const char *ckpt = ckpt_flag.value;
     int B = d.o.batch ? d.o.batch : 1, T = d.o.seq ? d.o.seq : d.on_gpu ? 256 : 128;
     int steps = d.o.steps ? d.o.steps : 30, L = d.cfg.num_layers;
     if (T > d.cfg.max_position) T = d.cfg.max_position;
