@@ -2527,6 +2527,51 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(bf16 *dqk, bf16 *dqkv, bf16 
     fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
 }
 
+#ifdef SC__HAVE_WGMMA
+/* One tile of 64 queries against a warpgroup's 64 keys, the dK/dV kernels' loop body (one
+   function, so both kernels do the same arithmetic in the same order): S^T = K Q^T and
+   dP^T = V dO^T with every operand in shared memory, dS^T in registers, then dV += P^T dO and
+   dK += dS^T Q with dO and Q read N-major; with DS, dS^T stored for the dQ pass (plane: the
+   query head's). Every wgmma group is waited for on return. */
+template <bool DS, int BKN, int QB>
+__device__ __forceinline__ void fa_dkv_tile(float (&dk)[16][4], float (&dv)[16][4], uint32_t aK, uint32_t aV, uint32_t aQ,
+                                            uint32_t aO, const float *sL, const float *sD, int i0, int j0, int kw0, int T_,
+                                            float sl2, int t, bf16 *ds, int plane, int lane)
+{
+    constexpr int D = 128;
+    float s[QB / 8][4], dp[QB / 8][4];
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+        wg_mma_ss64(s, wg_desc(aK + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
+                    wg_desc(aQ + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+        wg_mma_ss64(dp, wg_desc(aV + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
+                    wg_desc(aO + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+    wg_commit();
+    wg_wait0();
+    fa_dsT<QB / 8>(s, dp, sL, sD, i0, j0, i0 < kw0 + 15 || i0 + QB > T_, sl2, t, T_);
+    uint32_t ap[QB / 16][4], as[QB / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < QB / 16; kk++) {
+        fa_packA(ap[kk], s[2 * kk], s[2 * kk + 1]);
+        fa_packA(as[kk], dp[2 * kk], dp[2 * kk + 1]);
+    }
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < QB / 16; kk++) {
+        wg_mma_rs_t(dv, ap[kk], wg_desc(aO + kk * 16 * 128, QB * 128, 1024));
+        wg_mma_rs_t(dk, as[kk], wg_desc(aQ + kk * 16 * 128, QB * 128, 1024));
+    }
+    wg_commit();
+    if (DS)
+#pragma unroll
+        for (int kk = 0; kk < QB / 16; kk++) fa_ds_put(ds, as[kk], plane, i0 / 16 + kk, kw0 / 16, T_, lane);
+    wg_wait0();
+}
+#endif
+
 /* dK, dV with wgmma (sm_90a; head_dim 128), operands copied by cp.async: what runs where a block
    may not take k_fa_dkv_ws's shared memory (test_gpu runs it so, and compares the two's bits).
    Grid (ceil(T / (64*NWG)), KV, B), NWG warpgroups of 64
@@ -2584,37 +2629,8 @@ __global__ void __launch_bounds__(NWG * 128) k_fa_dkv_wg(bf16 *dqk, bf16 *dqkv, 
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
-        const uint32_t aQ = fa_saddr(sQ + buf * QB * D), aO = fa_saddr(sO + buf * QB * D);
-        float s[QB / 8][4], dp[QB / 8][4];
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            wg_mma_ss64(s, wg_desc(aK + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
-                        wg_desc(aQ + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            wg_mma_ss64(dp, wg_desc(aV + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
-                        wg_desc(aO + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-        wg_commit();
-        wg_wait0();
-        fa_dsT<QB / 8>(s, dp, sL + buf * QB, sD + buf * QB, i0, j0, i0 < kw0 + 15 || i0 + QB > T_, sl2, t, T_);
-        uint32_t ap[QB / 16][4], as[QB / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < QB / 16; kk++) {
-            fa_packA(ap[kk], s[2 * kk], s[2 * kk + 1]);
-            fa_packA(as[kk], dp[2 * kk], dp[2 * kk + 1]);
-        }
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < QB / 16; kk++) {
-            wg_mma_rs_t(dv, ap[kk], wg_desc(aO + kk * 16 * 128, QB * 128, 1024));
-            wg_mma_rs_t(dk, as[kk], wg_desc(aQ + kk * 16 * 128, QB * 128, 1024));
-        }
-        wg_commit();
-        if (DS)
-#pragma unroll
-            for (int kk = 0; kk < QB / 16; kk++) fa_ds_put(ds, as[kk], b * H + kh * G + it / nqt, i0 / 16 + kk, kw0 / 16, T_, lane);
-        wg_wait0();
+        fa_dkv_tile<DS, BKN, QB>(dk, dv, aK, aV, fa_saddr(sQ + buf * QB * D), fa_saddr(sO + buf * QB * D), sL + buf * QB,
+                                 sD + buf * QB, i0, j0, kw0, T_, sl2, t, ds, b * H + kh * G + it / nqt, lane);
         __syncthreads();
     }
     if (kw0 < T_) fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
@@ -2740,37 +2756,8 @@ __global__ void __launch_bounds__(SC__DKV_THREADS, 1)
             if (lane == 0) mb_arrive(bempty + 8 * s);
             continue;
         }
-        const uint32_t aQ = fa_saddr(sQ + s * QB * D), aO = fa_saddr(sO + s * QB * D);
-        float sc[QB / 8][4], dp[QB / 8][4];
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            wg_mma_ss64(sc, wg_desc(aK + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
-                        wg_desc(aQ + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            wg_mma_ss64(dp, wg_desc(aV + (kk >> 2) * BKN * 128 + (kk & 3) * 32, 16, 1024),
-                        wg_desc(aO + (kk >> 2) * QB * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-        wg_commit();
-        wg_wait0();
-        fa_dsT<QB / 8>(sc, dp, sL + s * QB, sD + s * QB, i0, j0, i0 < kw0 + 15 || i0 + QB > T_, sl2, t, T_);
-        uint32_t ap[QB / 16][4], as[QB / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < QB / 16; kk++) {
-            fa_packA(ap[kk], sc[2 * kk], sc[2 * kk + 1]);
-            fa_packA(as[kk], dp[2 * kk], dp[2 * kk + 1]);
-        }
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < QB / 16; kk++) {
-            wg_mma_rs_t(dv, ap[kk], wg_desc(aO + kk * 16 * 128, QB * 128, 1024));
-            wg_mma_rs_t(dk, as[kk], wg_desc(aQ + kk * 16 * 128, QB * 128, 1024));
-        }
-        wg_commit();
-        const int plane = b * H + kh * G + it / nqt;
-#pragma unroll
-        for (int kk = 0; kk < QB / 16; kk++) fa_ds_put(ds, as[kk], plane, i0 / 16 + kk, kw0 / 16, T_, lane);
-        wg_wait0();
+        fa_dkv_tile<true, BKN, QB>(dk, dv, aK, aV, fa_saddr(sQ + s * QB * D), fa_saddr(sO + s * QB * D), sL + s * QB,
+                                   sD + s * QB, i0, j0, kw0, T_, sl2, t, ds, b * H + kh * G + it / nqt, lane);
         wg_keep(dk);
         wg_keep(dv);
         if (lane == 0) mb_arrive(bempty + 8 * s); /* this warp is done with stage s */
