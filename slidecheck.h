@@ -1330,14 +1330,16 @@ typedef struct sc_model_config {
                                   bits on every rank) before the update, each rank giving its shard
                                   of the batch, so the replicas stay equal. On the GPU (resident
                                   mode) the gradients are summed by NCCL (loaded at run time) on a
-                                  communication stream, layer by layer as backward completes them;
-                                  the loss over this channel. Slide mode (CPU backend, without
+                                  communication stream, layer by layer as backward completes them
+                                  (at W > 2 as reduce-scatter + all-gather, ZeRO-1's order); every
+                                  rank adds every rank's embedding rows from a gather of dL/dx_0
+                                  while that moves fewer bytes than the embedding's sum (else the
+                                  sum runs after the embedding backward); the loss over this channel. Slide mode (CPU backend, without
                                   DPU and keep-head): the host gradients are summed once all have
                                   landed, then one host update; the same bits as resident mode. */
     int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
                                   state of its 1/W of the parameters, then the ranks exchange the
-                                  updated parameters; the same bits as plain data parallel (CPU
-                                  backend). Slide mode: the host state of this rank's chunk of each
+                                  updated parameters; the same bits as plain data parallel. Slide mode: the host state of this rank's chunk of each
                                   layer (the split its host updates), the embedding, final norm and
                                   head's whole on every rank */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
@@ -1747,18 +1749,23 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    master and AdamW state (slide); a configuration fits when Peak <= sc_plan_budget_usable(mem_cap).
    Time: one profile on a copy of the model with 2 layers (random weights, no cap, on the
    caller's device): sc_model_plan_budget's per-layer recompute costs, one measured step (the
-   layers' fwd + bwd spans and the rest), copy bandwidth each way over one layer's weights
-   (pinned memory on the GPU, memcpy on the CPU) and the host optimizer's rate over one layer.
-     compute = accum x (rest + L x layer + recompute(plan))
+   layers' fwd + bwd spans, the optimizer and the rest), copy bandwidth each way over one layer's
+   weights (pinned memory on the GPU, memcpy on the CPU), the host optimizer's rate over one
+   layer, and both copy directions and the host optimizer timed alone and together.
+     compute = accum x (rest + L x layer + recompute(plan)) + device params / device rate
      resident: step = compute
-     slide:    step = max(compute, up / bw_h2d + down / bw_d2h + host params / rate) + exposed
-   with up = the streamed layers' weights twice (forward and backward) less those still in the
-   P + W slots, plus the head's unless kept; down = their gradients (updated weights with
-   slide_device_update) and the head's; host params = what the host optimizer updates; exposed =
-   the first layer's upload and the last layer's host update, which the next step waits for
-   (zero when the first layer stays on the device). The copies and the host optimizer are summed:
-   they share the host's memory bandwidth, each measured alone (an H200 host's 1.7B step at a
-   24 GiB cap ran 280.6 ms where their max gave 172.4 and their sum 316.2).
+     slide:    step = max(compute, host) + exposed
+               host = max(copy, hopt) + share x min(copy, hopt),  hopt = host params / rate,
+               copy = max(u, d) + duplex x min(u, d),  u = up / bw_h2d, d = down / bw_d2h
+   with device params = what the device updates (every parameter when resident; the device
+   layers, a kept head, the streamed layers under slide_device_update); up = the streamed layers'
+   weights twice (forward and backward) less those still in the P + W slots, plus the head's
+   unless kept; down = their gradients (updated weights with slide_device_update) and the head's;
+   host params = what the host optimizer updates; exposed = the first layer's upload and the last
+   layer's host update, which the next step waits for (zero when the first layer stays on the
+   device). duplex and share (0..1) are measured: (together - the longer alone) / the shorter
+   alone; 0 when the two run side by side, 1 when one waits for the other. On the CPU backend the
+   host side runs on the compute's cores: step = compute + host + exposed, duplex = share = 1.
    ------------------------------------------------------------------------------------------ */
 typedef struct sc_plan_auto_config {
     size_t mem_cap;          /* bytes the allocator may reserve on the device; 0 = no cap */
