@@ -104,7 +104,7 @@ build/check/clang/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h
 	@touch $@
 
 test: all check-compilers build/cpp_check $(addprefix build/test_,$(TESTS)) $(addprefix build/asan/test_,$(TESTS)) \
-      build/tsan/test_slide $(addprefix build/cpu/,$(DEMOS)) build/check_outputs
+      build/tsan/test_slide $(addprefix build/cpu/,$(DEMOS)) build/check_outputs build/auto_sweep
 	@sh tests/run.sh $(TESTS)
 
 test-gpu: build/slidecheck build/test_gpu
@@ -118,6 +118,12 @@ ifneq ($(NVCC),)
 build/allreduce: bench/allreduce.c $(HDRS) build/slidecheck_cuda.o
 	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -I. -I$(CUDA_HOME)/include bench/allreduce.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
 endif
+
+# --mode auto against a brute-force sweep of the hand knobs under the same caps, in one process
+# (bench/auto_sweep.c); built as the CLI is: with the CUDA backend where nvcc is found
+build/auto_sweep: bench/auto_sweep.c $(HDRS) $(CLI_DEPS)
+	@mkdir -p build
+	$(CC) $(CFLAGS) $(CLI_FLAGS) -I. $< -o $@ $(CLI_LIBS)
 
 build/recompute_tradeoff: demos/recompute_tradeoff.c demos/plot.h $(HDRS) $(CLI_DEPS)
 	@mkdir -p build

@@ -32,6 +32,7 @@ else
     run_one train sh tests/test_train.sh
     run_one "train vs pytorch" sh tests/test_train_ref.sh
     run_one demos sh tests/test_demos.sh
+    run_one "auto sweep" sh tests/test_auto_sweep.sh
 fi
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]
