@@ -224,6 +224,7 @@ USAGE
      sc_model_forward_backward(m, plan, ids, B, T, &loss)   one batch, gradients overwritten
      sc_model_optimizer_step(m)          SGD or AdamW on the current gradients
      sc_model_get_params / sc_model_get_grads(m, dst)   copies to host floats (flat order)
+     sc_params_init(dst, cfg, seed)      the weights sc_model_create makes from seed (params NULL)
      sc_model_logits(m)                  the last forward's logits [B,T,V] (mc.keep_logits)
      sc_model_last_saved_bytes(m)        saved activations the allocator measured
      sc_model_cfg(m) / sc_model_allocator(m) / sc_model_cuda(m) (NULL on the CPU backend)
@@ -1407,6 +1408,11 @@ typedef struct sc_slide_info {
 } sc_slide_info;
 SCDEF sc_slide_info sc_model_slide_info(const sc_model *m);
 SCDEF size_t sc_slide_window_bytes(const sc_config *cfg, const sc_model_config *mc, const sc_plan *plan);
+/* The weights sc_model_create makes when given params NULL, into dst (sc_config_num_params
+   floats, flat order): HF's init (normal(0, init_std) for linear and embedding weights, 1 for
+   norms, 0 for biases) from mc.seed = seed, the same values on any machine and thread count.
+   OUT_OF_MEMORY only for its small parameter table. */
+SCDEF sc_result sc_params_init(float *dst, const sc_config *cfg, uint64_t seed);
 /* Copy parameters / gradients / last logits ([B,T,V]) to host floats. In slide mode's data
    parallel on the GPU each rank's host holds current weights for its chunks of each layer only,
    so get_params gathers them over the comm: every rank must call it. */
@@ -8594,7 +8600,7 @@ SCDEF void sc_model_destroy(sc_model *m)
 /* HF init: normal(0, initializer_range) for linear and embedding weights, 1 for norms, 0 for
    biases. Element k of parameter i comes from its own counter-based stream (seed, i, k), so the
    values do not depend on the layout or the thread count, and init runs on all cores. */
-static sc_result sc__init_params(float *dst, const sc_config *cfg, uint64_t seed)
+SCDEF sc_result sc_params_init(float *dst, const sc_config *cfg, uint64_t seed)
 {
     int np = sc_config_params(cfg, NULL, 0);
     sc_param_info *pi = (sc_param_info *)SC_MALLOC(sizeof(sc_param_info) * (size_t)np);
@@ -8794,7 +8800,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
         if (!host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of %zu parameters failed", m->nparams); goto fail; }
         if (params) memcpy(host, params, sizeof(float) * m->nparams);
-        else if ((r = sc__init_params(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
+        else if ((r = sc_params_init(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
         if (mc.bf16) sc_round_bf16_inplace(host, m->nparams);
         if ((r = sc__slide_create(m, host)) != SC_SUCCESS) goto fail;
         SC_FREE(host);
@@ -8810,7 +8816,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     host = (float *)SC_MALLOC(sizeof(float) * m->nparams);
     if (!host) { r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc of %zu parameters failed", m->nparams); goto fail; }
     if (params) memcpy(host, params, sizeof(float) * m->nparams);
-    else if ((r = sc__init_params(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
+    else if ((r = sc_params_init(host, cfg, mc.seed)) != SC_SUCCESS) goto fail;
     if (mc.bf16) sc_round_bf16_inplace(host, m->nparams);
     if ((r = sc__upload_f32(m, m->params, m->pb, host, m->nparams)) != SC_SUCCESS) goto fail;
     if (m->master && (r = sc__upload_f32(m, m->master, 4, host, m->nparams)) != SC_SUCCESS) goto fail;

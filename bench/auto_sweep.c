@@ -27,6 +27,7 @@
    Options: see usage() below. Bad flags exit 2; a failure outside a run exits 1. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "slidecheck.h"
+#include "../demos/machine.h" /* the machine's names, mkdir -p */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -266,42 +267,6 @@ static void parse(opts *o, int argc, char **argv)
 
 /* ---- the machine ------------------------------------------------------------------------ */
 
-static void cpu_name(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "cpu");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        char *p = strchr(line, ':');
-        if (!p) break;
-        for (p++; *p == ' ' || *p == '\t'; p++) {}
-        p[strcspn(p, "\n")] = 0;
-        snprintf(buf, cap, "%s", p);
-        break;
-    }
-    fclose(f);
-}
-
-#ifdef SLIDECHECK_CUDA
-/* the kernel driver's version ("580.159.04"): the first word of digits and dots */
-static void driver_version(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "?");
-    FILE *f = fopen("/proc/driver/nvidia/version", "r");
-    if (!f) return;
-    char line[512];
-    if (fgets(line, sizeof line, f))
-        for (char *w = strtok(line, " \t\n"); w; w = strtok(NULL, " \t\n"))
-            if (strchr(w, '.') && strspn(w, "0123456789.") == strlen(w)) {
-                snprintf(buf, cap, "%s", w);
-                break;
-            }
-    fclose(f);
-}
-#endif
-
 static int omp_threads(void)
 {
 #ifdef _OPENMP
@@ -330,6 +295,15 @@ typedef struct sweep_cfg {
     char msg[256];
 } sweep_cfg;
 
+/* a configuration's prediction, kept for the same configuration at a later cap */
+struct pred_memo {
+    sc_optim optim;
+    char name[320];
+    double ms;
+    size_t peak;
+    char note[320];
+};
+
 typedef struct sweep {
     opts o;
     sc_config cfg;
@@ -342,7 +316,7 @@ typedef struct sweep {
     int runs_done, preds_done, runs_left, preds_left;
     char device_name[160], versions[512], date[32];
     /* predictions made so far, by optimizer and configuration: one serves every cap */
-    struct pred_memo { sc_optim optim; char name[320]; double ms; size_t peak; char note[320]; } *memo;
+    struct pred_memo *memo;
     int nmemo, memo_cap;
 } sweep;
 
@@ -840,47 +814,6 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     return ok;
 }
 
-/* HF-style init (normal(0, init_std) for weights, 1 for norms, 0 for biases), element k of
-   parameter i from its own seeded stream: made once, every run starts from these weights. */
-static void init_params(float *dst, const sc_config *cfg, uint64_t seed)
-{
-    int np = sc_config_params(cfg, NULL, 0);
-    sc_param_info *pi = (sc_param_info *)malloc(sizeof(sc_param_info) * (size_t)np);
-    if (!pi) die("host memory");
-    sc_config_params(cfg, pi, np);
-    for (int i = 0; i < np; i++) {
-        float *p = dst + pi[i].offset;
-        int is_norm = strstr(pi[i].name, "norm") != NULL, is_bias = strstr(pi[i].name, ".bias") != NULL;
-        float std = (float)cfg->init_std;
-        uint64_t base = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xD1B54A32D192ED03ull;
-#ifdef _OPENMP
-#pragma omp parallel for
-#endif
-        for (long long k = 0; k < (long long)pi[i].numel; k++) {
-            sc_rng r = sc_rng_seed(base + (uint64_t)k);
-            p[k] = is_norm ? 1.0f : is_bias ? 0.0f : std * sc_rng_normal(&r);
-        }
-    }
-    free(pi);
-}
-
-static void mkdirs(const char *dir)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) usage_error("--out: path too long");
-    for (char *p = buf + 1;; p++)
-        if (*p == '/' || !*p) {
-            char keep = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST) {
-                fprintf(stderr, "auto_sweep: cannot create directory %s: %s\n", buf, strerror(errno));
-                exit(1);
-            }
-            *p = keep;
-            if (!keep) return;
-        }
-}
-
 int main(int argc, char **argv)
 {
     static sweep S;
@@ -928,7 +861,7 @@ int main(int argc, char **argv)
 
     time_t now = time(NULL);
     strftime(S.date, sizeof S.date, "%Y-%m-%d", localtime(&now));
-    cpu_name(S.device_name, sizeof S.device_name);
+    demo__cpu_name(S.device_name, sizeof S.device_name);
     snprintf(S.versions, sizeof S.versions, "CPU backend, %d OpenMP threads", omp_threads());
 #ifdef SLIDECHECK_CUDA
     if (S.on_gpu && !o->dry_run) {
@@ -941,9 +874,9 @@ int main(int argc, char **argv)
         int drv = 0, rt = 0, cb = 0;
         char kd[64];
         sc_cuda_versions(&drv, &rt, &cb);
-        driver_version(kd, sizeof kd);
+        demo__driver_version(kd, sizeof kd);
         char host[160];
-        cpu_name(host, sizeof host);
+        demo__cpu_name(host, sizeof host);
         snprintf(S.versions, sizeof S.versions, "driver %s (CUDA %d.%d), runtime %d.%d, cuBLAS %d.%d.%d; host %s, %d "
                  "OpenMP threads", kd, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, cb / 10000, cb / 100 % 100,
                  cb % 100, host, omp_threads());
@@ -1009,7 +942,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (o->dry_run) return 0;
 
-    mkdirs(o->out);
+    if (demo_mkdirs(o->out)) exit(1);
     char path[4200];
     snprintf(path, sizeof path, "%s/sweep.csv", o->out);
     S.csv = fopen(path, "w");
@@ -1032,7 +965,7 @@ int main(int argc, char **argv)
     float *params = (float *)malloc(sizeof(float) * np);
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * per * (size_t)(1 + o->steps));
     if (!params || !ids) die("host memory");
-    init_params(params, &S.cfg, o->seed);
+    if (sc_params_init(params, &S.cfg, o->seed) != SC_SUCCESS) die("the weights");
     sc_rng rng = sc_rng_seed((uint64_t)o->seed + 77);
     for (size_t i = 0; i < per * (size_t)(1 + o->steps); i++) ids[i] = (int32_t)(sc_rng_u64(&rng) % (uint64_t)S.cfg.vocab_size);
     S.params = params, S.ids = ids;

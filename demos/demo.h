@@ -34,6 +34,8 @@
 #define DEMO_DEF static
 #endif
 
+#include "machine.h"
+
 #define DEMO_GIB 1073741824.0
 #define DEMO_MIB 1048576.0
 
@@ -110,28 +112,6 @@ DEMO_DEF int demo_parse_int(const demo *d, const char *flag, const char *v, int 
     return (int)x;
 }
 
-/* mkdir -p: 0, or -1 with a message on stderr. */
-DEMO_DEF int demo_mkdirs(const char *dir)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
-        fprintf(stderr, "error: path too long: %s\n", dir);
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char keep = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST) {
-                fprintf(stderr, "error: cannot create directory %s: %s\n", buf, strerror(errno));
-                return -1;
-            }
-            *p = keep;
-            if (!keep) return 0;
-        }
-    }
-}
-
 DEMO_DEF const char *demo_common_usage =
     "common options:\n"
     "  --model NAME     built-in model shape (default tiny; random init): %s\n"
@@ -165,45 +145,6 @@ DEMO_DEF void demo__pick_device(demo *d)
         exit(1);
     }
 #endif
-}
-
-/* The CPU's model name from /proc/cpuinfo ("cpu" where unknown). */
-DEMO_DEF void demo__cpu_name(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "cpu");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        char *p = strchr(line, ':');
-        if (!p) break;
-        p++;
-        while (*p == ' ' || *p == '\t') p++;
-        p[strcspn(p, "\n")] = 0;
-        snprintf(buf, cap, "%s", p);
-        break;
-    }
-    fclose(f);
-}
-
-/* The NVIDIA kernel driver's version ("580.159.04"), from /proc/driver/nvidia/version. */
-DEMO_DEF void demo__driver_version(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "?");
-    FILE *f = fopen("/proc/driver/nvidia/version", "r");
-    if (!f) return;
-    char line[512];
-    if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64 [Kernel Module]  580.159.04  Tue ...":
-           the first word made of digits and dots, with a dot */
-        for (char *w = strtok(line, " \t\n"); w; w = strtok(NULL, " \t\n"))
-            if (strchr(w, '.') && strspn(w, "0123456789.") == strlen(w)) {
-                snprintf(buf, cap, "%s", w);
-                break;
-            }
-    }
-    fclose(f);
 }
 
 /* Parse the flags (common ones here, the rest through fn), pick the device, fill in the
