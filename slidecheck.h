@@ -230,6 +230,7 @@ USAGE
      sc_model_cfg(m) / sc_model_allocator(m) / sc_model_cuda(m) (NULL on the CPU backend)
      sc_model_set_tracer(m, tr)          spans per layer and phase; NULL detaches
      sc_model_tracer_timing(m, &tc)      tc's event callbacks for the model's device
+     sc_model_tracer_mem(m)              the allocator's and slide's counters for step_end
      sc_model_graph_steps(m) / sc_model_graph_kernels(m)   the whole-step CUDA graph
                                          (mc.cuda_graph): steps it ran, kernels it holds
      sc_parse_size("6GiB", &bytes)       0, or -1 for a malformed size
@@ -1428,6 +1429,9 @@ SCDEF sc_cuda *sc_model_cuda(sc_model *m);
    sync at each step's end (so wall times include the queued work); on the CPU, none (the CPU
    clock). The other fields of tc are left as they are. */
 SCDEF void sc_model_tracer_timing(sc_model *m, sc_tracer_config *tc);
+/* The memory counters sc_tracer_step_end takes, now: the model's allocator (current and peak
+   allocated and reserved; reset the peaks with sc_allocator_reset_peak) and slide's pinned bytes. */
+SCDEF sc_tracer_mem sc_model_tracer_mem(const sc_model *m);
 /* Sizes like "6GiB", "512MiB", "1.5GB", "4096" (bytes). 0 on success, -1 on a malformed size. */
 SCDEF int sc_parse_size(const char *s, size_t *out);
 /* The learning rate of the next update (a schedule sets it before each step), and the current one. */
@@ -8052,6 +8056,18 @@ SCDEF sc_cuda *sc_model_cuda(sc_model *m) { return m->cu; }
 #ifdef SLIDECHECK_CUDA
 static void sc__tracer_cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
 #endif
+
+SCDEF sc_tracer_mem sc_model_tracer_mem(const sc_model *m)
+{
+    sc_memory_stats st = sc_allocator_stats(&m->alloc);
+    sc_tracer_mem mem;
+    mem.allocated = st.allocated_bytes[SC_STAT_ALL].current;
+    mem.reserved = st.reserved_bytes[SC_STAT_ALL].current;
+    mem.peak_allocated = st.allocated_bytes[SC_STAT_ALL].peak;
+    mem.peak_reserved = st.reserved_bytes[SC_STAT_ALL].peak;
+    mem.host_pinned = (int64_t)sc_model_slide_info(m).pinned_bytes;
+    return mem;
+}
 
 SCDEF void sc_model_tracer_timing(sc_model *m, sc_tracer_config *tc)
 {

@@ -527,13 +527,7 @@ static void run_cfg(const sweep *S, sweep_cfg *c)
             sc_tracer_step_end(&tr, NAN, 0, NULL);
             break;
         }
-        sc_memory_stats ms = sc_allocator_stats(al);
-        sc_tracer_mem mem;
-        memset(&mem, 0, sizeof mem);
-        mem.allocated = ms.allocated_bytes[SC_STAT_ALL].current;
-        mem.reserved = ms.reserved_bytes[SC_STAT_ALL].current;
-        mem.peak_allocated = ms.allocated_bytes[SC_STAT_ALL].peak;
-        mem.peak_reserved = ms.reserved_bytes[SC_STAT_ALL].peak;
+        sc_tracer_mem mem = sc_model_tracer_mem(m);
         if (sc_tracer_step_end(&tr, loss, (double)per, &mem) != SC_SUCCESS) die("tracer");
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
         walls[s] = sm ? sm->wall_ms : NAN;

@@ -1345,13 +1345,7 @@ static int cmd_train(int argc, char **argv)
         /* slide: the last step's host updates may still run; they belong to this step's time */
         if (s + 1 == o.steps && (r = sc_model_sync(m)) != SC_SUCCESS) die(r, "training step");
         si = sc_model_slide_info(m);
-        sc_memory_stats st = sc_allocator_stats(al);
-        sc_tracer_mem mem;
-        mem.allocated = st.allocated_bytes[SC_STAT_ALL].current;
-        mem.reserved = st.reserved_bytes[SC_STAT_ALL].current;
-        mem.peak_allocated = st.allocated_bytes[SC_STAT_ALL].peak;
-        mem.peak_reserved = st.reserved_bytes[SC_STAT_ALL].peak;
-        mem.host_pinned = (int64_t)si.pinned_bytes;
+        sc_tracer_mem mem = sc_model_tracer_mem(m);
         if ((r = sc_tracer_step_end(&tr, loss, (double)o.accum * B * T, &mem)) != SC_SUCCESS) die(r, "tracer");
 #ifdef SLIDECHECK_CUDA
         if (o.op_times && (r = sc_cuda_profile_collect(cu, s >= o.warmup)) != SC_SUCCESS) die(r, "--op-times");

@@ -391,13 +391,7 @@ DEMO_DEF int demo_train(const demo *d, demo_run *r, const int32_t *ids, int nbat
             break;
         }
         sc_slide_info si = sc_model_slide_info(m);
-        sc_memory_stats ms = sc_allocator_stats(al);
-        sc_tracer_mem mem;
-        mem.allocated = ms.allocated_bytes[SC_STAT_ALL].current;
-        mem.reserved = ms.reserved_bytes[SC_STAT_ALL].current;
-        mem.peak_allocated = ms.allocated_bytes[SC_STAT_ALL].peak;
-        mem.peak_reserved = ms.reserved_bytes[SC_STAT_ALL].peak;
-        mem.host_pinned = (int64_t)si.pinned_bytes;
+        sc_tracer_mem mem = sc_model_tracer_mem(m);
         t->saved = sc_model_last_saved_bytes(m);
         if (sc_tracer_step_end(&r->tr, t->loss, (double)per, &mem) != SC_SUCCESS) demo_die(d, "tracer");
         const sc_step_metrics *sm = sc_tracer_step_get(&r->tr, s);

@@ -273,12 +273,7 @@ static void train_policy(run *r, const sc_config *cfg, const sc_model_config *mc
         if (sc_model_forward_backward(m, &r->plan, ids, B, T, &rec->loss) != SC_SUCCESS) die("forward/backward");
         rec->saved = sc_model_last_saved_bytes(m);
         if (sc_model_optimizer_step(m) != SC_SUCCESS) die("optimizer step");
-        sc_memory_stats ms = sc_allocator_stats(al);
-        sc_tracer_mem mem;
-        mem.allocated = ms.allocated_bytes[SC_STAT_ALL].current;
-        mem.reserved = ms.reserved_bytes[SC_STAT_ALL].current;
-        mem.peak_allocated = ms.allocated_bytes[SC_STAT_ALL].peak;
-        mem.peak_reserved = ms.reserved_bytes[SC_STAT_ALL].peak;
+        sc_tracer_mem mem = sc_model_tracer_mem(m);
         if (sc_tracer_step_end(&tr, rec->loss, (double)B * T, &mem) != SC_SUCCESS) die("tracer");
         /* The step's phase totals: phase_ms[SC_PHASE_FWD], [SC_PHASE_RECOMPUTE], ... */
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
