@@ -1775,7 +1775,8 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    layer's host update, which the next step waits for (zero when the first layer stays on the
    device). duplex and share (0..1) are measured: (together - the longer alone) / the shorter
    alone; 0 when the two run side by side, 1 when one waits for the other. On the CPU backend the
-   host side runs on the compute's cores: step = compute + host + exposed, duplex = share = 1.
+   host side runs on the compute's cores: step = compute + host + exposed, duplex = share = 1,
+   and the host optimizer runs at the profile's own update rate.
    ------------------------------------------------------------------------------------------ */
 typedef struct sc_plan_auto_config {
     size_t mem_cap;          /* bytes the allocator may reserve on the device; 0 = no cap */
@@ -12319,7 +12320,8 @@ static double sc__auto_now(void) { return (double)sc_tracer_now_ns() * 1e-9; }
 
 static size_t sc__auto_clamp(size_t x, size_t lo, size_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-/* The host optimizer's buffers for the profile: n parameters in slide's host dtypes. */
+#ifdef SLIDECHECK_CUDA
+/* The host optimizer's buffers for the GPU profile: n parameters in slide's host dtypes. */
 typedef struct sc__auto_opt {
     void *p, *m, *v, *g;
     uint16_t *w;
@@ -12357,7 +12359,6 @@ static double sc__auto_opt_run(sc__auto_opt *o)
 
 static void sc__auto_opt_free(sc__auto_opt *o) { free(o->p); free(o->m); free(o->v); free(o->g); free(o->w); }
 
-#ifdef SLIDECHECK_CUDA
 /* How much two kinds of work slow each other, from their times alone (a, b) and together (ab):
    0 when together takes the longer one's time, 1 when it takes their sum. */
 static double sc__auto_overlap(double a, double b, double ab)
@@ -12368,22 +12369,24 @@ static double sc__auto_overlap(double a, double b, double ab)
 #endif
 
 /* The host side of slide: the host optimizer's rate over n parameters, the copy bandwidth of
-   `nb` bytes each way (pinned host memory and the copy streams on the GPU; memcpy on the CPU,
-   where slide's copies are), and how the two directions and the copies and the optimizer share
-   the host: each timed alone and together, the best of 3. On the CPU every part runs on the
-   same cores: counted one after the other (duplex and share 1). */
+   `nb` bytes each way (pinned host memory and the copy streams on the GPU), and how the two
+   directions and the copies and the optimizer share the host: each timed alone and together, the
+   best of 3. On the CPU backend slide's copies are memcpy and its host optimizer is the resident
+   update on the same cores: the copies are timed, the optimizer takes the profile's own rate
+   (pr->dopt_pps), and every part runs one after the other (duplex and share 1). */
 static sc_result sc__auto_host_rates(sc__auto_prof *pr, sc_model *m, const sc_model_config *mc, size_t nb, size_t n,
                                      int threads)
 {
-    sc__auto_opt o;
-    sc__auto_opt_init(&o, mc, n, threads);
     double t[5] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL}; /* h2d, d2h, both, optimizer, all */
-    sc_result r = o.ok ? SC_SUCCESS : sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the optimizer profile");
-    (void)m;
+    sc_result r = SC_SUCCESS;
 #ifdef SLIDECHECK_CUDA
-    if (r == SC_SUCCESS && m->cu) {
-        void *h = sc_cuda_host_alloc(m->cu, 2 * nb), *d = NULL;
-        if (!h) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: pinned host memory for the copy profile");
+    if (m->cu) {
+        sc__auto_opt o;
+        sc__auto_opt_init(&o, mc, n, threads);
+        void *h = NULL, *d = NULL;
+        if (!o.ok) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the optimizer profile");
+        else if (!(h = sc_cuda_host_alloc(m->cu, 2 * nb)))
+            r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: pinned host memory for the copy profile");
         else r = sc_allocator_alloc(&m->alloc, &d, 2 * nb, 0, "auto profile (copies)");
         /* kind 0 h2d, 1 d2h, 2 both, 3 the optimizer, 4 both copies and the optimizer */
         for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++)
@@ -12398,20 +12401,21 @@ static sc_result sc__auto_host_rates(sc__auto_prof *pr, sc_model *m, const sc_mo
             }
         if (d) sc_allocator_free(&m->alloc, d);
         if (h) sc_cuda_host_free(m->cu, h);
+        sc__auto_opt_free(&o);
         pr->duplex = sc__auto_overlap(t[0], t[1], t[2]);
         pr->share = sc__auto_overlap(t[2], t[3], t[4]);
+        pr->opt_pps = t[3] > 0 && t[3] < HUGE_VAL ? (double)n / t[3] : 1e12;
     } else
 #endif
-        if (r == SC_SUCCESS) {
+    {
+        (void)m, (void)mc, (void)n, (void)threads;
         char *a = (char *)malloc(nb), *b = (char *)malloc(nb);
         if (!a || !b) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the copy profile");
         else memset(a, 1, nb), memset(b, 2, nb);
         for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++)
-            for (int kind = 0; kind < 4; kind++) {
-                if (kind == 2) continue;
+            for (int kind = 0; kind < 2; kind++) {
                 double t0 = sc__auto_now();
-                if (kind < 2) memcpy(kind ? a : b, kind ? b : a, nb);
-                else sc__auto_opt_run(&o);
+                memcpy(kind ? a : b, kind ? b : a, nb);
                 double dt = sc__auto_now() - t0;
                 t[kind] = dt < t[kind] ? dt : t[kind];
             }
@@ -12419,11 +12423,10 @@ static sc_result sc__auto_host_rates(sc__auto_prof *pr, sc_model *m, const sc_mo
         free(b);
         pr->duplex = pr->share = 1.0;
         pr->serial = 1;
+        pr->opt_pps = pr->dopt_pps;
     }
-    sc__auto_opt_free(&o);
     pr->h2d_Bps = t[0] > 0 && t[0] < HUGE_VAL ? (double)nb / t[0] : 1e12;
     pr->d2h_Bps = t[1] > 0 && t[1] < HUGE_VAL ? (double)nb / t[1] : 1e12;
-    pr->opt_pps = t[3] > 0 && t[3] < HUGE_VAL ? (double)n / t[3] : 1e12;
     return r;
 }
 
