@@ -34,7 +34,7 @@ TESTS = tensor model alloc trace io plan auto slide optim plot dist data train
 DEMOS = t1m1 t1m2 sweep maxbatch textdemo placement
 DEMO_HDRS = $(wildcard demos/*.h)
 
-.PHONY: all test test-gpu test-gpu-memcheck test-gpu-slide clean demo demos
+.PHONY: all test test-gpu test-gpu-memcheck test-gpu-racecheck test-gpu-slide clean demo demos
 ifeq ($(NVCC),)
 all: build/slidecheck
 	@echo "note: nvcc not found: built the CPU-only tool (no CUDA backend)"
@@ -151,6 +151,11 @@ demo:
 
 test-gpu-memcheck: build/test_gpu
 	$(CUDA_HOME)/bin/compute-sanitizer --tool memcheck --error-exitcode 1 build/test_gpu --quick
+
+# the attention kernels (shared-memory rings, mbarriers, TMA) under racecheck and synccheck
+test-gpu-racecheck: build/test_gpu
+	$(CUDA_HOME)/bin/compute-sanitizer --tool racecheck --error-exitcode 1 build/test_gpu --quick --attention
+	$(CUDA_HOME)/bin/compute-sanitizer --tool synccheck --error-exitcode 1 build/test_gpu --quick --attention
 
 # slide mode on the GPU: memcheck / racecheck / synccheck on a tiny run and a 1000-step soak
 test-gpu-slide: build/slidecheck

@@ -22,6 +22,7 @@
 #include "check.h"
 
 static int g_quick;
+static int g_attention_only; /* --attention: the bf16 attention checks alone, for racecheck */
 
 
 /* worst relative error seen per tolerance class, for the summary */
@@ -1225,17 +1226,19 @@ static void run_op_tests(int bf16, int gf32)
         check(0, "sc_cuda_create", "failed");
         return;
     }
-    test_copies(&t);
-    if (!g_quick) test_nccl_one_rank(&t); /* NCCL's own kernels are not ours to sanitize */
-    test_embedding(&t);
-    test_rmsnorm(&t);
-    test_add_rmsnorm(&t);
-    test_matmul_shape(&t, 37, 40, 84, 1);
-    test_matmul_shape(&t, 37, 37, 29, 0);
-    if (!g_quick) test_matmul_shape(&t, 300, 256, 640, 1);
-    test_qknorm_rope(&t, 2, 19, 5, 1, 12, 1);
-    test_qknorm_rope(&t, 1, 37, 4, 2, 16, 1);
-    test_qknorm_rope(&t, 2, 19, 5, 1, 12, 0);
+    if (!g_attention_only) {
+        test_copies(&t);
+        if (!g_quick) test_nccl_one_rank(&t); /* NCCL's own kernels are not ours to sanitize */
+        test_embedding(&t);
+        test_rmsnorm(&t);
+        test_add_rmsnorm(&t);
+        test_matmul_shape(&t, 37, 40, 84, 1);
+        test_matmul_shape(&t, 37, 37, 29, 0);
+        if (!g_quick) test_matmul_shape(&t, 300, 256, 640, 1);
+        test_qknorm_rope(&t, 2, 19, 5, 1, 12, 1);
+        test_qknorm_rope(&t, 1, 37, 4, 2, 16, 1);
+        test_qknorm_rope(&t, 2, 19, 5, 1, 12, 0);
+    }
     test_attention(&t, 2, 37, 5, 1, 12);
     test_attention(&t, 1, 70, 4, 2, 16);
     /* the tensor-core path in bf16 mode (D 64 / 128): T = 1, 37, 129, 2048; G = 1, 2, 4 */
@@ -1262,11 +1265,13 @@ static void run_op_tests(int bf16, int gf32)
         test_attention(&t, 1, 65, 2, 1, 80);
         test_attention(&t, 1, 33, 6, 3, 200);
     }
-    test_swiglu(&t);
-    test_ce(&t, 37, 97);
-    if (!g_quick) test_ce(&t, 5, 151936);
-    test_optim(&t);
-    test_grad_norm(&t);
+    if (!g_attention_only) {
+        test_swiglu(&t);
+        test_ce(&t, 37, 97);
+        if (!g_quick) test_ce(&t, 5, 151936);
+        test_optim(&t);
+        test_grad_norm(&t);
+    }
     char nm[160];
     name_of(nm, sizeof nm, &t, "no sticky CUDA error after the op tests");
     sc_result st = sc_cuda_synchronize(t.cu);
@@ -2099,6 +2104,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--placement")) placement_only = 1; /* test_slide_placement alone */
         else if (!strcmp(argv[i], "--bench")) do_bench = 1;
         else if (!strcmp(argv[i], "--bench-attention")) do_bench = 2; /* attention alone (for a profiler) */
+        else if (!strcmp(argv[i], "--attention")) g_attention_only = 1; /* bf16 attention checks alone (racecheck) */
     }
     if (sc_cuda_available() != SC_SUCCESS) {
         printf("SKIP: %s; GPU tests not run\n0 passed, 0 failed\n", sc_last_error());
@@ -2116,6 +2122,11 @@ int main(int argc, char **argv)
         test_slide_placement(&c, 2, 13);
         cfg_q2(&c);
         test_slide_placement(&c, 3, 7);
+        printf("%d passed, %d failed\n", npass, nfail);
+        return nfail != 0;
+    }
+    if (g_attention_only) {
+        run_op_tests(1, 0);
         printf("%d passed, %d failed\n", npass, nfail);
         return nfail != 0;
     }
