@@ -1760,24 +1760,42 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    Time: one profile on a copy of the model with 2 layers (random weights, no cap, on the
    caller's device): sc_model_plan_budget's per-layer recompute costs, one measured step (the
    layers' fwd + bwd spans, the optimizer and the rest), copy bandwidth each way over one layer's
-   weights (pinned memory on the GPU, memcpy on the CPU), the host optimizer's rate over one
-   layer, and both copy directions and the host optimizer timed alone and together.
+   weights (pinned memory on the GPU, memcpy on the CPU), alone and both at once, and on the GPU
+   the host optimizer's rate inside slide steps of that copy (every layer and the head streamed).
      compute = accum x (rest + L x layer + recompute(plan)) + device params / device rate
      resident: step = compute
-     slide:    step = max(compute, host) + exposed
-               host = max(copy, hopt) + share x min(copy, hopt),  hopt = host params / rate,
+     slide:    step = max(compute + exposed, copy, hopt + idle)
                copy = max(u, d) + duplex x min(u, d),  u = up / bw_h2d, d = down / bw_d2h
+               hopt = host params / host rate
+               idle = one upload + (L - k) x layer fwd + rest + one layer bwd + (accum - 1) x step
    with device params = what the device updates (every parameter when resident; the device
    layers, a kept head, the streamed layers under slide_device_update); up = the streamed layers'
    weights twice (forward and backward) less those still in the P + W slots, plus the head's
    unless kept; down = their gradients (updated weights with slide_device_update) and the head's;
    host params = what the host optimizer updates; exposed = the first layer's upload and the last
    layer's host update, which the next step waits for (zero when the first layer stays on the
-   device). duplex and share (0..1) are measured: (together - the longer alone) / the shorter
-   alone; 0 when the two run side by side, 1 when one waits for the other. On the CPU backend the
-   host side runs on the compute's cores: step = compute + host + exposed, duplex = share = 1,
-   and the host optimizer runs at the profile's own update rate.
+   device); idle = the part of a step in which the host optimizer has nothing to update (from the
+   first streamed layer's update, its last, to the next step's first gradient), so that a step
+   bound by the host optimizer takes hopt + idle. duplex (0..1) is measured: (both at once - the
+   longer alone) / the shorter alone. On the CPU backend the host side runs on the compute's
+   cores: step = compute + copy + hopt + exposed, duplex = 1, and the host optimizer runs at the
+   profile's own update rate.
    ------------------------------------------------------------------------------------------ */
+/* What the profile measured (the rates of the time model above). A caller that plans the same
+   model, device, dtypes, optimizer, threads and micro-batch again (other caps, other pinned
+   options) may keep one and pass it back through sc_plan_auto_config.profile. */
+typedef struct sc_auto_profile {
+    int valid;               /* 0: the next sc_plan_auto fills it; 1: it is used as it is */
+    sc_layer_cost lc;        /* one layer's recompute costs (sc_model_plan_budget's) */
+    double layer_s;          /* forward + backward of one layer, no recompute, seconds */
+    double rest_s;           /* the rest of a step: embedding, head and loss (not the optimizer) */
+    double dopt_pps;         /* the device optimizer's parameters a second (the resident update) */
+    double h2d_Bps, d2h_Bps; /* copy bandwidth each way, bytes a second */
+    double duplex;           /* 0..1: how much the two copy directions slow each other */
+    double opt_pps;          /* the host optimizer's parameters a second, inside slide steps */
+    int serial;              /* the CPU backend: the host side runs on the compute's cores */
+} sc_auto_profile;
+
 typedef struct sc_plan_auto_config {
     size_t mem_cap;          /* bytes the allocator may reserve on the device; 0 = no cap */
     int B, T;                /* the micro-batch */
@@ -1787,6 +1805,7 @@ typedef struct sc_plan_auto_config {
     int max_device_layers;   /* slide: at most this many layers on the device (0: any, -1: none) */
     int profile_layers;      /* layers of the profiled copy (0 -> 2, at most the model's) */
     int resident_only;       /* 1: resident mode only (the planner's plan under the cap) */
+    sc_auto_profile *profile; /* NULL: profile on every call; else filled where !valid, then reused */
 } sc_plan_auto_config;
 
 typedef struct sc_plan_auto_result {
@@ -12304,111 +12323,44 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget)
 /* ------------------------------------------------------------------------------------------
    sc_plan_auto: the model of memory and time is the note above its declaration.
    ------------------------------------------------------------------------------------------ */
-typedef struct sc__auto_prof {
-    sc_layer_cost lc;        /* one layer's costs (mean over the profiled layers) */
-    double layer_s;          /* forward + backward of one layer, no recompute */
-    double rest_s;           /* the rest of a step: embedding, head and loss (not the optimizer) */
-    double dopt_pps;         /* the device optimizer's parameters a second (the resident update) */
-    double h2d_Bps, d2h_Bps; /* copy bandwidth each way, bytes a second */
-    double opt_pps;          /* the host optimizer's parameters a second */
-    double duplex, share;    /* 0..1: how much the two copy directions, and the copies and the host
-                                optimizer, slow each other (0 side by side, 1 one after the other) */
-    int serial;              /* the CPU backend: the host side runs on the compute's cores */
-} sc__auto_prof;
 
 static double sc__auto_now(void) { return (double)sc_tracer_now_ns() * 1e-9; }
 
 static size_t sc__auto_clamp(size_t x, size_t lo, size_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-#ifdef SLIDECHECK_CUDA
-/* The host optimizer's buffers for the GPU profile: n parameters in slide's host dtypes. */
-typedef struct sc__auto_opt {
-    void *p, *m, *v, *g;
-    uint16_t *w;
-    size_t n;
-    sc_dtype pt, st, gt;
-    int adamw, threads, ok;
-} sc__auto_opt;
-
-static void sc__auto_opt_init(sc__auto_opt *o, const sc_model_config *mc, size_t n, int threads)
+/* The copy bandwidth of `nb` bytes each way, and how much the two directions slow each other
+   (duplex: 0 when both at once take the longer one's time, 1 when they take the sum): each timed
+   alone and both at once, the best of 3. Pinned host memory and the copy streams on the GPU;
+   memcpy on the CPU backend, where slide's copies run on the compute's cores (duplex 1). */
+static sc_result sc__auto_copy_rates(sc_auto_profile *pr, sc_model *m, size_t nb)
 {
-    int gpu_bf16 = mc->device == SC_DEVICE_CUDA && mc->bf16, pb, gb, ab;
-    sc_model_config_storage(mc, &pb, &gb, &ab);
-    memset(o, 0, sizeof *o);
-    o->n = n, o->threads = threads, o->adamw = mc->optim == SC_OPTIM_ADAMW;
-    o->pt = gpu_bf16 && !mc->master_weights ? SC_BF16 : SC_F32, o->st = mc->state_bf16 ? SC_BF16 : o->pt;
-    o->gt = gb == 2 ? SC_BF16 : SC_F32;
-    o->p = calloc(n, 4), o->g = calloc(n, 4);
-    if (o->adamw) o->m = calloc(n, 4), o->v = calloc(n, 4);
-    if (gpu_bf16 && mc->master_weights) o->w = (uint16_t *)calloc(n, 2);
-    o->ok = o->p && o->g && (!o->adamw || (o->m && o->v)) && (o->w || !(gpu_bf16 && mc->master_weights));
-    void *bufs[4] = {o->p, o->m, o->v, o->g};
-    for (int i = 0; i < 4 && o->ok; i++) /* as slide's host state is (sc__slide_host_alloc) */
-        if (bufs[i]) sc__host_huge(bufs[i], n * 4);
-}
-
-/* one update over the n parameters (the host threads), seconds */
-static double sc__auto_opt_run(sc__auto_opt *o)
-{
-    sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
-    double t0 = sc__auto_now();
-    if (o->adamw) sc_cpu_adamw_mt(o->p, o->m, o->v, o->pt, o->st, o->g, o->gt, o->w, o->n, &k, o->threads);
-    else sc_cpu_sgd_mt(o->p, o->pt, o->g, o->gt, o->w, o->n, &k, o->threads);
-    return sc__auto_now() - t0;
-}
-
-static void sc__auto_opt_free(sc__auto_opt *o) { free(o->p); free(o->m); free(o->v); free(o->g); free(o->w); }
-
-/* How much two kinds of work slow each other, from their times alone (a, b) and together (ab):
-   0 when together takes the longer one's time, 1 when it takes their sum. */
-static double sc__auto_overlap(double a, double b, double ab)
-{
-    double lo = a < b ? a : b, hi = a < b ? b : a, f = lo > 0 ? (ab - hi) / lo : 1.0;
-    return f < 0 ? 0.0 : f > 1 ? 1.0 : f;
-}
-#endif
-
-/* The host side of slide: the host optimizer's rate over n parameters, the copy bandwidth of
-   `nb` bytes each way (pinned host memory and the copy streams on the GPU), and how the two
-   directions and the copies and the optimizer share the host: each timed alone and together, the
-   best of 3. On the CPU backend slide's copies are memcpy and its host optimizer is the resident
-   update on the same cores: the copies are timed, the optimizer takes the profile's own rate
-   (pr->dopt_pps), and every part runs one after the other (duplex and share 1). */
-static sc_result sc__auto_host_rates(sc__auto_prof *pr, sc_model *m, const sc_model_config *mc, size_t nb, size_t n,
-                                     int threads)
-{
-    double t[5] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL}; /* h2d, d2h, both, optimizer, all */
+    double t[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}; /* h2d, d2h, both */
     sc_result r = SC_SUCCESS;
+    pr->duplex = 1.0;
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
-        sc__auto_opt o;
-        sc__auto_opt_init(&o, mc, n, threads);
         void *h = NULL, *d = NULL;
-        if (!o.ok) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the optimizer profile");
-        else if (!(h = sc_cuda_host_alloc(m->cu, 2 * nb)))
+        if (!(h = sc_cuda_host_alloc(m->cu, 2 * nb)))
             r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: pinned host memory for the copy profile");
         else r = sc_allocator_alloc(&m->alloc, &d, 2 * nb, 0, "auto profile (copies)");
-        /* kind 0 h2d, 1 d2h, 2 both, 3 the optimizer, 4 both copies and the optimizer */
         for (int rep = 0; rep < 3 && r == SC_SUCCESS; rep++)
-            for (int kind = 0; kind < 5 && r == SC_SUCCESS; kind++) {
+            for (int kind = 0; kind < 3 && r == SC_SUCCESS; kind++) {
                 double t0 = sc__auto_now();
-                if (kind != 1 && kind != 3) sc_cuda_copy_async(m->cu, 1, d, h, nb);
-                if (kind != 0 && kind != 3) sc_cuda_copy_async(m->cu, 2, (char *)h + nb, (char *)d + nb, nb);
-                if (kind >= 3) sc__auto_opt_run(&o);
+                if (kind != 1) sc_cuda_copy_async(m->cu, 1, d, h, nb);
+                if (kind != 0) sc_cuda_copy_async(m->cu, 2, (char *)h + nb, (char *)d + nb, nb);
                 r = sc_cuda_synchronize(m->cu);
                 double dt = sc__auto_now() - t0;
                 t[kind] = dt < t[kind] ? dt : t[kind];
             }
         if (d) sc_allocator_free(&m->alloc, d);
         if (h) sc_cuda_host_free(m->cu, h);
-        sc__auto_opt_free(&o);
-        pr->duplex = sc__auto_overlap(t[0], t[1], t[2]);
-        pr->share = sc__auto_overlap(t[2], t[3], t[4]);
-        pr->opt_pps = t[3] > 0 && t[3] < HUGE_VAL ? (double)n / t[3] : 1e12;
+        double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+        double f = lo > 0 && lo < HUGE_VAL ? (t[2] - hi) / lo : 1.0;
+        pr->duplex = f < 0 ? 0.0 : f > 1 ? 1.0 : f;
     } else
 #endif
     {
-        (void)m, (void)mc, (void)n, (void)threads;
+        (void)m;
         char *a = (char *)malloc(nb), *b = (char *)malloc(nb);
         if (!a || !b) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_plan_auto: host memory for the copy profile");
         else memset(a, 1, nb), memset(b, 2, nb);
@@ -12421,18 +12373,51 @@ static sc_result sc__auto_host_rates(sc__auto_prof *pr, sc_model *m, const sc_mo
             }
         free(a);
         free(b);
-        pr->duplex = pr->share = 1.0;
-        pr->serial = 1;
-        pr->opt_pps = pr->dopt_pps;
     }
     pr->h2d_Bps = t[0] > 0 && t[0] < HUGE_VAL ? (double)nb / t[0] : 1e12;
     pr->d2h_Bps = t[1] > 0 && t[1] < HUGE_VAL ? (double)nb / t[1] : 1e12;
     return r;
 }
 
+/* The host optimizer's rate as slide runs it (GPU): the profiled model again in slide mode, every
+   layer and the head streamed and updated on the host, 3 steps; the rate is the parameters its
+   host optimizer updated over the time it took (sc_slide_info), the best step after the first.
+   Timed inside a step, it runs beside that step's copies and the other host threads, which an
+   optimizer timed alone does not see: on an H100 host one timed alone ran 1.3x the rate slide's
+   steps got. On the CPU backend slide's host optimizer is the resident update on the same cores:
+   the profile's own rate (pr->dopt_pps), every part one after the other (pr->serial). */
+static sc_result sc__auto_host_opt_rate(sc_auto_profile *pr, const sc_config *pc, const sc_model_config *pm,
+                                        const int32_t *ids, int B, int T, int threads)
+{
+    if (pm->device != SC_DEVICE_CUDA) {
+        pr->serial = 1;
+        pr->opt_pps = pr->dopt_pps;
+        return SC_SUCCESS;
+    }
+    sc_model_config sm = *pm;
+    sm.mode = SC_MODE_SLIDE;
+    sm.slide_prefetch = 1, sm.slide_cpu_threads = threads;
+    sc_model *s = NULL;
+    sc_result r = sc_model_create(&s, pc, &sm, NULL);
+    sc_plan none;
+    sc_plan_parse(&none, "none", pc->num_layers);
+    double best = 0.0;
+    for (int st = 0; st < 3 && r == SC_SUCCESS; st++) {
+        float loss = 0.0f;
+        r = sc_model_step(s, &none, ids, 1, B, T, 1, &loss);
+        if (r == SC_SUCCESS) r = sc_model_sync(s);
+        sc_slide_info si = sc_model_slide_info(s);
+        double pps = si.opt_ms > 0 ? (double)si.host_update_params / (si.opt_ms * 1e-3) : 0.0;
+        if (r == SC_SUCCESS && st > 0 && pps > best) best = pps;
+    }
+    if (s) sc_model_destroy(s);
+    pr->opt_pps = best > 0 ? best : 1e12;
+    return r;
+}
+
 /* The profile: a copy of the model with ac->profile_layers layers on the caller's device,
    resident, uncapped and eager (as slide's steps are). */
-static sc_result sc__auto_profile(sc__auto_prof *pr, const sc_config *cfg, const sc_model_config *mc,
+static sc_result sc__auto_profile(sc_auto_profile *pr, const sc_config *cfg, const sc_model_config *mc,
                                   const sc_plan_auto_config *ac, int threads)
 {
     int L = cfg->num_layers, Lp = ac->profile_layers > 0 ? ac->profile_layers : 2, B = ac->B, T = ac->T;
@@ -12503,10 +12488,10 @@ static sc_result sc__auto_profile(sc__auto_prof *pr, const sc_config *cfg, const
         int pb, gb, ab;
         sc_model_config_storage(mc, &pb, &gb, &ab);
         size_t ln = sc__layer_numel(cfg);
-        r = sc__auto_host_rates(pr, m, mc, sc__auto_clamp(ln * (size_t)pb, (size_t)1 << 20, (size_t)256 << 20),
-                                sc__auto_clamp(ln, (size_t)1 << 16, (size_t)1 << 24), threads);
+        r = sc__auto_copy_rates(pr, m, sc__auto_clamp(ln * (size_t)pb, (size_t)1 << 20, (size_t)256 << 20));
     }
     if (m) sc_model_destroy(m);
+    if (r == SC_SUCCESS) r = sc__auto_host_opt_rate(pr, &pc, &pm, ids, B, T, threads);
     free(own);
     return r;
 }
@@ -12583,8 +12568,13 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                         "the configuration to every rank)");
     int all = sc__optim_threads(0);
     int threads = mc->slide_cpu_threads > 0 ? mc->slide_cpu_threads : all > 1 ? all - 1 : 1;
-    sc__auto_prof pr;
-    SC__TRY(sc__auto_profile(&pr, cfg, mc, ac, threads));
+    sc_auto_profile pr;
+    if (ac->profile && ac->profile->valid) pr = *ac->profile;
+    else {
+        SC__TRY(sc__auto_profile(&pr, cfg, mc, ac, threads));
+        pr.valid = 1;
+        if (ac->profile) *ac->profile = pr;
+    }
     sc_layer_cost costs[SC_MAX_LAYERS];
     for (int l = 0; l < L; l++) costs[l] = pr.lc;
     size_t usable = ac->mem_cap ? sc_plan_budget_usable(ac->mem_cap, cfg, B, T) : (size_t)-1, minpeak = (size_t)-1;
@@ -12685,14 +12675,24 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                 double devp = (double)k * (double)ln + (keep ? (double)kn : 0.0) +
                                               (du ? (double)Ls * (double)ln : 0.0);
                                 double comp_k = comp + devp / pr.dopt_pps;
-                                /* the copies each way, and the host optimizer beside them, as much
-                                   overlapped as the profile found them (duplex, share) */
+                                /* the copies each way, as much overlapped as the profile found them */
                                 double u = up / pr.h2d_Bps, d = down / pr.d2h_Bps, hopt = hostp / pr.opt_pps;
                                 double copy = (u > d ? u : d) + pr.duplex * (u > d ? d : u);
-                                double host = (copy > hopt ? copy : hopt) + pr.share * (copy > hopt ? hopt : copy);
-                                double exposed = k > 0 ? 0.0 : (double)(ln * (size_t)pb) / pr.h2d_Bps +
-                                                               (du ? 0.0 : (double)ln / pr.opt_pps);
-                                double step = (pr.serial ? comp_k + host : comp_k > host ? comp_k : host) + exposed;
+                                double up1 = (double)(ln * (size_t)pb) / pr.h2d_Bps;
+                                double exposed = k > 0 ? 0.0 : up1 + (du ? 0.0 : (double)ln / pr.opt_pps);
+                                /* the host optimizer has nothing to do from its last update (the
+                                   first streamed layer's) until the next step's first gradient:
+                                   that layer's upload, the streamed layers' forward, the head and
+                                   the loss, the last layer's backward (and any earlier micro-batch) */
+                                double idle = up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s) +
+                                              (accum - 1) * base;
+                                double host = hopt > 0 ? hopt + idle : 0.0, step;
+                                if (pr.serial) step = comp_k + copy + hopt + exposed;
+                                else {
+                                    step = comp_k + exposed;
+                                    step = copy > step ? copy : step;
+                                    step = host > step ? host : step;
+                                }
                                 sc__auto_offer(&best, &c, &cand[i], rep.peak_bytes, F, k, comp_k, copy, hopt, step);
                             }
                         }

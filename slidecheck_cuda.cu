@@ -2652,7 +2652,8 @@ __global__ void __launch_bounds__(NWG * 128) k_fa_dkv_wg(bf16 *dqk, bf16 *dqkv, 
      Accelerator into a ring of SC__DKV_STAGES stages (the forward's 128-byte swizzled layout,
      rows past T as zeros); a second producer warp copies the tile's lse (times log2 e) and Di
      rows beside them (rows past T as zeros). full[s] completes when the copies have landed and
-     the 32 lanes of that warp have arrived; empty[s] when the 8 consumer warps are done with it.
+     the 32 lanes of that warp have arrived; empty[s] when the 256 consumer threads are done with
+     it (every thread arrives, so that each one's reads of the rows come before their overwrite).
    - Consumer warpgroup w runs k_fa_dkv_wg's loop body on its 64 keys: the same wgmma, in the
      same order, on the same data, and the same dS stores (the layout k_fa_dqs reads). It skips
      the query tiles wholly before its keys, which k_fa_dkv_wg's block for those keys never
@@ -2700,7 +2701,7 @@ __global__ void __launch_bounds__(SC__DKV_THREADS, 1)
     const int k0 = kt * BKN, nqt = (T_ - k0 + QB - 1) / QB, nit = G * nqt;
     if (threadIdx.x == 0) {
         mb_init(bkv, 1);
-        for (int s = 0; s < S; s++) mb_init(bfull + 8 * s, 1 + 32), mb_init(bempty + 8 * s, 8);
+        for (int s = 0; s < S; s++) mb_init(bfull + 8 * s, 1 + 32), mb_init(bempty + 8 * s, 256);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -2753,14 +2754,14 @@ __global__ void __launch_bounds__(SC__DKV_THREADS, 1)
         /* waited for even when skipped, so that a warp's arrivals on empty[s] stay in its phases */
         mb_wait(bfull + 8 * s, (it / S) & 1);
         if (i0 + QB - 1 < kg0 || kg0 >= T_) { /* every key after every query (or past T) */
-            if (lane == 0) mb_arrive(bempty + 8 * s);
+            mb_arrive(bempty + 8 * s);
             continue;
         }
         fa_dkv_tile<true, BKN, QB>(dk, dv, aK, aV, fa_saddr(sQ + s * QB * D), fa_saddr(sO + s * QB * D), sL + s * QB,
                                    sD + s * QB, i0, j0, kw0, T_, sl2, t, ds, b * H + kh * G + it / nqt, lane);
         wg_keep(dk);
         wg_keep(dv);
-        if (lane == 0) mb_arrive(bempty + 8 * s); /* this warp is done with stage s */
+        mb_arrive(bempty + 8 * s); /* this thread is done with stage s (its sL / sD reads included) */
     }
     if (kw0 < T_) fa_dkv_store<D>(dqk, dqkv, dk, dv, j0, T_, H, KV, kh, b, t, scale);
 #else

@@ -17,8 +17,10 @@
    steps (one batch each), and reports the median step wall time (the tracer's, with the GPU's
    events, the slide host updates of the last step inside it, as the training tool measures) and
    the allocator's peak allocated and reserved bytes over the run. An out-of-memory run is
-   recorded as such. Each sc_plan_auto call profiles a 2-layer copy of the model (a few seconds
-   at the 1.7B shape on a GPU): that is most of a prediction's cost.
+   recorded as such. The first sc_plan_auto call of an optimizer profiles a 2-layer copy of the
+   model (seconds at the 1.7B shape on a GPU); the later ones reuse that profile
+   (sc_plan_auto_config.profile), so that every prediction of the optimizer comes from the same
+   measured rates, printed once.
    Writes OUT/sweep.csv (one row per configuration, appended as they finish) and OUT/verdict.txt
    (also printed): per cap and optimizer, auto's step beside the fastest hand configuration's,
    auto / best (target <= 1.10), and the range of predicted / measured step and peak over the
@@ -315,6 +317,7 @@ typedef struct sweep {
     double t0, run_s, pred_s; /* elapsed clock start; time spent in runs and in predictions */
     int runs_done, preds_done, runs_left, preds_left;
     char device_name[160], versions[512], date[32];
+    sc_auto_profile prof[2]; /* by optimizer (SGD, AdamW): the first sc_plan_auto's, reused after */
     /* predictions made so far, by optimizer and configuration: one serves every cap */
     struct pred_memo *memo;
     int nmemo, memo_cap;
@@ -450,7 +453,7 @@ static int enumerate(const sweep *S, sc_optim optim, size_t cap, sweep_cfg *list
    leaves them possible; a clip norm rules both out (sc_model_create forbids them with clipping)
    and enters neither its memory nor its time model, so it pins a slot head and the host update.
    The returned configuration is checked against the one asked for. */
-static void predict(const sweep *S, sweep_cfg *c)
+static void predict(sweep *S, sweep_cfg *c)
 {
     sc_model_config mc = c->mc;
     mc.mem_cap = 0;
@@ -458,6 +461,7 @@ static void predict(const sweep *S, sweep_cfg *c)
     memset(&ac, 0, sizeof ac);
     /* no cap: the time model does not depend on it, so one prediction serves every cap */
     ac.B = S->B, ac.T = S->T, ac.ids = S->ids, ac.plan = &c->plan;
+    ac.profile = &S->prof[mc.optim == SC_OPTIM_ADAMW];
     if (mc.mode == SC_MODE_RESIDENT) ac.resident_only = 1;
     else {
         ac.max_device_layers = c->dl ? 0 : -1;
@@ -650,9 +654,16 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     sc_plan_auto_config ac;
     memset(&ac, 0, sizeof ac);
     ac.mem_cap = cap, ac.B = S->B, ac.T = S->T, ac.ids = S->ids;
+    sc_auto_profile *pf = ac.profile = &S->prof[optim == SC_OPTIM_ADAMW];
+    int fresh = !pf->valid;
     sc_plan_auto_result res;
     double t0 = now_s();
     sc_result r = over_time(S) ? SC_ERROR_TIMEOUT : sc_plan_auto(&res, &S->cfg, &mc, &ac);
+    if (r == SC_SUCCESS && fresh)
+        printf("profile (%s): layer fwd+bwd %.3f ms (fwd %.3f), rest %.3f ms, device update %.3f G params/s, host "
+               "update %.3f G params/s (inside slide steps), copies %.1f GB/s up, %.1f GB/s down, duplex %.2f\n",
+               on, pf->layer_s * 1e3, pf->lc.fwd_s * 1e3, pf->rest_s * 1e3, pf->dopt_pps * 1e-9, pf->opt_pps * 1e-9,
+               pf->h2d_Bps * 1e-9, pf->d2h_Bps * 1e-9, pf->duplex);
     S->preds_left--;
     if (r != SC_ERROR_TIMEOUT) S->pred_s += now_s() - t0, S->preds_done++;
     if (r == SC_SUCCESS) {
