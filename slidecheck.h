@@ -210,6 +210,8 @@ USAGE
      sc_plan_auto(&res, cfg, mc, &ac)    the fastest configuration (mode, plan, slide options)
                                          that fits ac.mem_cap, from a short profile; none fits ->
                                          OUT_OF_MEMORY naming the smallest cap (res.min_cap)
+                                         (ac.profile: keep the profile, an sc_auto_profile, and
+                                         reuse it for other caps of the same model and config)
 
    Model and training
      sc_model_config_init()              zero = defaults: CPU, fp32, SGD, lr 1e-4, AdamW's 0.9,
