@@ -172,6 +172,27 @@ int main(void)
     }
 
     {
+        /* a kept profile: filled by the first call, then used as it is (a made-up one gives the
+           time model's resident step from its own numbers) */
+        sc_auto_profile pf;
+        memset(&pf, 0, sizeof pf);
+        sc_plan_auto_config ac;
+        memset(&ac, 0, sizeof ac);
+        ac.B = B, ac.T = T, ac.ids = ids, ac.profile = &pf;
+        sc_plan_auto_result res;
+        r = sc_plan_auto(&res, &cfg, &mc, &ac);
+        CHECK(r == SC_SUCCESS && pf.valid && pf.layer_s > 0 && pf.dopt_pps > 0 && pf.h2d_Bps > 0 && pf.serial &&
+                  pf.opt_pps == pf.dopt_pps,
+              "ac.profile: filled by the call (layer %.3g s, device %.3g params/s, host %.3g, serial %d)", pf.layer_s,
+              pf.dopt_pps, pf.opt_pps, pf.serial);
+        pf.layer_s = 0.001, pf.rest_s = 0.002, pf.dopt_pps = 1e9;
+        r = sc_plan_auto(&res, &cfg, &mc, &ac);
+        double want = (0.002 + L * 0.001 + (double)sc_config_num_params(&cfg) / 1e9) * 1e3;
+        CHECK(r == SC_SUCCESS && res.mc.mode == SC_MODE_RESIDENT && fabs(res.step_ms - want) <= 1e-9 * want,
+              "ac.profile valid: used as it is (predicted %.9f ms, from its numbers %.9f)", res.step_ms, want);
+    }
+
+    {
         /* no cap: resident without recompute; expert fields kept; device layers in the search */
         sc_plan_auto_config ac;
         memset(&ac, 0, sizeof ac);
