@@ -21,6 +21,10 @@
    model (seconds at the 1.7B shape on a GPU); the later ones reuse that profile
    (sc_plan_auto_config.profile), so that every prediction of the optimizer comes from the same
    measured rates, printed once.
+   Slide runs also record their last step's traffic and host updates (sc_slide_info); for auto's
+   run the floors of that step are printed beside it: the copies at the profile's bandwidths each
+   way, side by side, and the host updates at the host optimizer's rate alone (timed once per
+   optimizer over 64 M parameters, slide's dtypes and thread count), with auto / the higher floor.
    Writes OUT/sweep.csv (one row per configuration, appended as they finish) and OUT/verdict.txt
    (also printed): per cap and optimizer, auto's step beside the fastest hand configuration's,
    auto / best (target <= 1.10), and the range of predicted / measured step and peak over the
@@ -37,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #ifdef _OPENMP
@@ -293,6 +298,10 @@ typedef struct sweep_cfg {
     int status, n, bitwise;
     double median_ms, seconds;
     size_t peak_alloc, peak_resv;
+    /* slide: the last step's traffic and host updates (sc_slide_info) */
+    uint64_t h2d, d2h;
+    size_t hparams;
+    double hopt_ms;
     float *losses;      /* 1 + steps */
     char msg[256];
 } sweep_cfg;
@@ -318,6 +327,7 @@ typedef struct sweep {
     int runs_done, preds_done, runs_left, preds_left;
     char device_name[160], versions[512], date[32];
     sc_auto_profile prof[2]; /* by optimizer (SGD, AdamW): the first sc_plan_auto's, reused after */
+    double alone_pps[2];     /* by optimizer: the host optimizer alone (host_rate_alone); 0 not yet */
     /* predictions made so far, by optimizer and configuration: one serves every cap */
     struct pred_memo *memo;
     int nmemo, memo_cap;
@@ -540,6 +550,10 @@ static void run_cfg(const sweep *S, sweep_cfg *c)
         if ((size_t)mem.peak_reserved > c->peak_resv) c->peak_resv = (size_t)mem.peak_reserved;
         done = s + 1;
     }
+    if (done == steps && c->mc.mode == SC_MODE_SLIDE) {
+        sc_slide_info si = sc_model_slide_info(m);
+        c->h2d = si.h2d_bytes, c->d2h = si.d2h_bytes, c->hparams = si.host_update_params, c->hopt_ms = si.opt_ms;
+    }
     if (done == steps) {
         sc_stats st = sc_stats_compute(walls + 1, steps - 1);
         c->status = ST_RAN;
@@ -596,9 +610,13 @@ static void csv_row(sweep *S, const char *cap, sc_optim optim, const sweep_cfg *
         snprintf(n, sizeof n, "%d", c->n);
         snprintf(bw, sizeof bw, "%d", c->bitwise);
     }
-    fprintf(S->csv, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", cap, optim == SC_OPTIM_ADAMW ? "adamw" : "sgd", name,
+    char tr[96] = ",,,";
+    if (c->status == ST_RAN && c->mc.mode == SC_MODE_SLIDE)
+        snprintf(tr, sizeof tr, "%llu,%llu,%zu,%.3f", (unsigned long long)c->h2d, (unsigned long long)c->d2h, c->hparams,
+                 c->hopt_ms);
+    fprintf(S->csv, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", cap, optim == SC_OPTIM_ADAMW ? "adamw" : "sgd", name,
             c->status == ST_NOFIT || c->status == ST_NOAUTO ? "no" : "yes", pp, pa, pr, ps, md, n, bw, status_name(c->status),
-            note);
+            note, tr);
     fflush(S->csv);
 }
 
@@ -633,6 +651,60 @@ static void ratio_range(double *lo, double *hi, double r)
 
 /* One cap and optimizer: auto, the hand configurations, the verdict lines into vd. Returns 1
    when auto is within 1.10x of the fastest hand configuration. */
+/* The host optimizer alone on this host: slide's update (its dtypes, the library's thread count)
+   over 64 M parameters (the 1.7B shape's layer is 50 M), huge pages hinted as slide's host state
+   is; the best of 3 after one warm-up. The floor a slide step's host updates cannot beat. */
+static double host_rate_alone(sweep *S, sc_optim optim)
+{
+    double *rate = &S->alone_pps[optim == SC_OPTIM_ADAMW];
+    if (*rate > 0) return *rate;
+    sc_model_config mc = S->base;
+    mc.optim = optim;
+    int pb, gb, ab, gpu_bf16 = mc.device == SC_DEVICE_CUDA && mc.bf16;
+    sc_model_config_storage(&mc, &pb, &gb, &ab);
+    sc_dtype pt = gpu_bf16 && !mc.master_weights ? SC_BF16 : SC_F32, st = mc.state_bf16 ? SC_BF16 : pt;
+    sc_dtype gt = gb == 2 ? SC_BF16 : SC_F32;
+    size_t n = S->on_gpu ? (size_t)64 << 20 : (size_t)1 << 20;
+    int threads = omp_threads() > 1 ? omp_threads() - 1 : 1, adam = optim == SC_OPTIM_ADAMW;
+    void *b[5] = {NULL, NULL, NULL, NULL, NULL}; /* p, m, v, g, w */
+    size_t sz[5] = {n * 4, adam ? n * 4 : 0, adam ? n * 4 : 0, n * 4, gpu_bf16 && mc.master_weights ? n * 2 : 0};
+    for (int i = 0; i < 5; i++) {
+        if (!sz[i]) continue;
+        if (posix_memalign(&b[i], (size_t)2 << 20, sz[i])) die("host memory for the host optimizer's rate");
+#ifdef MADV_HUGEPAGE
+        madvise(b[i], sz[i], MADV_HUGEPAGE);
+#endif
+        memset(b[i], 0, sz[i]);
+    }
+    sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
+    double best = HUGE_VAL;
+    for (int rep = 0; rep < 4; rep++) {
+        double t0 = now_s();
+        if (adam) sc_cpu_adamw_mt(b[0], b[1], b[2], pt, st, b[3], gt, (uint16_t *)b[4], n, &k, threads);
+        else sc_cpu_sgd_mt(b[0], pt, b[3], gt, (uint16_t *)b[4], n, &k, threads);
+        double dt = now_s() - t0;
+        if (rep > 0 && dt < best) best = dt;
+    }
+    for (int i = 0; i < 5; i++) free(b[i]);
+    *rate = (double)n / best;
+    printf("host optimizer alone (%s, %d threads, %zu M parameters, best of 3): %.3f G params/s\n",
+           adam ? "adamw" : "sgd", threads, n >> 20, *rate * 1e-9);
+    return *rate;
+}
+
+/* A slide run's floors from its last step's traffic and host updates, at this process's measured
+   rates: the copies each way at the profile's bandwidths, side by side, and the host updates at
+   the optimizer's rate alone; 0 where the run has none. */
+static void floors(sweep *S, sc_optim optim, const sweep_cfg *c, double *copy_ms, double *hopt_ms)
+{
+    const sc_auto_profile *pf = &S->prof[optim == SC_OPTIM_ADAMW];
+    *copy_ms = *hopt_ms = 0.0;
+    if (c->status != ST_RAN || c->mc.mode != SC_MODE_SLIDE || !pf->valid) return;
+    double u = (double)c->h2d / pf->h2d_Bps, d = (double)c->d2h / pf->d2h_Bps;
+    *copy_ms = (u > d ? u : d) * 1e3;
+    if (c->hparams) *hopt_ms = (double)c->hparams / host_rate_alone(S, optim) * 1e3;
+}
+
 static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, FILE *vd, int *all_bitwise, int *compared)
 {
     const char *capn = S->o.cap_names[ci];
@@ -695,6 +767,13 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         fmt_bytes(rv, sizeof rv, au.peak_resv);
         printf("auto: %s\n  predicted peak %s, step %.2f ms; measured peak %s (reserved %s), median %.2f ms (n=%d); %s\n",
                res.desc, a, au.pred_ms, pk, rv, au.median_ms, au.n, tail);
+        double fc, fh;
+        floors(S, optim, &au, &fc, &fh);
+        if (fc > 0 || fh > 0)
+            printf("  floors: copies %.2f ms (%.3f GB up, %.3f GB down), host updates %.2f ms (%.1f M parameters alone; "
+                   "inside the steps they took %.2f ms); step / the higher floor %.3f\n", fc, (double)au.h2d * 1e-9,
+                   (double)au.d2h * 1e-9, fh, (double)au.hparams * 1e-6, au.hopt_ms,
+                   au.median_ms / (fc > fh ? fc : fh));
     }
     else printf("auto: %s%s%s; %s\n", status_name(au.status), au.msg[0] ? ": " : "", au.msg, tail);
     fflush(stdout);
@@ -802,6 +881,12 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     len += snprintf(line + len, sizeof line - (size_t)len,
                     "; hand: %d of %d ran (%d do not fit as predicted, %d out of memory, %d failed, %d skipped)", ran, n,
                     nofit, oom, failed, skipped);
+    double fc, fh;
+    floors(S, optim, &au, &fc, &fh);
+    if (fc > 0 || fh > 0)
+        len += snprintf(line + len, sizeof line - (size_t)len,
+                        "; auto's floors: copies %.2f ms, host updates %.2f ms (the optimizer alone), auto / the higher "
+                        "%.3f", fc, fh, au.median_ms / (fc > fh ? fc : fh));
     if (slo <= shi)
         len += snprintf(line + len, sizeof line - (size_t)len,
                         "; over the runs, predicted / measured step %.2f..%.2f (%d hand runs without a prediction), "
@@ -956,7 +1041,7 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(S.csv, "cap,optim,config,fits,pred_peak_bytes,peak_alloc_bytes,peak_reserved_bytes,pred_step_ms,median_step_ms,"
-                   "n,bitwise_equal,status,note\n");
+                   "n,bitwise_equal,status,note,h2d_bytes,d2h_bytes,host_update_params,host_opt_ms\n");
     snprintf(path, sizeof path, "%s/verdict.txt", o->out);
     FILE *vd = fopen(path, "w");
     if (!vd) {

@@ -19,7 +19,7 @@ A="--device cpu --model tiny --steps 1 --prefetch 1 --ckpts none,selective,full"
 if $X $A --caps 43MiB,31MiB,24MiB --out "$T/s" > "$T/s.log" 2>&1; then ok "sweep exits 0"; else bad "sweep exited $?: $(tail -n 5 "$T/s.log")"; fi
 grep -q '^expected: 6 cells' "$T/s.log" && ok "the expected time is printed first" || bad "no 'expected:' line"
 C=$T/s/sweep.csv
-[ "$(head -n 1 "$C")" = "cap,optim,config,fits,pred_peak_bytes,peak_alloc_bytes,peak_reserved_bytes,pred_step_ms,median_step_ms,n,bitwise_equal,status,note" ] \
+[ "$(head -n 1 "$C")" = "cap,optim,config,fits,pred_peak_bytes,peak_alloc_bytes,peak_reserved_bytes,pred_step_ms,median_step_ms,n,bitwise_equal,status,note,h2d_bytes,d2h_bytes,host_update_params,host_opt_ms" ] \
     && ok "CSV header" || bad "CSV header: $(head -n 1 "$C")"
 want=$(grep -E '^cap [0-9]+MiB (adamw|sgd): [0-9]+ hand configurations' "$T/s.log" | awk '{s += $4 + 1} END {print s}')
 got=$(($(wc -l < "$C") - 1))
