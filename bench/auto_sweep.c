@@ -51,11 +51,12 @@
 #define MAXN 32
 #define GIB 1073741824.0
 #define MIB 1048576.0
-/* the time estimate before anything ran (refined as runs finish): a run (create + 1 warm-up +
-   4 steps) and an sc_plan_auto call (its profile) at the 1.7B shape on an H100; on the CPU with
-   tiny both take a fraction of a second */
-#define EST_RUN_GPU_S 3.0
-#define EST_PRED_GPU_S 2.0
+/* the time estimate before anything ran (refined as runs finish): a run (create with its host
+   state + 1 warm-up + 4 steps) and an sc_plan_auto call, on average (the first profiles, about
+   15 s; the others reuse it), at the 1.7B shape on an H100 host (about 20 s a run there); on the
+   CPU with tiny both take a fraction of a second */
+#define EST_RUN_GPU_S 20.0
+#define EST_PRED_GPU_S 0.5
 #define EST_RUN_CPU_S 0.3
 #define EST_PRED_CPU_S 0.2
 
