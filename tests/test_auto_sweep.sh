@@ -24,7 +24,15 @@ C=$T/s/sweep.csv
 want=$(grep -E '^cap [0-9]+MiB (adamw|sgd): [0-9]+ hand configurations' "$T/s.log" | awk '{s += $4 + 1} END {print s}')
 got=$(($(wc -l < "$C") - 1))
 [ -n "$want" ] && [ "$got" -eq "$want" ] && ok "a CSV row for auto and every hand configuration ($got)" || bad "CSV rows $got, want $want"
-awk -F, 'NR > 1 && NF != 13 {bad = 1} END {exit bad}' "$C" && ok "13 fields on every row" || bad "a row without 13 fields"
+awk -F, 'NR > 1 && NF != 17 {bad = 1} END {exit bad}' "$C" && ok "17 fields on every row" || bad "a row without 17 fields"
+# a slide run that ran records its last step's traffic and host updates (none where the device
+# updates the layers and keeps the head); a resident one none
+awk -F, 'NR > 1 && $12 == "ran" && $3 ~ /^slide / { n++; if (!($14 > 0 && $15 > 0 && $16 != "" && $17 != "")) bad = 1
+                                                     if ($3 !~ /device-update/ && !($16 > 0 && $17 > 0)) bad = 1
+                                                     if ($3 ~ /keep/ && $3 ~ /device-update/ && $16 != 0) bad = 1 }
+         NR > 1 && $12 == "ran" && $3 ~ /^resident / && $14 != "" { bad = 1 }
+         END { exit bad || !n }' "$C" && ok "slide runs: bytes up and down, host-updated parameters and time recorded" ||
+    bad "slide runs' traffic columns"
 ran=$(awk -F, 'NR > 1 && $12 == "ran"' "$C" | wc -l)
 neq=$(awk -F, 'NR > 1 && $12 == "ran" && $11 != "1"' "$C" | wc -l)
 [ "$ran" -gt 20 ] && [ "$neq" -eq 0 ] && ok "every one of $ran runs has auto's losses, bitwise" || bad "$neq of $ran runs differ"
