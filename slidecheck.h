@@ -1230,8 +1230,6 @@ typedef enum sc_keep {
 #define SC_KEEP_COUNT 5
 
 #define SC_MAX_LAYERS 256
-/* sc_model_config.comm_sms's default: the SMs left to NCCL's kernels under data parallel on the GPU */
-#define SC_COMM_SMS_DEFAULT 16
 typedef struct sc_plan {
     int num_layers;
     unsigned char keep[SC_MAX_LAYERS];
@@ -1348,11 +1346,6 @@ typedef struct sc_model_config {
                                   updated parameters; the same bits as plain data parallel. Slide mode: the host state of this rank's chunk of each
                                   layer (the split its host updates), the embedding, final norm and
                                   head's whole on every rank */
-    int comm_sms;              /* data parallel on the GPU: the SMs NCCL's kernels may hold
-                                  (NCCL_MAX_CTAS, unless the environment sets it); the GEMMs and
-                                  persistent kernels are sized for the others, so that none waits
-                                  behind a collective. 0: SC_COMM_SMS_DEFAULT; -1: NCCL's own
-                                  choice, every SM for the rest */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
     float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
@@ -1565,13 +1558,10 @@ SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size
    communication stream (SC_STREAM_COMM) waits for the compute stream's work so far;
    allreduce_sum sums buf in place over the ranks on the communication stream; comm_join: the
    compute stream waits for collectives queued so far (below). NCCL's order of summation is fixed
-   for a fixed topology: two runs, the same bits. comm_sms > 0 at world > 1: NCCL_MAX_CTAS defaults
-   to it (a value already in the environment wins) and the GEMMs (cuBLASLt's SM count target) and
-   persistent kernels are sized for the SMs NCCL's kernels leave, so that none of their CTAs waits
-   behind a collective; 0: NCCL's default, every SM. */
+   for a fixed topology: two runs, the same bits. */
 #define SC_NCCL_ID_BYTES 128
 SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id);
-SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id, int comm_sms);
+SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id);
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 /* ZeRO-1: buf holds W chunks of n elements; reduce_scatter_sum leaves the sum of chunk `rank`
@@ -8822,10 +8812,6 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide mode's data parallel runs without slide_dpu and slide_keep_head, for now");
         goto fail;
     }
-    if (mc.comm_sms < -1) {
-        r = sc__fail(SC_ERROR_INVALID_ARGS, "comm_sms %d: need -1 (NCCL's choice), 0 (the default) or a count of SMs", mc.comm_sms);
-        goto fail;
-    }
     /* slide mode's AdamW state is on the host, sharded alike with or without master weights */
     if (mc.comm && mc.device == SC_DEVICE_CUDA && mc.zero && mc.master_weights && mc.mode == SC_MODE_RESIDENT) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "ZeRO-1 on the GPU shards the AdamW state of the weights the step uses "
@@ -8841,8 +8827,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         memset(id, 0, sizeof id);
         if (sc_dist_comm_rank(mc.comm) == 0 && (r = sc_cuda_nccl_unique_id(id)) != SC_SUCCESS) goto fail;
         if ((r = sc_dist_broadcast(mc.comm, id, sizeof id)) != SC_SUCCESS) goto fail;
-        int csm = mc.comm_sms == 0 ? SC_COMM_SMS_DEFAULT : mc.comm_sms;
-        if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id, csm)) != SC_SUCCESS)
+        if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id)) != SC_SUCCESS)
             goto fail;
         m->nccl = 1;
         m->zero_gpu = mc.zero && mc.optim == SC_OPTIM_ADAMW && mc.mode == SC_MODE_RESIDENT;

@@ -78,7 +78,7 @@ typedef __nv_bfloat16 bf16;
    Context
    ========================================================================================== */
 struct sc__gemm_key {
-    int ta, tb, m, n, k, lda, ldb, ldd, abt, dt, al_a, al_b, al_d, beta1, sms;
+    int ta, tb, m, n, k, lda, ldb, ldd, abt, dt, al_a, al_b, al_d, beta1;
 };
 
 struct sc__gemm_entry {
@@ -130,8 +130,7 @@ struct sc_cuda {
     int smem_optin;
     int smem_cap; /* 0, or the shared memory the attention tiles are chosen for (a test hook) */
     int sm90a; /* compute capability 9.0 and k_has_sm90a found the sm_90a code: the Hopper kernels run */
-    int sms;   /* streaming multiprocessors */
-    int comm_sms; /* data parallel: the SMs left to NCCL's kernels (sc_cuda_nccl_open), 0: none */
+    int sms;   /* streaming multiprocessors (the persistent kernels' grid) */
     void *tmap_encode; /* cuTensorMapEncodeTiled, NULL where the driver lacks it */
     int tmap_tried;
     sc_attention_path attn_path; /* which attention kernels bf16 mode takes (sc_cuda_set_attention_path) */
@@ -3097,11 +3096,6 @@ __global__ void k_gemm_fallback(int ta, int tb, int m, int n, int k, const TA *A
     }
 }
 
-/* The SMs a persistent grid or a GEMM is sized for. Under data parallel NCCL's kernels hold
-   comm_sms of them for the whole of a collective: a grid of one CTA an SM would then wait for those
-   to finish with part of its work (a second wave of a few CTAs), which costs more than the SMs. */
-static int sc__grid_sms(const sc_cuda *cu) { return std::max(cu->sms - cu->comm_sms, 1); }
-
 static int sc__align(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -3123,7 +3117,6 @@ static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const voi
     key.ta = ta; key.tb = tb; key.m = m; key.n = n; key.k = k; key.lda = lda; key.ldb = ldb; key.ldd = ldd;
     key.abt = ab_bf16; key.dt = d_bf16; key.al_a = sc__align(A); key.al_b = sc__align(B); key.al_d = sc__align(D);
     key.beta1 = beta != 0.0f;
-    key.sms = sc__grid_sms(cu);
     sc__gemm_entry *e = NULL;
     for (auto &x : *cu->gemms)
         if (!memcmp(&x.key, &key, sizeof key)) { e = &x; break; }
@@ -3137,10 +3130,6 @@ static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const voi
         if (!sc__ok(cu)) return;
         SC__CKB(cu, cublasLtMatmulDescSetAttribute(ne.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
         SC__CKB(cu, cublasLtMatmulDescSetAttribute(ne.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
-        if (cu->comm_sms > 0) { /* the SMs a collective does not hold (sc__grid_sms) */
-            int32_t t = (int32_t)key.sms;
-            SC__CKB(cu, cublasLtMatmulDescSetAttribute(ne.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &t, sizeof t));
-        }
         SC__CKB(cu, cublasLtMatrixLayoutCreate(&ne.la, abt, ta ? k : m, ta ? m : k, lda));
         SC__CKB(cu, cublasLtMatrixLayoutCreate(&ne.lb, abt, tb ? n : k, tb ? k : n, ldb));
         SC__CKB(cu, cublasLtMatrixLayoutCreate(&ne.ld, dt, m, n, ldd));
@@ -3286,7 +3275,7 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id)
     return SC_SUCCESS;
 }
 
-SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id, int comm_sms)
+SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id)
 {
     if (!cu || !id || world < 1 || rank < 0 || rank >= world)
         return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_nccl_open: bad arguments (world %d, rank %d)", world, rank);
@@ -3297,13 +3286,6 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
     memcpy(&nid, id, sizeof nid);
     SC__CK(cu, cudaSetDevice(cu->dev));
     setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast off unless the user says otherwise */
-    if (world > 1 && comm_sms > 0) { /* NCCL's CTAs capped (unless the user capped them), the rest sized for */
-        char v[16];
-        snprintf(v, sizeof v, "%d", comm_sms);
-        setenv("NCCL_MAX_CTAS", v, 0);
-        int c = atoi(getenv("NCCL_MAX_CTAS"));
-        cu->comm_sms = c > 0 && c < cu->sms ? c : 0;
-    }
     if (!cu->comm_stream) SC__CK(cu, cudaStreamCreateWithFlags(&cu->comm_stream, cudaStreamNonBlocking));
     if (!cu->comm_done) cu->comm_done = new std::vector<cudaEvent_t>();
     if (!cu->hand) SC__CK(cu, cudaEventCreateWithFlags(&cu->hand, cudaEventDisableTiming));
@@ -4490,7 +4472,7 @@ static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const voi
         /* wgmma, pipelined, fed by a TMA producer warpgroup; persistent */
         if (!sc__set_smem(cu, k_fa_fwd_ws, SC__WS_SMEM)) return;
         int ntiles = ((T_ + SC__WG_BM - 1) / SC__WG_BM) * H * B;
-        unsigned grd = (unsigned)std::min(ntiles, sc__grid_sms(cu));
+        unsigned grd = (unsigned)std::min(ntiles, std::max(cu->sms, 1));
         k_fa_fwd_ws<<<grd, SC__WS_THREADS, SC__WS_SMEM, cu->stream>>>((bf16 *)out, lse, tq, tv, T_, H, KV, B,
                                                                     1.4426950408889634f / sqrtf((float)D));
         sc__launched(cu, "attention_forward (wgmma)");

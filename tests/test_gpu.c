@@ -1088,7 +1088,7 @@ static void test_nccl_one_rank(tctx *t)
 {
     char nm[160], id[SC_NCCL_ID_BYTES];
     name_of(nm, sizeof nm, t, "NCCL, one rank: allreduce_sum, reduce_scatter_sum, allgather on the comm stream, ordered both ways");
-    if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id, 0) != SC_SUCCESS) {
+    if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id) != SC_SUCCESS) {
         check(0, nm, "%s", sc_last_error());
         return;
     }
