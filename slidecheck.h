@@ -239,10 +239,7 @@ USAGE
 
    Slide mode (mc.mode = SC_MODE_SLIDE; options mc.slide_*, all zero = off)
      sc_model_step(...)                  returns while host updates may still run; the next
-                                         upload of a layer waits for that layer's update; a
-                                         streamed head's update waits for the next step, which
-                                         updates its tokens' rows first and the rest beside its
-                                         forward (sync and get_params finish it)
+                                         upload of a layer waits for that layer's update
      sc_model_sync(m)                    wait for the host updates (get_params does too)
      sc_model_slide_info(m)              the last step's bytes each way, pinned / host bytes,
                                          the device window, host optimizer time and wait
@@ -1773,7 +1770,6 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
                copy = max(u, d) + duplex x min(u, d),  u = up / bw_h2d, d = down / bw_d2h
                hopt = host params / host rate
                idle = one upload + (L - k) x layer fwd + rest + one layer bwd + (accum - 1) x step
-                      - a streamed head's update (at least 0; not with a sliced head, clipping or DP)
    with device params = what the device updates (every parameter when resident; the device
    layers, a kept head, the streamed layers under slide_device_update); up = the streamed layers'
    weights twice (forward and backward) less those still in the P + W slots, plus the head's
@@ -1782,8 +1778,7 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    layer's host update, which the next step waits for (zero when the first layer stays on the
    device); idle = the part of a step in which the host optimizer has nothing to update (from the
    first streamed layer's update, its last, to the next step's first gradient), so that a step
-   bound by the host optimizer takes hopt + idle; a streamed head's update is left for that part
-   (the next step updates the rows its tokens read first, the rest beside its forward). duplex (0..1) is measured: (both at once - the
+   bound by the host optimizer takes hopt + idle. duplex (0..1) is measured: (both at once - the
    longer alone) / the shorter alone. On the CPU backend the host side runs on the compute's
    cores: step = compute + copy + hopt + exposed, duplex = 1, and the host optimizer runs at the
    profile's own update rate.
@@ -8279,7 +8274,7 @@ static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *
 typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a CUDA event */
 typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
-enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3, SC__TASK_DEFERRED = 4 };
+enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3 };
 /* A host task: the update of one unit once its gradients have landed (ev); dev: the device
    updated the layer and ev is the download of its new weights (nothing to run: the unit's next
    upload waits for it through pend[]); devhead: the device updated the LM head's rows (the host
@@ -8287,9 +8282,8 @@ enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__
    tasks that have landed by when the next step needs them: an older step's first (DPU has two in
    flight), then the embedding and head (the next step starts with the embedding rows), then
    layer 0, 1, ... par: the parity of its update number (the pend[] it counts in, the working
-   copy it writes); sb: the step buffers it reads; defer: a HEAD_EARLY task leaves the embedding
-   rows and an untied LM head to the next step (sc__slide_deferred). */
-typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead, defer; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
+   copy it writes); sb: the step buffers it reads. */
+typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
@@ -8362,12 +8356,6 @@ typedef struct sc__slide {
        reads hg), par = its own tasks'. pending: DPU, the last step's update is not in this
        step's weights. */
     int rb, wp, pp, par, pending;
-    /* the head's update deferred (sc__slide_deferred): the embedding rows drow[r] != 0 and an
-       untied LM head (dhead) still to update with constants dk and working copy dwb; set by the
-       HEAD_EARLY task, taken by the next step's start (or a drain) */
-    int defer, dpend, dhead, dwb;
-    unsigned char *drow;
-    sc_optim_consts dk;
     uint64_t nstep;
     sc_result task_err;            /* a host task that failed (reported at the step's end) */
     uint64_t h2d, d2h, h2d_first;
@@ -9417,23 +9405,11 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
            LM head and the embedding rows no token of this step touched */
-        if (t->update && t->defer) { /* the norm now; the rest once the next step's tokens are known */
-            size_t off = sc_config_norm_offset(c);
-            sc__slide_update(m, &t->k, off, (size_t)c->hidden_size, nt, wb);
-            for (int r = 0; r < c->vocab_size; r++) sl->drow[r] = !b->touched[r];
-            sl->dhead = !c->tie_embeddings, sl->dk = t->k, sl->dwb = wb;
-            SC__LOCK(sl);
-            sl->dpend = 1;
-            SC__UNLOCK(sl);
-        } else if (t->update) { /* devhead: the device updated the LM head (tied: the rows no token touched) */
+        if (t->update) { /* devhead: the device updated the LM head (tied: the rows no token touched) */
             size_t off = sc_config_norm_offset(c);
             sc__slide_update(m, &t->k, off, t->devhead ? (size_t)c->hidden_size : m->nparams - off, nt, wb);
             if (!t->devhead || !c->tie_embeddings) sc__slide_update_rows(m, &t->k, b->touched, 0, wb);
         }
-    } else if (t->kind == SC__TASK_DEFERRED) { /* the deferred rows the step's tokens do not read, an untied LM head */
-        size_t go = sc_config_lm_head_offset(c);
-        if (sl->dhead) sc__slide_update(m, &sl->dk, go, (size_t)c->vocab_size * c->hidden_size, nt, sl->dwb);
-        sc__slide_update_rows(m, &sl->dk, sl->drow, 1, sl->dwb);
     } else {
         int N = b->N;
         for (int k = 0; k < b->M; k++) /* micro-batches in order, as resident mode adds them */
@@ -9495,15 +9471,14 @@ static void *sc__opt_main(void *arg)
 }
 #endif
 
-static void sc__slide_queue_par(sc_model *m, int kind, int unit, sc__ev ev, int par)
+static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
 {
     sc__slide *sl = m->sl;
     sc__task t;
     memset(&t, 0, sizeof t);
-    t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = par; t.sb = sl->cur;
+    t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = sl->par; t.sb = sl->cur;
     t.dev = kind == SC__TASK_LAYER && sl->devup;
     t.devhead = kind == SC__TASK_HEAD_EARLY && sl->devhead;
-    t.defer = kind == SC__TASK_HEAD_EARLY && sl->defer;
     if (t.dev) t.update = 0;
     /* the lowest rank runs first: the head's tasks, then the layers from the first */
     int lay = kind == SC__TASK_LAYER || (kind == SC__TASK_CLIPPED && unit < m->cfg.num_layers);
@@ -9531,58 +9506,13 @@ static void sc__slide_queue_par(sc_model *m, int kind, int unit, sc__ev ev, int 
     SC__UNLOCK(sl);
 }
 
-/* a task of this step's update (parity sl->par) */
-static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev) { sc__slide_queue_par(m, kind, unit, ev, m->sl->par); }
-
-/* wait until every queued update has run, a deferred head update included */
+/* wait until every queued update has run */
 static void sc__slide_drain(sc_model *m)
 {
     sc__slide *sl = m->sl;
     SC__LOCK(sl);
     while (sl->tdone < sl->tqueued) SC__WAIT(sl);
-    int pend = sl->dpend;
-    sl->dpend = 0;
     SC__UNLOCK(sl);
-    if (pend) { /* a deferred head update that no step took: now, as its task would */
-        sc__task t;
-        memset(&t, 0, sizeof t);
-        t.kind = SC__TASK_DEFERRED, t.unit = m->cfg.num_layers;
-        int64_t t0 = sc__trace_now_ns();
-        sc__slide_run_task(m, &t);
-        SC__LOCK(sl);
-        sl->opt_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
-        SC__UNLOCK(sl);
-    }
-}
-
-/* The head update the last step's HEAD_EARLY task deferred (sl->defer): the embedding rows no
-   token of that step touched, and an untied LM head. This step reads them first at its embedding
-   lookup (its tokens' rows) and then at its head (all of them): the rows its tokens read are
-   updated now, over the optimizer's threads, before the lookup; the rest is a task of the last
-   update's parity on unit L, which the head's upload waits for. The host runs it beside this
-   step's forward, where it would otherwise wait for the first gradients; the arithmetic is the
-   same update's. */
-static void sc__slide_deferred(sc_model *m, const sc__stepbuf *b)
-{
-    sc__slide *sl = m->sl;
-    SC__LOCK(sl);
-    int pend = sl->dpend;
-    sl->dpend = 0;
-    SC__UNLOCK(sl);
-    if (!pend) return;
-    int C = m->cfg.hidden_size, nt = sc__slide_threads(m);
-    int64_t t0 = sc__trace_now_ns();
-    (void)nt;
-    SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 16) if (nt > 1))
-    for (int u = 0; u < b->ntouched; u++)
-        if (sl->drow[b->tlist[u]]) sc__slide_update(m, &sl->dk, (size_t)b->tlist[u] * C, (size_t)C, -1, sl->dwb);
-    for (int u = 0; u < b->ntouched; u++) sl->drow[b->tlist[u]] = 0;
-    SC__LOCK(sl);
-    sl->opt_ms += (double)(sc__trace_now_ns() - t0) / 1e6;
-    SC__UNLOCK(sl);
-    sc__ev none;
-    memset(&none, 0, sizeof none);
-    sc__slide_queue_par(m, SC__TASK_DEFERRED, m->cfg.num_layers, none, sl->pp);
 }
 
 /* wait until the queued tasks of `unit` (L: the head and the embedding) whose update number has
@@ -9602,8 +9532,7 @@ static void sc__slide_wait_unit(sc_model *m, int par, int unit)
 static int sc__slide_unit_ready(sc__slide *sl, int par, int unit)
 {
     SC__LOCK(sl);
-    /* the head: not while an update of it is deferred (sc__slide_deferred queues it first) */
-    int ok = sl->pend[par][unit] == 0 && !(sl->dpend && unit == sl->m->cfg.num_layers);
+    int ok = sl->pend[par][unit] == 0;
     SC__UNLOCK(sl);
     return ok;
 }
@@ -9829,7 +9758,6 @@ static void sc__slide_destroy(sc_model *m)
     sc__dev_layers_free(m);
     SC_FREE(sl->gn_part);
     SC_FREE(sl->gn_done);
-    SC_FREE(sl->drow);
     int gpu = m->cu != NULL;
     sc__host_free(m, sl->hp, sl->hp_pinned);
     sc__host_free(m, sl->hg, gpu);
@@ -9924,7 +9852,6 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     for (int i = 0; i < nw; i++) ok = ok && (sl->hw[i] = sc__host_alloc(m, n * (size_t)m->pb, gpu)) != NULL;
     for (int i = 0; i < 1 + dpu; i++)
         ok = ok && (sl->sb[i].touched = (unsigned char *)SC_MALLOC((size_t)c->vocab_size)) != NULL;
-    ok = ok && (sl->drow = (unsigned char *)SC_MALLOC((size_t)c->vocab_size)) != NULL;
     if (!ok || !(sl->hp = sc__host_alloc(m, n * pe, sl->hp_pinned)) || !(sl->hg = sc__host_alloc(m, n * ge, gpu)) ||
         (adam && (!(sl->hm = sc__host_alloc(m, ns * se, 0)) || !(sl->hv = sc__host_alloc(m, ns * se, 0))))) {
         char e[1100];
@@ -11171,7 +11098,6 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     if (keep) SC__TRY(sc__slide_keep_head(m));
     else if (dpn) SC__TRY(sc__slide_stepbuf_ranks(m, sb));
     else SC__TRY(sc__slide_stepbuf(m, sb, m->ids_all, M));
-    sc__slide_deferred(m, sb);
     sc__slide_head_pull(m, sb);
 
     /* forward: the embedding rows are gathered on the host and go up with the activations (a
@@ -11236,9 +11162,6 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
                        (size_t)C * gb, SC_PHASE_D2H, -1);
         sl->hgfree = sc__ev_record(m, 2);
         sl->head_g = NULL;
-        /* the embedding rows and an untied LM head wait for the next step (sc__slide_deferred) */
-        sl->defer = update && !dpu && !dpn && !dp && !sl->devhead && !sl->hs_pergrad && sc__head_rows(m) == V &&
-                    !(m->mc.clip_grad_norm > 0.0f);
         if (!dp) sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
     }
 
@@ -12765,12 +12688,6 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                    the loss, the last layer's backward (and any earlier micro-batch) */
                                 double idle = up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s) +
                                               (accum - 1) * base;
-                                /* a streamed, whole head's update waits for the next step's start
-                                   and runs in that idle part (sc__slide_deferred) */
-                                if (!keep && !sliced && !du && !(mc->clip_grad_norm > 0.0f) && !mc->comm) {
-                                    double dh = (double)kn / pr.opt_pps;
-                                    idle = idle > dh ? idle - dh : 0.0;
-                                }
                                 double host = hopt > 0 ? hopt + idle : 0.0, step;
                                 if (pr.serial) step = comp_k + copy + hopt + exposed;
                                 else {
