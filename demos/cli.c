@@ -640,7 +640,8 @@ static int cmd_plan(int argc, char **argv)
         die_usage("%s", "plan takes --mode auto only; --mem-cap, --device, --accum, --ckpt and --head-slice go with it");
     if (is_auto && (o.budget || o.gpus > 1)) die_usage("%s", "plan --mode auto takes --mem-cap SIZE (not --budget, --gpus)");
     if (!o.seq || !o.batch || (!is_auto && !o.budget))
-        die_usage("%s", "plan needs --seq N, --batch N and --budget SIZE (or --mode auto)");
+        die_usage("%s", is_auto ? "plan --mode auto needs --seq N and --batch N"
+                                : "plan needs --seq N, --batch N and --budget SIZE (or --mode auto with --mem-cap SIZE)");
     sc_config cfg;
     sc_result r;
     if (o.hf) {
