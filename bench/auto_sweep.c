@@ -25,6 +25,9 @@
    run the floors of that step are printed beside it: the copies at the profile's bandwidths each
    way, side by side, and the host updates at the host optimizer's rate alone (timed once per
    optimizer over 64 M parameters, slide's dtypes and thread count), with auto / the higher floor.
+   Each row also sets the prediction's parts (compute, copies, host optimizer) beside the measured
+   phases (medians of the timed steps' fwd, bwd, recompute and opt spans), to show which part of
+   the time model a run departs from.
    Writes OUT/sweep.csv (one row per configuration, appended as they finish) and OUT/verdict.txt
    (also printed): per cap and optimizer, auto's step beside the fastest hand configuration's,
    auto / best (target <= 1.10), and the range of predicted / measured step and peak over the
@@ -295,9 +298,11 @@ typedef struct sweep_cfg {
     int dl, is_auto;
     size_t pred_peak;   /* predicted peak allocated bytes */
     double pred_ms;     /* sc_plan_auto's predicted step; NAN where none */
+    double pred_comp, pred_copy, pred_hopt; /* its parts: compute, copies, host optimizer (ms) */
     char pred_note[320];
     int status, n, bitwise;
     double median_ms, seconds;
+    double phase_ms[4]; /* medians of the timed steps' fwd, bwd, recompute and opt spans (ms) */
     size_t peak_alloc, peak_resv;
     /* slide: the last step's traffic and host updates (sc_slide_info) */
     uint64_t h2d, d2h;
@@ -311,7 +316,7 @@ typedef struct sweep_cfg {
 struct pred_memo {
     sc_optim optim;
     char name[320];
-    double ms;
+    double ms, comp, copy, hopt;
     size_t peak;
     char note[320];
 };
@@ -401,7 +406,8 @@ static void add_cfg(sweep_cfg *list, int *n, int max, const char *name, const sc
     c->mc = *mc;
     c->plan = *plan;
     c->dl = dl;
-    c->pred_ms = NAN;
+    c->pred_ms = c->pred_comp = c->pred_copy = c->pred_hopt = NAN;
+    for (int i = 0; i < 4; i++) c->phase_ms[i] = NAN;
 }
 
 /* Every hand configuration of the knob lists for one cap and optimizer, with its predicted peak
@@ -498,6 +504,7 @@ static void predict(sweep *S, sweep_cfg *c)
         snprintf(c->pred_note, sizeof c->pred_note, "sc_plan_auto's peak %zu differs from sc_plan_evaluate's", res.peak_bytes);
     c->pred_peak = res.peak_bytes;
     c->pred_ms = res.step_ms;
+    c->pred_comp = res.compute_ms, c->pred_copy = res.copy_ms, c->pred_hopt = res.host_opt_ms;
 }
 
 /* Train c under its cap: 1 warm-up + steps steps, batch s at step s. */
@@ -506,7 +513,7 @@ static void run_cfg(const sweep *S, sweep_cfg *c)
     int steps = 1 + S->o.steps;
     double t0 = now_s();
     c->losses = (float *)calloc((size_t)steps, sizeof(float));
-    double *walls = (double *)calloc((size_t)steps, sizeof(double));
+    double *walls = (double *)calloc((size_t)steps * 5, sizeof(double)), *phases = walls + steps;
     if (!c->losses || !walls) die("host memory");
     for (int s = 0; s < steps; s++) c->losses[s] = NAN;
     sc_model *m = NULL;
@@ -546,6 +553,8 @@ static void run_cfg(const sweep *S, sweep_cfg *c)
         if (sc_tracer_step_end(&tr, loss, (double)per, &mem) != SC_SUCCESS) die("tracer");
         const sc_step_metrics *sm = sc_tracer_step_get(&tr, s);
         walls[s] = sm ? sm->wall_ms : NAN;
+        for (int i = 0; i < 4; i++) /* SC_PHASE_FWD, BWD, RECOMPUTE, OPT */
+            phases[(size_t)i * steps + s] = sm ? sm->phase_ms[SC_PHASE_FWD + i] : NAN;
         c->losses[s] = loss;
         if ((size_t)mem.peak_allocated > c->peak_alloc) c->peak_alloc = (size_t)mem.peak_allocated;
         if ((size_t)mem.peak_reserved > c->peak_resv) c->peak_resv = (size_t)mem.peak_reserved;
@@ -560,6 +569,7 @@ static void run_cfg(const sweep *S, sweep_cfg *c)
         c->status = ST_RAN;
         c->median_ms = st.median;
         c->n = st.n;
+        for (int i = 0; i < 4; i++) c->phase_ms[i] = sc_stats_compute(phases + (size_t)i * steps + 1, steps - 1).median;
     }
     sc_model_set_tracer(m, NULL);
     sc_model_destroy(m);
@@ -615,9 +625,13 @@ static void csv_row(sweep *S, const char *cap, sc_optim optim, const sweep_cfg *
     if (c->status == ST_RAN && c->mc.mode == SC_MODE_SLIDE)
         snprintf(tr, sizeof tr, "%llu,%llu,%zu,%.3f", (unsigned long long)c->h2d, (unsigned long long)c->d2h, c->hparams,
                  c->hopt_ms);
-    fprintf(S->csv, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", cap, optim == SC_OPTIM_ADAMW ? "adamw" : "sgd", name,
-            c->status == ST_NOFIT || c->status == ST_NOAUTO ? "no" : "yes", pp, pa, pr, ps, md, n, bw, status_name(c->status),
-            note, tr);
+    char parts[96] = ",,", ph[128] = ",,,";
+    if (c->pred_ms == c->pred_ms) snprintf(parts, sizeof parts, "%.3f,%.3f,%.3f", c->pred_comp, c->pred_copy, c->pred_hopt);
+    if (c->status == ST_RAN)
+        snprintf(ph, sizeof ph, "%.3f,%.3f,%.3f,%.3f", c->phase_ms[0], c->phase_ms[1], c->phase_ms[2], c->phase_ms[3]);
+    fprintf(S->csv, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", cap, optim == SC_OPTIM_ADAMW ? "adamw" : "sgd",
+            name, c->status == ST_NOFIT || c->status == ST_NOAUTO ? "no" : "yes", pp, pa, pr, ps, md, n, bw,
+            status_name(c->status), note, tr, parts, ph);
     fflush(S->csv);
 }
 
@@ -721,7 +735,8 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     sweep_cfg au;
     memset(&au, 0, sizeof au);
     au.is_auto = 1;
-    au.pred_ms = NAN;
+    au.pred_ms = au.pred_comp = au.pred_copy = au.pred_hopt = NAN;
+    for (int i = 0; i < 4; i++) au.phase_ms[i] = NAN;
     sc_model_config mc = S->base;
     mc.optim = optim;
     sc_plan_auto_config ac;
@@ -746,6 +761,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         au.dl = res.device_layers;
         au.pred_peak = res.peak_bytes;
         au.pred_ms = res.step_ms;
+        au.pred_comp = res.compute_ms, au.pred_copy = res.copy_ms, au.pred_hopt = res.host_opt_ms;
         if (over_time(S)) au.status = ST_SKIPPED;
         else {
             run_cfg(S, &au);
@@ -790,6 +806,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         while (m < S->nmemo && !(S->memo[m].optim == optim && !strcmp(S->memo[m].name, list[i].name))) m++;
         if (m < S->nmemo) {
             list[i].pred_ms = S->memo[m].ms, list[i].pred_peak = S->memo[m].peak;
+            list[i].pred_comp = S->memo[m].comp, list[i].pred_copy = S->memo[m].copy, list[i].pred_hopt = S->memo[m].hopt;
             snprintf(list[i].pred_note, sizeof list[i].pred_note, "%s", S->memo[m].note);
         } else {
             if (over_time(S)) { S->preds_left--; continue; }
@@ -803,6 +820,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
             }
             struct pred_memo *pm = &S->memo[S->nmemo++];
             pm->optim = optim, pm->ms = list[i].pred_ms, pm->peak = list[i].pred_peak;
+            pm->comp = list[i].pred_comp, pm->copy = list[i].pred_copy, pm->hopt = list[i].pred_hopt;
             snprintf(pm->name, sizeof pm->name, "%s", list[i].name);
             snprintf(pm->note, sizeof pm->note, "%s", list[i].pred_note);
         }
@@ -1042,7 +1060,8 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(S.csv, "cap,optim,config,fits,pred_peak_bytes,peak_alloc_bytes,peak_reserved_bytes,pred_step_ms,median_step_ms,"
-                   "n,bitwise_equal,status,note,h2d_bytes,d2h_bytes,host_update_params,host_opt_ms\n");
+                   "n,bitwise_equal,status,note,h2d_bytes,d2h_bytes,host_update_params,host_opt_ms,pred_compute_ms,pred_copy_ms,"
+                   "pred_host_opt_ms,fwd_ms,bwd_ms,recompute_ms,opt_ms\n");
     snprintf(path, sizeof path, "%s/verdict.txt", o->out);
     FILE *vd = fopen(path, "w");
     if (!vd) {

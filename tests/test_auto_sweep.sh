@@ -19,12 +19,12 @@ A="--device cpu --model tiny --steps 1 --prefetch 1 --ckpts none,selective,full"
 if $X $A --caps 43MiB,31MiB,24MiB --out "$T/s" > "$T/s.log" 2>&1; then ok "sweep exits 0"; else bad "sweep exited $?: $(tail -n 5 "$T/s.log")"; fi
 grep -q '^expected: 6 cells' "$T/s.log" && ok "the expected time is printed first" || bad "no 'expected:' line"
 C=$T/s/sweep.csv
-[ "$(head -n 1 "$C")" = "cap,optim,config,fits,pred_peak_bytes,peak_alloc_bytes,peak_reserved_bytes,pred_step_ms,median_step_ms,n,bitwise_equal,status,note,h2d_bytes,d2h_bytes,host_update_params,host_opt_ms" ] \
+[ "$(head -n 1 "$C")" = "cap,optim,config,fits,pred_peak_bytes,peak_alloc_bytes,peak_reserved_bytes,pred_step_ms,median_step_ms,n,bitwise_equal,status,note,h2d_bytes,d2h_bytes,host_update_params,host_opt_ms,pred_compute_ms,pred_copy_ms,pred_host_opt_ms,fwd_ms,bwd_ms,recompute_ms,opt_ms" ] \
     && ok "CSV header" || bad "CSV header: $(head -n 1 "$C")"
 want=$(grep -E '^cap [0-9]+MiB (adamw|sgd): [0-9]+ hand configurations' "$T/s.log" | awk '{s += $4 + 1} END {print s}')
 got=$(($(wc -l < "$C") - 1))
 [ -n "$want" ] && [ "$got" -eq "$want" ] && ok "a CSV row for auto and every hand configuration ($got)" || bad "CSV rows $got, want $want"
-awk -F, 'NR > 1 && NF != 17 {bad = 1} END {exit bad}' "$C" && ok "17 fields on every row" || bad "a row without 17 fields"
+awk -F, 'NR > 1 && NF != 24 {bad = 1} END {exit bad}' "$C" && ok "24 fields on every row" || bad "a row without 24 fields"
 # a slide run that ran records its last step's traffic and host updates (none where the device
 # updates the layers and keeps the head); a resident one none
 awk -F, 'NR > 1 && $12 == "ran" && $3 ~ /^slide / { n++; if (!($14 > 0 && $15 > 0 && $16 != "" && $17 != "")) bad = 1
@@ -33,6 +33,12 @@ awk -F, 'NR > 1 && $12 == "ran" && $3 ~ /^slide / { n++; if (!($14 > 0 && $15 > 
          NR > 1 && $12 == "ran" && $3 ~ /^resident / && $14 != "" { bad = 1 }
          END { exit bad || !n }' "$C" && ok "slide runs: bytes up and down, host-updated parameters and time recorded" ||
     bad "slide runs' traffic columns"
+# every run's measured phases; every prediction's parts, the compute no more than the step
+awk -F, 'NR > 1 && $12 == "ran" { n++; if (!($21 > 0 && $22 > 0 && $24 > 0 && $23 != "")) bad = 1 }
+         NR > 1 && $8 != "" { p++; if (!($18 > 0 && $19 != "" && $20 != "" && $18 <= $8 + 0.001)) bad = 1 }
+         NR > 1 && $12 != "ran" && $21 != "" { bad = 1 }
+         END { exit bad || !n || !p }' "$C" && ok "runs' phase medians and predictions' parts recorded" ||
+    bad "phase or prediction-part columns"
 ran=$(awk -F, 'NR > 1 && $12 == "ran"' "$C" | wc -l)
 neq=$(awk -F, 'NR > 1 && $12 == "ran" && $11 != "1"' "$C" | wc -l)
 [ "$ran" -gt 20 ] && [ "$neq" -eq 0 ] && ok "every one of $ran runs has auto's losses, bitwise" || bad "$neq of $ran runs differ"
