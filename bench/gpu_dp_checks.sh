@@ -13,7 +13,8 @@
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
-#                                         EQUAL_ONLY=1: part 1 only; SPEED_ONLY=1: part 2 only; GPUS=N: both parts on N
+#                                         EQUAL_ONLY=1: part 1 only; SPEED_ONLY=1: part 2 only; TWO_NODE_ONLY=1 (with
+#                                         EQUAL_ONLY=1): of part 1 the two-node checks only; GPUS=N: both parts on N
 #                                         GPUs, default 2 (part 1: N ranks x 4/N against 1 GPU x 4; its two-node
 #                                         checks always use 2))
 set -u
@@ -70,6 +71,10 @@ two_node() {
 }
 # SPEED_ONLY=1: part 2 alone (part 1 ran before on this machine)
 if [ "${SPEED_ONLY:-0}" != 1 ]; then
+if [ "${TWO_NODE_ONLY:-0}" = 1 ]; then # the two-node checks alone, with the one --gpus run they compare with
+    "$BIN/slidecheck" $tiny --mode resident --dtype bf16 --batch $EB --gpus $NG --save "$O/save_resident_bf16_a" \
+        > "$O/two_resident_bf16_a.log" 2>&1 || { echo "$NG ranks resident bf16: exit $?"; fail=1; }
+else
 for dt in fp32 bf16; do
     equal resident $dt
     # slide over NCCL: each layer's gradients summed on the device before they go down
@@ -149,6 +154,7 @@ for kg in auto off; do
         echo "a killed rank 1 (--cuda-graph $kg): the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill_$kg.log" | cut -c1-200))"
     else echo "a killed rank 1 (--cuda-graph $kg): exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
 done
+fi # TWO_NODE_ONLY
 # (compared with the 2-rank run: with NG > 2 ranks the NVLink sums need not equal the socket ones)
 if [ "${TWO_NODE:-1}" = 1 ] && [ "$NG" = 2 ] && command -v torchrun > /dev/null && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     # the tiny bf16 run: with two ranks a sum is a + b whatever carries it, so the same bytes as --gpus 2
