@@ -298,7 +298,7 @@ typedef struct sweep_cfg {
     int dl, is_auto;
     size_t pred_peak;   /* predicted peak allocated bytes */
     double pred_ms;     /* sc_plan_auto's predicted step; NAN where none */
-    double pred_comp, pred_copy, pred_hopt; /* its parts: compute, copies, host optimizer (ms) */
+    struct pred_parts { double comp, copy, hopt; } part; /* its parts: compute, copies, host optimizer (ms) */
     char pred_note[320];
     int status, n, bitwise;
     double median_ms, seconds;
@@ -316,7 +316,8 @@ typedef struct sweep_cfg {
 struct pred_memo {
     sc_optim optim;
     char name[320];
-    double ms, comp, copy, hopt;
+    double ms;
+    struct pred_parts part;
     size_t peak;
     char note[320];
 };
@@ -390,6 +391,21 @@ static void set_dl(sc_model_config *mc, int k)
 }
 
 /* Append a hand configuration unless one with the same knobs is there already. */
+/* nothing predicted or measured yet */
+static void no_numbers(sweep_cfg *c)
+{
+    c->pred_ms = c->part.comp = c->part.copy = c->part.hopt = NAN;
+    for (int i = 0; i < 4; i++) c->phase_ms[i] = NAN;
+}
+
+/* c's predicted peak, step and its parts, from sc_plan_auto */
+static void set_pred(sweep_cfg *c, const sc_plan_auto_result *res)
+{
+    c->pred_peak = res->peak_bytes;
+    c->pred_ms = res->step_ms;
+    c->part.comp = res->compute_ms, c->part.copy = res->copy_ms, c->part.hopt = res->host_opt_ms;
+}
+
 static void add_cfg(sweep_cfg *list, int *n, int max, const char *name, const sc_model_config *mc, const sc_plan *plan,
                     int dl)
 {
@@ -406,8 +422,7 @@ static void add_cfg(sweep_cfg *list, int *n, int max, const char *name, const sc
     c->mc = *mc;
     c->plan = *plan;
     c->dl = dl;
-    c->pred_ms = c->pred_comp = c->pred_copy = c->pred_hopt = NAN;
-    for (int i = 0; i < 4; i++) c->phase_ms[i] = NAN;
+    no_numbers(c);
 }
 
 /* Every hand configuration of the knob lists for one cap and optimizer, with its predicted peak
@@ -502,9 +517,7 @@ static void predict(sweep *S, sweep_cfg *c)
     }
     if (res.peak_bytes != c->pred_peak)
         snprintf(c->pred_note, sizeof c->pred_note, "sc_plan_auto's peak %zu differs from sc_plan_evaluate's", res.peak_bytes);
-    c->pred_peak = res.peak_bytes;
-    c->pred_ms = res.step_ms;
-    c->pred_comp = res.compute_ms, c->pred_copy = res.copy_ms, c->pred_hopt = res.host_opt_ms;
+    set_pred(c, &res);
 }
 
 /* Train c under its cap: 1 warm-up + steps steps, batch s at step s. */
@@ -626,7 +639,7 @@ static void csv_row(sweep *S, const char *cap, sc_optim optim, const sweep_cfg *
         snprintf(tr, sizeof tr, "%llu,%llu,%zu,%.3f", (unsigned long long)c->h2d, (unsigned long long)c->d2h, c->hparams,
                  c->hopt_ms);
     char parts[96] = ",,", ph[128] = ",,,";
-    if (c->pred_ms == c->pred_ms) snprintf(parts, sizeof parts, "%.3f,%.3f,%.3f", c->pred_comp, c->pred_copy, c->pred_hopt);
+    if (c->pred_ms == c->pred_ms) snprintf(parts, sizeof parts, "%.3f,%.3f,%.3f", c->part.comp, c->part.copy, c->part.hopt);
     if (c->status == ST_RAN)
         snprintf(ph, sizeof ph, "%.3f,%.3f,%.3f,%.3f", c->phase_ms[0], c->phase_ms[1], c->phase_ms[2], c->phase_ms[3]);
     fprintf(S->csv, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", cap, optim == SC_OPTIM_ADAMW ? "adamw" : "sgd",
@@ -735,8 +748,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     sweep_cfg au;
     memset(&au, 0, sizeof au);
     au.is_auto = 1;
-    au.pred_ms = au.pred_comp = au.pred_copy = au.pred_hopt = NAN;
-    for (int i = 0; i < 4; i++) au.phase_ms[i] = NAN;
+    no_numbers(&au);
     sc_model_config mc = S->base;
     mc.optim = optim;
     sc_plan_auto_config ac;
@@ -759,9 +771,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         au.mc = res.mc;
         au.plan = res.plan;
         au.dl = res.device_layers;
-        au.pred_peak = res.peak_bytes;
-        au.pred_ms = res.step_ms;
-        au.pred_comp = res.compute_ms, au.pred_copy = res.copy_ms, au.pred_hopt = res.host_opt_ms;
+        set_pred(&au, &res);
         if (over_time(S)) au.status = ST_SKIPPED;
         else {
             run_cfg(S, &au);
@@ -806,7 +816,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         while (m < S->nmemo && !(S->memo[m].optim == optim && !strcmp(S->memo[m].name, list[i].name))) m++;
         if (m < S->nmemo) {
             list[i].pred_ms = S->memo[m].ms, list[i].pred_peak = S->memo[m].peak;
-            list[i].pred_comp = S->memo[m].comp, list[i].pred_copy = S->memo[m].copy, list[i].pred_hopt = S->memo[m].hopt;
+            list[i].part = S->memo[m].part;
             snprintf(list[i].pred_note, sizeof list[i].pred_note, "%s", S->memo[m].note);
         } else {
             if (over_time(S)) { S->preds_left--; continue; }
@@ -820,7 +830,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
             }
             struct pred_memo *pm = &S->memo[S->nmemo++];
             pm->optim = optim, pm->ms = list[i].pred_ms, pm->peak = list[i].pred_peak;
-            pm->comp = list[i].pred_comp, pm->copy = list[i].pred_copy, pm->hopt = list[i].pred_hopt;
+            pm->part = list[i].part;
             snprintf(pm->name, sizeof pm->name, "%s", list[i].name);
             snprintf(pm->note, sizeof pm->note, "%s", list[i].pred_note);
         }

@@ -15,9 +15,9 @@ def table(path):
         if not on:
             continue
         t = line.split()
-        if len(t) < 5 or t[0] == 'total':
-            if t and t[0] == 'total':
-                break
+        if t and t[0] == 'total':
+            break
+        if len(t) < 5:
             continue
         name = ' '.join(t[:-4])
         rows[name] = rows.get(name, 0.0) + float(t[-4])
