@@ -7854,6 +7854,7 @@ SCDEF size_t sc_plan_saved_bytes(const sc_config *cfg, const sc_plan *plan, int 
 typedef struct sc__graph_state {
     void *exec;                /* NULL: none captured */
     int B, T, accum, update, traced, seen, drops, off;
+    int norm;                  /* the step queues the gradients' norm (clipping, or the update's read) */
     sc_plan plan;
     void **blk;                /* blocks the capture was handed: checked idle before a replay */
     size_t *blkn, nblk, capblk;
@@ -11422,6 +11423,7 @@ static sc_result sc__graph_capture(sc_model *m, const sc_plan *plan, int update)
     }
     g->spans = sc__tracer_spans_copy(m->tr, mark, &g->nspans);
     g->saved = m->last_saved;
+    g->norm = m->gnorm_step == m->t; /* its replays leave the norm for sc_model_grad_norm too */
     g->peak[0] = m->alloc.stats.allocated_bytes[SC_STAT_ALL].peak;
     g->peak[1] = m->alloc.stats.active_bytes[SC_STAT_ALL].peak;
     g->peak[2] = m->alloc.stats.requested_bytes[SC_STAT_ALL].peak;
@@ -11461,6 +11463,7 @@ static sc_result sc__graph_step(sc_model *m, const sc_plan *plan, int update)
     if (!g->exec) return sc__graph_capture(m, plan, update);
     /* replay: what the captured step did on the host, then one launch */
     if (update) m->t++;
+    if (g->norm) m->gnorm_step = m->t, m->gnorm = NAN; /* the graph queued the norm: read on request */
     sc_optim_consts k = sc__step_consts(m);
     sc__tracer_spans_replay(m->tr, g->spans, g->nspans);
     m->last_saved = g->saved;
