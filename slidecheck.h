@@ -314,6 +314,7 @@ USAGE
                                          settle fails (never hangs) when a rank stalls
      sc_cuda_grad_norm(cu, g, gt, n, max_norm) / sc_cuda_grad_norm_read   the clipping norm
      sc_cuda_sgd_update / sc_cuda_adamw_update   the optimizers, the host's bits
+     sc_cuda_sgd_update_norm / _adamw_update_norm   the same, and the gradient norm from the same read
      sc_cuda_<op>(cu, ...)               every CPU layer op above but rope_table, on the GPU:
                                          sc_cuda_embedding_forward, sc_cuda_attention_backward, ...
 
@@ -1634,6 +1635,13 @@ SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size
 SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *scale);
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                 sc_dtype gt, size_t n, const sc_optim_consts *k);
+/* The update and the 2-norm of g in one pass over g: the bits of the update followed by
+   sc_cuda_grad_norm(cu, g, gt, n, 0) (read it with sc_cuda_grad_norm_read). For updates that
+   clip nothing: the norm is of the gradients the update reads. */
+SC_CUDA_DEF void sc_cuda_sgd_update_norm(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n,
+                                         const sc_optim_consts *k);
+SC_CUDA_DEF void sc_cuda_adamw_update_norm(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st,
+                                           const void *g, sc_dtype gt, size_t n, const sc_optim_consts *k);
 /* Slide mode. Streams: 0 compute, 1 upload, 2 download (sc_cuda_event_record takes the same
    numbers). Pinned host memory: NULL on failure (message in sc_last_error()). */
 SC_CUDA_DEF void *sc_cuda_host_alloc(sc_cuda *cu, size_t bytes);
@@ -7846,6 +7854,7 @@ SCDEF size_t sc_plan_saved_bytes(const sc_config *cfg, const sc_plan *plan, int 
 typedef struct sc__graph_state {
     void *exec;                /* NULL: none captured */
     int B, T, accum, update, traced, seen, drops, off;
+    int norm;                  /* the step queues the gradients' norm (clipping, or the update's read) */
     sc_plan plan;
     void **blk;                /* blocks the capture was handed: checked idle before a replay */
     size_t *blkn, nblk, capblk;
@@ -10423,7 +10432,7 @@ static void sc__embedding_backward(sc_model *m)
     sc__span_end(m, sp);
 }
 
-static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt);
+static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt, int norm);
 
 #ifdef SLIDECHECK_CUDA
 /* ZeRO-1: AdamW on this rank's chunk and the remainder of bucket b, then the all-gather of the
@@ -10508,11 +10517,14 @@ static sc_result sc__resident_update(sc_model *m)
 #ifdef SLIDECHECK_CUDA
         if (cut) sc_cuda_comm_join(m->cu, m->coll_l1);
 #endif
-        r = sc__device_update_range(m, n, cut, n - cut);
+        /* one piece, nothing clipped: the norm the log asks for comes from the update's read */
+        int norm = !cut && !(m->mc.clip_grad_norm > 0.0f);
+        r = sc__device_update_range(m, n, cut, n - cut, norm);
+        if (norm && m->cu) m->gnorm_step = m->t, m->gnorm = NAN; /* read back on request */
 #ifdef SLIDECHECK_CUDA
         if (r == SC_SUCCESS && cut) {
             sc_cuda_comm_join(m->cu, sc_cuda_comm_count(m->cu));
-            r = sc__device_update_range(m, n, 0, cut);
+            r = sc__device_update_range(m, n, 0, cut, 0);
         }
 #endif
     }
@@ -10798,7 +10810,9 @@ static void sc__slide_flush_spans(sc_model *m)
 /* The optimizer over parameters [off, off + cnt) of the n that the device updates (its state is
    sized for n): data parallel updates the layers while the embedding's all-reduce still runs.
    The update is per element, so the pieces give the bits of one call. */
-static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt)
+/* norm (the GPU, the whole range): the same update, with the gradients' norm (sc_model_grad_norm)
+   from its read of them */
+static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt, int norm)
 {
     float *p = m->master ? m->master : m->params;
     int pb = m->master ? 4 : m->pb, sb = m->mc.state_bf16 ? 2 : pb;
@@ -10819,15 +10833,16 @@ static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size
         char *pp = (char *)p + off * (size_t)pb;
         const char *g = (const char *)m->grads + off * (size_t)m->gb;
         sc_optim_consts k = sc__model_consts(m);
-        if (m->mc.optim == SC_OPTIM_ADAMW) {
-            sc_cuda_adamw_update(m->cu, pp, (char *)m->opt_m + off * (size_t)sb, (char *)m->opt_v + off * (size_t)sb,
-                                 pt, st, g, m->gdt, cnt, &k);
-        } else
-            sc_cuda_sgd_update(m->cu, pp, pt, g, m->gdt, cnt, &k);
+        char *om = (char *)m->opt_m + off * (size_t)sb, *ov = (char *)m->opt_v + off * (size_t)sb;
+        if (m->mc.optim == SC_OPTIM_ADAMW && norm) sc_cuda_adamw_update_norm(m->cu, pp, om, ov, pt, st, g, m->gdt, cnt, &k);
+        else if (m->mc.optim == SC_OPTIM_ADAMW) sc_cuda_adamw_update(m->cu, pp, om, ov, pt, st, g, m->gdt, cnt, &k);
+        else if (norm) sc_cuda_sgd_update_norm(m->cu, pp, pt, g, m->gdt, cnt, &k);
+        else sc_cuda_sgd_update(m->cu, pp, pt, g, m->gdt, cnt, &k);
         if (m->master) sc_cuda_convert(m->cu, (char *)m->params + off * (size_t)m->pb, m->pdt, pp, SC_F32, cnt);
         return sc_cuda_status(m->cu);
     }
 #endif
+    (void)norm; /* the CPU backend computes the norm when asked (sc_model_grad_norm) */
     SC_ASSERT(off == 0 && cnt == n); /* the CPU backend updates in one piece */
     sc_optim_consts k = sc__model_consts(m);
     if (m->mc.optim == SC_OPTIM_ADAMW) /* the CPU backend holds f32 parameters and gradients */
@@ -10842,7 +10857,7 @@ static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size
 
 static sc_result sc__device_update(sc_model *m, size_t n)
 {
-    return sc__device_update_range(m, n, 0, n);
+    return sc__device_update_range(m, n, 0, n, 0);
 }
 
 /* host buffer of dtype t into f32 */
@@ -11408,6 +11423,7 @@ static sc_result sc__graph_capture(sc_model *m, const sc_plan *plan, int update)
     }
     g->spans = sc__tracer_spans_copy(m->tr, mark, &g->nspans);
     g->saved = m->last_saved;
+    g->norm = m->gnorm_step == m->t; /* its replays leave the norm for sc_model_grad_norm too */
     g->peak[0] = m->alloc.stats.allocated_bytes[SC_STAT_ALL].peak;
     g->peak[1] = m->alloc.stats.active_bytes[SC_STAT_ALL].peak;
     g->peak[2] = m->alloc.stats.requested_bytes[SC_STAT_ALL].peak;
@@ -11447,6 +11463,7 @@ static sc_result sc__graph_step(sc_model *m, const sc_plan *plan, int update)
     if (!g->exec) return sc__graph_capture(m, plan, update);
     /* replay: what the captured step did on the host, then one launch */
     if (update) m->t++;
+    if (g->norm) m->gnorm_step = m->t, m->gnorm = NAN; /* the graph queued the norm: read on request */
     sc_optim_consts k = sc__step_consts(m);
     sc__tracer_spans_replay(m->tr, g->spans, g->nspans);
     m->last_saved = g->saved;

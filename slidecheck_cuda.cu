@@ -631,6 +631,82 @@ __global__ void __launch_bounds__(256) k_grad_norm(sc__gnorm *out, const double 
     }
 }
 
+/* The chunk sums read with 16-byte vectors, alone (OP 0) or in the optimizer's pass over the same
+   gradients (OP 1 SGD, OP 2 AdamW: k_sgd's / k_adamw's arithmetic per element, p, m, v and g all
+   16-byte aligned). A warp takes a chunk, row after row of 256 elements: lane l holds the sums
+   of k_sumsq_chunks' lanes 8l..8l+7, each adding the same elements in the same order, and the
+   tree is the same; so are the bits. One read of the gradients where the norm and the update
+   each made one. */
+#define SC__NORM_WARPS 8
+template <int OP, typename P, typename S, typename Gt>
+__global__ void __launch_bounds__(32 * SC__NORM_WARPS)
+    k_sumsq_chunks8(double *part, const Gt *g, size_t n, P *p, S *m, S *v, const sc_optim_consts *kp, const sc__gnorm *gn)
+{
+    __shared__ double sh[SC__NORM_WARPS][256];
+    const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
+    const size_t c = (size_t)blockIdx.x * SC__NORM_WARPS + w;
+    if (c * SC_GRAD_NORM_CHUNK >= n) return; /* a whole warp: only __syncwarp below */
+    sc_optim_consts k;
+    float gs = 1.0f;
+    if constexpr (OP != 0) k = *kp, gs = gn->scale; /* device memory: a replayed graph reads this step's */
+    const size_t o = c * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
+    double q[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) q[j] = 0.0;
+    for (size_t r = o + 8 * (size_t)l; r < e; r += 256) {
+        if (r + 8 <= e) {
+            float gi[8];
+            ld8(gi, g + r);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                double x = (double)gi[j];
+                q[j] = __dadd_rn(q[j], __dmul_rn(x, x));
+            }
+            if constexpr (OP == 1) {
+                float pi[8];
+                ld8(pi, p + r);
+#pragma unroll
+                for (int j = 0; j < 8; j++) pi[j] = sgd_elem(pi[j], __fmul_rn(gi[j], gs), k.lr, k.weight_decay);
+                st8(p + r, pi);
+            } else if constexpr (OP == 2) {
+                float pi[8], mi[8], vi[8];
+                ld8(pi, p + r);
+                ld8(mi, m + r);
+                ld8(vi, v + r);
+#pragma unroll
+                for (int j = 0; j < 8; j++) adamw_elem(pi[j], mi[j], vi[j], __fmul_rn(gi[j], gs), k);
+                st8(m + r, mi);
+                st8(v + r, vi);
+                st8(p + r, pi);
+            }
+        } else {
+            for (int j = 0; j < 8 && r + j < e; j++) { /* the chunk's last, partial row */
+                size_t i = r + j;
+                float gi = ldf(g + i);
+                double x = (double)gi;
+                q[j] = __dadd_rn(q[j], __dmul_rn(x, x));
+                if constexpr (OP == 1) stf(p + i, sgd_elem(ldf(p + i), __fmul_rn(gi, gs), k.lr, k.weight_decay));
+                else if constexpr (OP == 2) {
+                    float pi = ldf(p + i), mi = ldf(m + i), vi = ldf(v + i);
+                    adamw_elem(pi, mi, vi, __fmul_rn(gi, gs), k);
+                    stf(m + i, mi);
+                    stf(v + i, vi);
+                    stf(p + i, pi);
+                }
+            }
+        }
+    }
+    double *t = sh[w];
+#pragma unroll
+    for (int j = 0; j < 8; j++) t[8 * l + j] = q[j];
+    __syncwarp();
+    for (int h = 128; h >= 1; h >>= 1) { /* sc__tree256's halving tree, by one warp */
+        for (int i = l; i < h; i += 32) t[i] = __dadd_rn(t[i], t[i + h]);
+        __syncwarp();
+    }
+    if (l == 0) part[c] = t[0];
+}
+
 /* ==========================================================================================
    RMSNorm (block per row, SC__NORM_THREADS threads; the same code for the plain and the fused
    residual-add form)
@@ -4817,30 +4893,52 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
     sc__launched(cu, "sgd_update");
 }
 
+/* room for nc chunk sums (sized by the eager step before a capture) */
+static bool sc__gn_reserve(sc_cuda *cu, size_t nc)
+{
+    if (nc <= cu->gn_part_n) return sc__ok(cu);
+    if (cu->cap) { /* no allocation inside a capture: the eager step before it sizes this */
+        sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "grad_norm: first call inside a graph capture");
+        return false;
+    }
+    if (cu->gn_part) SC__CK(cu, cudaFree(cu->gn_part));
+    cu->gn_part = NULL;
+    cu->gn_part_n = 0;
+    SC__CK(cu, cudaMalloc((void **)&cu->gn_part, (nc ? nc : 1) * sizeof(double)));
+    if (!sc__ok(cu)) return false;
+    cu->gn_part_n = nc;
+    return true;
+}
+
+/* the chunk sums into the norm, the clipping scale, and a pinned copy for the host */
+static void sc__gn_finish(sc_cuda *cu, size_t nc, float max_norm)
+{
+    k_grad_norm<<<1, 256, 0, cu->stream>>>(cu->gn_dev, cu->gn_part, nc, max_norm);
+    sc__launched(cu, "grad_norm");
+    SC__CK(cu, cudaMemcpyAsync(cu->gn_host, cu->gn_dev, sizeof(sc__gnorm), cudaMemcpyDeviceToHost, cu->stream));
+}
+
+static size_t sc__gn_chunks(size_t n) { return (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK; }
+static unsigned sc__gn_blocks(size_t nc) { return (unsigned)((nc + SC__NORM_WARPS - 1) / SC__NORM_WARPS); }
+
 SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size_t n, float max_norm)
 {
     if (!sc__ok(cu)) return;
-    size_t nc = (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
-    if (nc > cu->gn_part_n) {
-        if (cu->cap) { /* no allocation inside a capture: the eager step before it sizes this */
-            sc__cu_fail(cu, SC_ERROR_UNSUPPORTED, "grad_norm: first call inside a graph capture");
-            return;
-        }
-        if (cu->gn_part) SC__CK(cu, cudaFree(cu->gn_part));
-        cu->gn_part = NULL;
-        cu->gn_part_n = 0;
-        SC__CK(cu, cudaMalloc((void **)&cu->gn_part, (nc ? nc : 1) * sizeof(double)));
-        if (!sc__ok(cu)) return;
-        cu->gn_part_n = nc;
-    }
-    if (nc) {
+    size_t nc = sc__gn_chunks(n);
+    if (!sc__gn_reserve(cu, nc)) return;
+    if (nc && sc__v8(8, {g})) {
+        unsigned gr = sc__gn_blocks(nc);
+        if (gt == SC_BF16)
+            k_sumsq_chunks8<0, float, float, bf16><<<gr, 32 * SC__NORM_WARPS, 0, cu->stream>>>(cu->gn_part, (const bf16 *)g, n, NULL, NULL, NULL, NULL, NULL);
+        else
+            k_sumsq_chunks8<0, float, float, float><<<gr, 32 * SC__NORM_WARPS, 0, cu->stream>>>(cu->gn_part, (const float *)g, n, NULL, NULL, NULL, NULL, NULL);
+        sc__launched(cu, "grad_norm chunks");
+    } else if (nc) { /* an unaligned buffer: one element a load, the same order */
         if (gt == SC_BF16) k_sumsq_chunks<bf16><<<(unsigned)nc, 256, 0, cu->stream>>>(cu->gn_part, (const bf16 *)g, n);
         else k_sumsq_chunks<float><<<(unsigned)nc, 256, 0, cu->stream>>>(cu->gn_part, (const float *)g, n);
         sc__launched(cu, "grad_norm chunks");
     }
-    k_grad_norm<<<1, 256, 0, cu->stream>>>(cu->gn_dev, cu->gn_part, nc, max_norm);
-    sc__launched(cu, "grad_norm");
-    SC__CK(cu, cudaMemcpyAsync(cu->gn_host, cu->gn_dev, sizeof(sc__gnorm), cudaMemcpyDeviceToHost, cu->stream));
+    sc__gn_finish(cu, nc, max_norm);
 }
 
 SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *scale)
@@ -4875,4 +4973,60 @@ SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc
 #undef SC__ADAM_G
 #undef SC__ADAM
     sc__launched(cu, "adamw_update");
+}
+
+/* The update and the norm of g in one read of g (k_sumsq_chunks8), where every operand is
+   16-byte aligned; else the update, then sc_cuda_grad_norm. Either way the bits of
+   sc_cuda_*_update followed by sc_cuda_grad_norm(cu, g, gt, n, 0). */
+SC_CUDA_DEF void sc_cuda_sgd_update_norm(sc_cuda *cu, void *p, sc_dtype pt, const void *g, sc_dtype gt, size_t n,
+                                         const sc_optim_consts *k)
+{
+    if (!sc__ok(cu) || !n) return;
+    size_t nc = sc__gn_chunks(n);
+    if (!sc__v8(8, {p, g}) || (pt != SC_F32 && pt != SC_BF16) || (gt != SC_F32 && gt != SC_BF16)) {
+        sc_cuda_sgd_update(cu, p, pt, g, gt, n, k);
+        sc_cuda_grad_norm(cu, g, gt, n, 0.0f);
+        return;
+    }
+    const sc_optim_consts *kd = sc__consts(cu, k);
+    if (!kd || !sc__gn_reserve(cu, nc)) return;
+    unsigned gr = sc__gn_blocks(nc);
+#define SC__SGDN(P, G)                                                                                              \
+    k_sumsq_chunks8<1, P, float, G><<<gr, 32 * SC__NORM_WARPS, 0, cu->stream>>>(cu->gn_part, (const G *)g, n, (P *)p, \
+                                                                              NULL, NULL, kd, cu->gn_dev)
+    if (pt == SC_F32 && gt == SC_F32) SC__SGDN(float, float);
+    else if (pt == SC_F32) SC__SGDN(float, bf16);
+    else if (gt == SC_F32) SC__SGDN(bf16, float);
+    else SC__SGDN(bf16, bf16);
+#undef SC__SGDN
+    sc__launched(cu, "sgd_update + grad_norm chunks");
+    sc__gn_finish(cu, nc, 0.0f);
+}
+
+SC_CUDA_DEF void sc_cuda_adamw_update_norm(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st,
+                                           const void *g, sc_dtype gt, size_t n, const sc_optim_consts *k)
+{
+    if (!sc__ok(cu) || !n) return;
+    size_t nc = sc__gn_chunks(n);
+    int ok = (pt == SC_F32 || pt == SC_BF16) && (st == SC_F32 || st == SC_BF16) && (gt == SC_F32 || gt == SC_BF16);
+    if (!ok || !sc__v8(8, {p, m, v, g})) {
+        sc_cuda_adamw_update(cu, p, m, v, pt, st, g, gt, n, k);
+        sc_cuda_grad_norm(cu, g, gt, n, 0.0f);
+        return;
+    }
+    const sc_optim_consts *kd = sc__consts(cu, k);
+    if (!kd || !sc__gn_reserve(cu, nc)) return;
+    unsigned gr = sc__gn_blocks(nc);
+#define SC__ADAMN(P, S, G)                                                                                         \
+    k_sumsq_chunks8<2, P, S, G><<<gr, 32 * SC__NORM_WARPS, 0, cu->stream>>>(cu->gn_part, (const G *)g, n, (P *)p,     \
+                                                                          (S *)m, (S *)v, kd, cu->gn_dev)
+#define SC__ADAMN_G(P, S) do { if (gt == SC_F32) SC__ADAMN(P, S, float); else SC__ADAMN(P, S, bf16); } while (0)
+    if (pt == SC_F32 && st == SC_F32) SC__ADAMN_G(float, float);
+    else if (pt == SC_F32) SC__ADAMN_G(float, bf16);
+    else if (st == SC_F32) SC__ADAMN_G(bf16, float);
+    else SC__ADAMN_G(bf16, bf16);
+#undef SC__ADAMN_G
+#undef SC__ADAMN
+    sc__launched(cu, "adamw_update + grad_norm chunks");
+    sc__gn_finish(cu, nc, 0.0f);
 }

@@ -802,6 +802,33 @@ static void test_optim_bitwise(void)
                          adam ? "AdamW" : "SGD", sc_cpu_optim_isa(), pt ? "bf16" : "f32", stb ? "bf16" : "f32",
                          gt ? "bf16" : "f32", n);
                 check(same && sc_cuda_status(cu) == SC_SUCCESS, nm, "differs");
+                /* the update fused with the norm (one read of g) from the same start: the same
+                   bits, and each step's norm the host's sc_grad_norm of g, bit for bit */
+                void *ip = malloc(n * pe), *im = malloc(n * se), *iv = malloc(n * se);
+                for (size_t i = 0; i < n; i++) {
+                    if (pt) ((uint16_t *)ip)[i] = sc_f32_to_bf16(p[i]); else ((float *)ip)[i] = p[i];
+                    if (stb) { ((uint16_t *)im)[i] = sc_f32_to_bf16(m[i]); ((uint16_t *)iv)[i] = sc_f32_to_bf16(v[i]); }
+                    else { ((float *)im)[i] = m[i]; ((float *)iv)[i] = v[i]; }
+                }
+                sc_cuda_upload(cu, dp, ip, n * pe); sc_cuda_upload(cu, dm, im, n * se); sc_cuda_upload(cu, dv, iv, n * se);
+                double want = sc_grad_norm(hg, G, n, 0);
+                int norms = 1;
+                for (int t = 1; t <= 3; t++) {
+                    sc_optim_consts k = sc_optim_consts_make(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t);
+                    if (adam) sc_cuda_adamw_update_norm(cu, dp, dm, dv, P, S, dg, G, n, &k);
+                    else sc_cuda_sgd_update_norm(cu, dp, P, dg, G, n, &k);
+                    double got = -1.0;
+                    if (sc_cuda_grad_norm_read(cu, &got, NULL) != SC_SUCCESS || memcmp(&got, &want, sizeof got)) norms = 0;
+                }
+                sc_cuda_download(cu, ip, dp, n * pe);
+                sc_cuda_download(cu, im, dm, n * se);
+                sc_cuda_download(cu, iv, dv, n * se);
+                same = !memcmp(rp, ip, n * pe) && (!adam || (!memcmp(rm, im, n * se) && !memcmp(rv, iv, n * se)));
+                snprintf(nm, sizeof nm, "%s fused with the gradient norm == unfused bitwise, norm == host's: p %s, m/v %s, g %s, n=%zu",
+                         adam ? "AdamW" : "SGD", pt ? "bf16" : "f32", stb ? "bf16" : "f32", gt ? "bf16" : "f32", n);
+                check(same && norms && sc_cuda_status(cu) == SC_SUCCESS, nm, "weights %s, norms %s", same ? "equal" : "differ",
+                      norms ? "equal" : "differ");
+                free(ip); free(im); free(iv);
                 free(p); free(g); free(m); free(v); free(hp); free(hg); free(hm); free(hv); free(rp); free(rm); free(rv);
                 sc_cuda_raw_free(dp, 0, cu); sc_cuda_raw_free(dg, 0, cu); sc_cuda_raw_free(dm, 0, cu); sc_cuda_raw_free(dv, 0, cu);
             }
