@@ -86,8 +86,8 @@ ifeq ($(NVCC),)
 CHECK_SRCS  := $(filter-out tests/test_gpu.c,$(CHECK_SRCS))
 endif
 CHECK_WARN   = -std=c11 -Wall -Wextra -Werror -fopenmp
-# (bench/allreduce.c compiles either way: without SLIDECHECK_CUDA it is a stub that says so)
-check_cuda   = tests/test_gpu.c $(if $(NVCC),bench/allreduce.c)
+# (bench/allreduce.c and mma_order.c compile either way: without SLIDECHECK_CUDA a stub that says so)
+check_cuda   = tests/test_gpu.c $(if $(NVCC),bench/allreduce.c bench/mma_order.c)
 check_extra  = $(if $(filter $(check_cuda),$<),-DSLIDECHECK_CUDA -I$(CUDA_HOME)/include)
 
 .PHONY: check-compilers
@@ -118,6 +118,10 @@ ifneq ($(NVCC),)
 build/allreduce: bench/allreduce.c $(HDRS) build/slidecheck_cuda.o
 	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -I. -I$(CUDA_HOME)/include bench/allreduce.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
 endif
+
+# wgmma against mma.sync on the same operands: do they add a product the same way? (bench/mma_order.c)
+build/mma_order: bench/mma_order.c $(HDRS) build/slidecheck_cuda.o
+	$(CC) $(CFLAGS) -DSLIDECHECK_CUDA -I. -I$(CUDA_HOME)/include bench/mma_order.c -o $@ build/slidecheck_cuda.o $(CUDA_LIBS) $(LDLIBS)
 
 # --mode auto against a brute-force sweep of the hand knobs under the same caps, in one process
 # (bench/auto_sweep.c); built as the CLI is: with the CUDA backend where nvcc is found

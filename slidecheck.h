@@ -1512,6 +1512,11 @@ SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu);
    block `bytes` of shared memory (sm_86 / sm_89: 101376), so that an H100 runs the blocks such a
    GPU runs; 0: the device's own. */
 SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
+/* Test hook (private): A B^T for A 64 x k, B 128 x k (bf16 bits, rows of 64 values, k 16..64 by
+   16) summed by wgmma and by mma.sync in the same k16 order, into wg and mma (64 x 128 f32,
+   row-major); SC_ERROR_UNSUPPORTED without the sm_90a code. bench/mma_order.c compares them. */
+SC_CUDA_DEF sc_result sc__cuda_mma_order_probe(sc_cuda *cu, float *wg, float *mma, const uint16_t *a, const uint16_t *b,
+                                               int k);
 #endif
 /* The dS workspace (sc_attention_ds_bytes) the next attention backward uses; NULL: a scratch
    buffer of the context's own. The model passes one from its caching allocator, so that the

@@ -2073,6 +2073,60 @@ __global__ void k_has_sm90a(int *out)
 #endif
 }
 
+/* Test hook's kernel (sc__cuda_mma_order_probe): D = A B^T for A 64 x k and B 128 x k (bf16,
+   k <= 64, rows of 64 in global memory), f32 sums, two ways from the same operands in the same
+   k16 order: one wgmma m64n128k16 per 16 columns of k (the forward's swizzled layout and
+   descriptors), and mma.sync m16n8k16 (the PORTABLE kernels' instruction), warp w taking rows
+   16w.. Both outputs row-major 64 x 128. Whether the two instructions add a 16-term product in
+   the same order decides whether the two attention paths can give the same bits. */
+template <int K>
+__global__ void __launch_bounds__(128) k_mma_order_probe(float *dw, float *dm, const bf16 *A, const bf16 *B)
+{
+#ifdef SC__HAVE_WGMMA
+    __shared__ __align__(1024) bf16 sA[64 * 64], sB[128 * 64];
+    fa_load_sw<64, 64, 128>(sA, A, 64, 64);
+    fa_load_sw<128, 64, 128>(sB, B, 64, 128);
+    fa_commit();
+    fa_wait<0>();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float d[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; j++) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.0f;
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++)
+        wg_mma_ss(d, wg_desc(fa_saddr(sA) + kk * 32, 16, 1024), wg_desc(fa_saddr(sB) + kk * 32, 16, 1024), kk > 0);
+    wg_commit();
+    wg_wait0();
+    wg_keep(d);
+    float c[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+    const int r = 16 * w + g;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        uint32_t a[4] = {*(const uint32_t *)(A + r * 64 + k0 + 2 * t), *(const uint32_t *)(A + (r + 8) * 64 + k0 + 2 * t),
+                         *(const uint32_t *)(A + r * 64 + k0 + 2 * t + 8), *(const uint32_t *)(A + (r + 8) * 64 + k0 + 2 * t + 8)};
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            fa_mma(c[j], a, *(const uint32_t *)(B + (8 * j + g) * 64 + k0 + 2 * t),
+                   *(const uint32_t *)(B + (8 * j + g) * 64 + k0 + 2 * t + 8));
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        int col = 8 * j + 2 * t;
+        dw[r * 128 + col] = d[j][0], dw[r * 128 + col + 1] = d[j][1];
+        dw[(r + 8) * 128 + col] = d[j][2], dw[(r + 8) * 128 + col + 1] = d[j][3];
+        dm[r * 128 + col] = c[j][0], dm[r * 128 + col + 1] = c[j][1];
+        dm[(r + 8) * 128 + col] = c[j][2], dm[(r + 8) * 128 + col + 1] = c[j][3];
+    }
+#else
+    (void)dw; (void)dm; (void)A; (void)B;
+    __trap(); /* launched only where cu->sm90a holds */
+#endif
+}
+
 #ifndef SC__WS_STAGES
 #define SC__WS_STAGES 2 /* K and V buffers each */
 #endif
@@ -4757,6 +4811,36 @@ SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu) { return cu && cu->s
 SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes)
 {
     if (cu) cu->smem_cap = bytes > 0 ? bytes : 0;
+}
+
+/* A test hook, like the one above: k_mma_order_probe on a (64 x 64) and b (128 x 64) bf16 bits,
+   into wg and mma (64 x 128 floats each). Needs the sm_90a code running (an H100 or H200). */
+SC_CUDA_DEF sc_result sc__cuda_mma_order_probe(sc_cuda *cu, float *wg, float *mma, const uint16_t *a, const uint16_t *b,
+                                               int k)
+{
+    if (!cu || !wg || !mma || !a || !b || k < 16 || k > 64 || k % 16)
+        return sc_set_error(SC_ERROR_INVALID_ARGS, "sc__cuda_mma_order_probe: bad arguments (k %d: 16, 32, 48 or 64)", k);
+    if (!cu->sm90a) return sc_set_error(SC_ERROR_UNSUPPORTED, "sc__cuda_mma_order_probe: wgmma needs the sm_90a code (H100, H200)");
+    bf16 *da = NULL, *db = NULL;
+    float *dw = NULL, *dm = NULL;
+    SC__CK(cu, cudaMalloc((void **)&da, 64 * 64 * 2));
+    SC__CK(cu, cudaMalloc((void **)&db, 128 * 64 * 2));
+    SC__CK(cu, cudaMalloc((void **)&dw, 64 * 128 * 4));
+    SC__CK(cu, cudaMalloc((void **)&dm, 64 * 128 * 4));
+    SC__CK(cu, cudaMemcpy(da, a, 64 * 64 * 2, cudaMemcpyHostToDevice));
+    SC__CK(cu, cudaMemcpy(db, b, 128 * 64 * 2, cudaMemcpyHostToDevice));
+    if (sc__ok(cu)) {
+        if (k == 16) k_mma_order_probe<16><<<1, 128, 0, cu->stream>>>(dw, dm, da, db);
+        else if (k == 32) k_mma_order_probe<32><<<1, 128, 0, cu->stream>>>(dw, dm, da, db);
+        else if (k == 48) k_mma_order_probe<48><<<1, 128, 0, cu->stream>>>(dw, dm, da, db);
+        else k_mma_order_probe<64><<<1, 128, 0, cu->stream>>>(dw, dm, da, db);
+        sc__launched(cu, "mma order probe");
+    }
+    SC__CK(cu, cudaStreamSynchronize(cu->stream));
+    SC__CK(cu, cudaMemcpy(wg, dw, 64 * 128 * 4, cudaMemcpyDeviceToHost));
+    SC__CK(cu, cudaMemcpy(mma, dm, 64 * 128 * 4, cudaMemcpyDeviceToHost));
+    (void)cudaFree(da), (void)cudaFree(db), (void)cudaFree(dw), (void)cudaFree(dm);
+    return sc_cuda_status(cu);
 }
 
 SC_CUDA_DEF void sc_cuda_attention_workspace(sc_cuda *cu, void *ws, size_t bytes)
