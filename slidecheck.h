@@ -1485,15 +1485,15 @@ SC_CUDA_DEF const char *sc_cuda_error_message(sc_cuda *cu); /* its message ("" i
      (H100, H200) running this build's sm_90a code, head_dim 128 takes the Hopper kernels: a wgmma
      forward, dK/dV and dQ, each fed by TMA (where the driver has no TMA, PORTABLE's forward and
      dQ, and a dK/dV that loads with cp.async, the same bits).
-     Everywhere else, and for head_dim 64, it is PORTABLE. Out and lse of the Hopper forward, and
-     the backward's gradients, match PORTABLE's within bf16 tolerance, not bitwise: wgmma adds
-     the products of a 16-key step in another order than mma.sync.
+     Everywhere else, and for head_dim 64, it is PORTABLE. The Hopper kernels give PORTABLE's
+     bits: the same tiles in the same order, and wgmma adds a 16-term product as mma.sync does
+     (bench/mma_order.c).
    - SC_ATTENTION_PORTABLE: the mma.sync / cp.async kernels that sm_80, sm_86, sm_89 and GPUs
      newer than Hopper run by default, forced on any GPU (an H100 can check them). Their bits do
      not depend on the GPU's shared memory (where it is short, as the 99 KiB a block of sm_86 /
-     sm_89, head_dim 128 runs blocks of fewer warps, the same arithmetic per row). Sequences
-     longer than 32 * head_dim (sc_attention_ds_bytes 0) take the dQ kernel that recomputes S
-     and dP, on every tensor-core path; under DEFAULT their backward is then PORTABLE's, bitwise.
+     sm_89, head_dim 128's backward runs blocks of fewer warps, the same arithmetic per row).
+     Sequences longer than 32 * head_dim (sc_attention_ds_bytes 0) take the dQ kernel that
+     recomputes S and dP, on every tensor-core path.
    - SC_ATTENTION_REFERENCE: the plain tiled kernels, no tensor cores, f32 arithmetic on the
      stored inputs (P and dS not rounded to bf16): the GPU's reference for the other paths
      (the tests check every path against the CPU). Much slower than the others.

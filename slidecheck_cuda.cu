@@ -1558,7 +1558,7 @@ __global__ void __launch_bounds__(SC__AW * 32) k_attn_dkv(T *dqk, T *dqkv, const
    P and dS are rounded to bf16 before their products (as in FlashAttention); errors vs the f32
    reference are ~3e-3 relative.
    ========================================================================================== */
-#define SC__FA_BN 64 /* keys per tile in fwd / dQ; queries per tile in dK/dV */
+#define SC__FA_BN 64 /* keys per tile in dQ (and the forward at head_dim 64); queries per tile in dK/dV */
 /* warpgroups a block of the wgmma dK/dV kernel: one, so that two blocks share an SM (faster than
    one block of two on the H100; bench/results) */
 #define SC__WG_DKV 1
@@ -1788,14 +1788,21 @@ __device__ __forceinline__ void fa_fwd_store(bf16 *out, float *lse, const float 
    K / V fragment read from shared memory feeds MT mma instead of one (ldmatrix bandwidth, not
    the tensor cores, bounded the one-m-tile version). Each row's arithmetic does not depend on MT:
    an m-tile skips a key tile exactly when a warp of one m-tile would, so the bits depend on neither
-   MT nor the warps a block (SC__FA_NW_SMALL). */
-template <int D, int NW, int MT>
+   MT nor the warps a block (SC__FA_NW_SMALL).
+   BN keys a tile. The online softmax rescales once a tile, so BN is part of the arithmetic: at
+   head_dim 128 it is the Hopper forward's 128 (SC__WG_BN), whose bits this kernel then gives
+   (wgmma and mma.sync add a 16-term product alike: bench/mma_order.c). There one K and one V
+   buffer are refilled in turn (SPLIT: K_{n+1} loads under the softmax and P_n V_n, V_{n+1} under
+   S_{n+1}), so that a block fits the 99 KiB of sm_86 / sm_89; tiles of SC__FA_BN are
+   double-buffered. */
+template <int D, int NW, int MT, int BN>
 __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const bf16 *qk, const bf16 *qkv, int T_, int H,
                                                    int KV, float sl2)
 {
-    constexpr int WR = 16 * MT, BM = WR * NW, BN = SC__FA_BN, SD = D + 8, NT = NW * 32;
+    constexpr bool SPLIT = BN > SC__FA_BN;
+    constexpr int WR = 16 * MT, BM = WR * NW, NB = SPLIT ? 1 : 2, SD = D + 8, NT = NW * 32;
     extern __shared__ __align__(16) unsigned char fa_smem[];
-    bf16 *sQ = (bf16 *)fa_smem, *sK = sQ + BM * SD, *sV = sK + 2 * BN * SD;
+    bf16 *sQ = (bf16 *)fa_smem, *sK = sQ + BM * SD, *sV = sK + NB * BN * SD;
     const int K = (H + KV) * D, Qw = (H + 2 * KV) * D, G = H / KV;
     const int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, kh = h / G;
     const int q0 = qt * BM, lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -1803,9 +1810,14 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
     const int nq = min(BM, T_ - q0);
     const bf16 *kbase = qk + rowbase * K + (size_t)(H + kh) * D;
     const bf16 *vbase = qkv + rowbase * Qw + K + (size_t)kh * D;
+    auto load_k = [&](int n) { fa_load<BN, D, NT>(sK + (n % NB) * BN * SD, kbase + (size_t)n * BN * K, (size_t)K, min(BN, T_ - n * BN)); };
+    auto load_v = [&](int n) { fa_load<BN, D, NT>(sV + (n % NB) * BN * SD, vbase + (size_t)n * BN * Qw, (size_t)Qw, min(BN, T_ - n * BN)); };
+    /* cp.async groups: SPLIT commits Q + K_0, V_0, then K_{n+1} and V_{n+1} in turn (empty past the
+       last tile), so that each wait lets exactly the one copy issued after it run on */
     fa_load<BM, D, NT>(sQ, qk + (rowbase + q0) * K + (size_t)h * D, (size_t)K, nq);
-    fa_load<BN, D, NT>(sK, kbase, (size_t)K, min(BN, T_));
-    fa_load<BN, D, NT>(sV, vbase, (size_t)Qw, min(BN, T_));
+    load_k(0);
+    if (SPLIT) fa_commit();
+    load_v(0);
     fa_commit();
     const int ntile = (q0 + nq - 1) / BN + 1;
     const int wr0 = q0 + WR * w;
@@ -1819,20 +1831,22 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
     }
     for (int n = 0; n < ntile; n++) {
         const int k0 = n * BN;
-        if (n + 1 < ntile) {
-            int kn = k0 + BN;
-            fa_load<BN, D, NT>(sK + ((n + 1) & 1) * BN * SD, kbase + (size_t)kn * K, (size_t)K, min(BN, T_ - kn));
-            fa_load<BN, D, NT>(sV + ((n + 1) & 1) * BN * SD, vbase + (size_t)kn * Qw, (size_t)Qw, min(BN, T_ - kn));
+        const bool more = n + 1 < ntile, live = k0 <= wr0 + WR - 1; /* the warp has a row at or after k0 */
+        if (SPLIT) {
+            fa_wait<1>(); /* K_n (V_n may still be landing) */
+        } else if (more) {
+            load_k(n + 1);
+            load_v(n + 1);
             fa_commit();
             fa_wait<1>();
         } else {
             fa_wait<0>();
         }
         __syncthreads();
-        if (k0 <= wr0 + WR - 1) {
-            const bf16 *cK = sK + (n & 1) * BN * SD, *cV = sV + (n & 1) * BN * SD;
-            bool act[MT]; /* m-tile mt has a key in this tile that is not masked */
-            float s[MT][BN / 8][4];
+        const bf16 *cK = sK + (n % NB) * BN * SD, *cV = sV + (n % NB) * BN * SD;
+        bool act[MT]; /* m-tile mt has a key in this tile that is not masked */
+        float s[MT][BN / 8][4];
+        if (live) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
                 act[mt] = k0 <= wr0 + 16 * mt + 15;
@@ -1855,15 +1869,29 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
                     }
                 }
             }
+        }
+        if (SPLIT) { /* every warp is done with K_n: K_{n+1} loads under the softmax and P_n V_n */
+            __syncthreads();
+            if (more) load_k(n + 1);
+            fa_commit();
+        }
+        if (live)
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
                 if (!act[mt]) continue;
                 const int wm = wr0 + 16 * mt;
                 fa_softmax_rows<BN / 8, D / 8>(s[mt], o[mt], m[mt], l[mt], k0, wm + g, k0 + BN - 1 > wm, sl2, t);
             }
-            fa_mma_rows<D, MT, BN, SD>(o, s, cV, act, lane);
+        if (SPLIT) {
+            fa_wait<1>(); /* V_n (K_{n+1} may still be landing) */
+            __syncthreads();
         }
+        if (live) fa_mma_rows<D, MT, BN, SD>(o, s, cV, act, lane);
         __syncthreads();
+        if (SPLIT) { /* V_{n+1} loads under S_{n+1} */
+            if (more) load_v(n + 1);
+            fa_commit();
+        }
     }
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) fa_fwd_store<D>(out, lse, o[mt], m[mt], l[mt], wr0 + 16 * mt, T_, H, h, b, g, t);
@@ -1889,10 +1917,9 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
      registers a lane. With 9 warps, ptxas capped every thread at 168 and spilled.
    - Persistent: one block an SM walks the (query tile, head, batch) tiles heaviest first, and the
      producer loads the next tile's Q and K while the consumers store the last one's output.
-   The softmax is the mma.sync kernel's (fa_softmax_scores); only the products' order within a
-   16-key step differs, so out and lse differ from SC_ATTENTION_PORTABLE's in the last bits, and
-   both are checked against the CPU reference. Deterministic: each output is produced by one
-   thread in a fixed order. Where the driver has no TMA (cuTensorMapEncodeTiled), the PORTABLE
+   The softmax is the mma.sync kernel's (fa_softmax_scores), and k_fa_fwd at head_dim 128 takes
+   the same key tiles and order, so out and lse are SC_ATTENTION_PORTABLE's bit for bit (test_gpu).
+   Deterministic: each output is produced by one thread in a fixed order. Where the driver has no TMA (cuTensorMapEncodeTiled), the PORTABLE
    forward runs instead.
    ------------------------------------------------------------------------------------------ */
 #define SC__WG_BM 128
@@ -4534,7 +4561,14 @@ static bool sc__fa_ok(sc_cuda *cu, int D, std::initializer_list<const void *> pt
         if ((uintptr_t)p & 15) return false;
     return true;
 }
-template <int D, int BM> static size_t sc__fa_smem_fwd() { return (size_t)(BM + 4 * SC__FA_BN) * (D + 8) * 2; }
+/* the forward's key tile: the Hopper forward's at head_dim 128 (the same bits), else SC__FA_BN */
+template <int D> constexpr int sc__fa_fwd_bn() { return D == 128 ? SC__WG_BN : SC__FA_BN; }
+/* Q, and K and V: one buffer each of tiles past SC__FA_BN (k_fa_fwd's SPLIT), else two */
+template <int D, int BM> constexpr size_t sc__fa_smem_fwd()
+{
+    constexpr int BN = sc__fa_fwd_bn<D>();
+    return (size_t)(BM + (BN > SC__FA_BN ? 2 : 4) * BN) * (D + 8) * 2;
+}
 template <int D, int BM, int BN> static size_t sc__fa_smem_dq() { return (size_t)(2 * BM + 4 * BN) * (D + 8) * 2; }
 template <int D, int NW> static size_t sc__fa_smem_dkv()
 {
@@ -4545,10 +4579,11 @@ template <int D, int NW, int MT>
 static void fa_fwd_launch(sc_cuda *cu, void *out, float *lse, const void *qk, const void *qkv, int B, int T_, int H, int KV)
 {
     constexpr int BM = 16 * MT * NW;
+    constexpr int BN = sc__fa_fwd_bn<D>();
     size_t sm = sc__fa_smem_fwd<D, BM>();
-    if (!sc__set_smem(cu, k_fa_fwd<D, NW, MT>, sm)) return;
+    if (!sc__set_smem(cu, k_fa_fwd<D, NW, MT, BN>, sm)) return;
     dim3 grd((unsigned)((T_ + BM - 1) / BM), (unsigned)H, (unsigned)B);
-    k_fa_fwd<D, NW, MT><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV,
+    k_fa_fwd<D, NW, MT, BN><<<grd, NW * 32, sm, cu->stream>>>((bf16 *)out, lse, (const bf16 *)qk, (const bf16 *)qkv, T_, H, KV,
                                                           1.4426950408889634f / sqrtf((float)D));
     sc__launched(cu, "attention_forward (tensor cores)");
 }
@@ -4608,15 +4643,12 @@ static void fa_fwd(sc_cuda *cu, void *out, float *lse, const void *qk, const voi
         sc__launched(cu, "attention_forward (wgmma)");
         return;
     }
-    /* mma.sync: PORTABLE, and DEFAULT off Hopper or where the driver has no TMA. Head_dim 128 on a
-       GPU with 99 KiB a block takes 2-warp blocks (SC__FA_NW_SMALL: the same bits). */
-    if constexpr (D == 128) {
-        if (sc__fa_smem_fwd<D, 16 * SC__FA_MT * SC__FA_NW_FWD>() > sc__fa_room(cu)) {
-            fa_fwd_launch<D, SC__FA_NW_SMALL, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
-            return;
-        }
-    }
-    fa_fwd_launch<D, SC__FA_NW_FWD, SC__FA_MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
+    /* mma.sync: PORTABLE, and DEFAULT off Hopper or where the driver has no TMA. Head_dim 128 takes
+       one m-tile a warp (S of 128 keys and O fill the registers); its 85 KiB block fits the 99 KiB
+       of sm_86 / sm_89. */
+    constexpr int MT = D == 128 ? 1 : SC__FA_MT;
+    static_assert(sc__fa_smem_fwd<D, 16 * MT * SC__FA_NW_FWD>() <= 99 * 1024, "the forward's block must fit sm_86 / sm_89");
+    fa_fwd_launch<D, SC__FA_NW_FWD, MT>(cu, out, lse, qk, qkv, B, T_, H, KV);
 }
 
 template <int D, int NW, int MT>
