@@ -11539,6 +11539,23 @@ static sc_result sc__slide_clipped_update(sc_model *m)
     return SC_SUCCESS;
 }
 
+#ifdef SLIDECHECK_CUDA
+/* The step's collectives, settled within the control channel's timeout (sc_cuda_comm_settle).
+   When they fail, NCCL seldom says which rank is gone: the control channel does (a barrier: at
+   once where a rank's process died, its timeout where one stalls), and its message comes first. */
+static sc_result sc__comm_settle(sc_model *m)
+{
+    sc_result r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm));
+    if (r == SC_SUCCESS || sc_dist_comm_world(m->mc.comm) < 2) return r;
+    char why[sizeof sc__errbuf];
+    snprintf(why, sizeof why, "%s", sc_last_error());
+    if (sc_dist_barrier(m->mc.comm) == SC_SUCCESS) return sc__fail(r, "%s", why); /* every rank is there */
+    char who[sizeof sc__errbuf];
+    snprintf(who, sizeof who, "%s", sc_last_error());
+    return sc__fail(r, "%s (%s)", who, why);
+}
+#endif
+
 SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *ids, int accum, int B, int T,
                               int update, float *loss)
 {
@@ -11587,7 +11604,7 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
     m->gnorm_step = -1;
     r = m->sl ? sc__slide_step(m, plan, update && !slide_clip) : sc__graph_step(m, plan, update && m->cu);
 #ifdef SLIDECHECK_CUDA
-    if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* never a hang */
+    if (r == SC_SUCCESS && m->nccl) r = sc__comm_settle(m); /* never a hang */
     m->coll_l1 = m->coll_emb = 0; /* settled: an optimizer step after this one waits for nothing */
 #endif
     /* the loss last: reading it waits for the device, which by now has the whole step queued */
@@ -11637,7 +11654,7 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     if (!m->sl) {
         sc_result r = sc__resident_update(m);
 #ifdef SLIDECHECK_CUDA
-        if (r == SC_SUCCESS && m->nccl) r = sc_cuda_comm_settle(m->cu, sc__comm_timeout(m->mc.comm)); /* ZeRO-1's gathers */
+        if (r == SC_SUCCESS && m->nccl) r = sc__comm_settle(m); /* ZeRO-1's gathers */
 #endif
         return r;
     }

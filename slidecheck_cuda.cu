@@ -55,6 +55,8 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <type_traits>
 #include <cmath>
 #include <cstdarg>
@@ -3557,6 +3559,28 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
    one by one, then those of the last graph launched: its event nodes); when none finishes for
    timeout_s seconds, or NCCL reports an error, aborts the communicator (which ends its kernels)
    and fails with a message. */
+/* ncclCommAbort, bounded. Where a peer died, NCCL's abort can wait for it without end (seen with
+   two processes of one host over sockets: its teardown waits on the dead peer), while its first
+   act, the abort flag, already stops the comm's kernels. So it runs on a thread of its own, and
+   past bound_s the comm is left behind: its caller is failing anyway. true: it returned. */
+#define SC__NCCL_ABORT_S 10.0
+static bool sc__nccl_abort(void *comm, double bound_s)
+{
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    try {
+        std::thread([comm, done] { (void)sc__nccl.comm_abort(comm); done->store(true); }).detach();
+    } catch (...) { /* no thread: abort here, unbounded */
+        (void)sc__nccl.comm_abort(comm);
+        return true;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    while (!done->load()) {
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > bound_s) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
 {
     if (!sc__ok(cu) || !cu->nccl) return cu ? cu->status : SC_ERROR_INVALID_ARGS;
@@ -3586,7 +3610,12 @@ SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     if (!sc__ok(cu)) {
-        (void)sc__nccl.comm_abort(cu->nccl);
+        if (!sc__nccl_abort(cu->nccl, SC__NCCL_ABORT_S)) {
+            size_t l = strlen(cu->msg);
+            snprintf(cu->msg + l, sizeof cu->msg - l, " (NCCL's abort had not returned after %g s: left behind)",
+                     SC__NCCL_ABORT_S);
+            sc_set_error(cu->status, "%s", cu->msg);
+        }
         cu->nccl = NULL;
         return cu->status;
     }

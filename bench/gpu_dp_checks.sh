@@ -7,6 +7,8 @@
 #     resident NG-rank runs replay the whole-step CUDA graph (collectives inside) and save the bytes of
 #     --cuda-graph off (plain and ZeRO-1, fp32 and bf16);
 #     a rank killed mid-run stops the other within the timeout, with a message (graph and eager);
+#     two torchrun "nodes" over sockets: the same bytes, and a node killed or stalled (SIGSTOP) mid-run
+#     stops the other within the timeouts, with a message naming it;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
 #     1 GPU against N (scaling = N x step(1) / step(N)), N with --cuda-graph off (what the graph gives),
 #     and N with ZeRO-1 (peak memory), with traces: the fraction of the
@@ -187,6 +189,22 @@ if [ "${TWO_NODE:-1}" = 1 ] && [ "$NG" = 2 ] && command -v torchrun > /dev/null 
     case "$msg" in
         *"rank 1"*|*"node 1"*) echo "node 1 killed: node 0's message names the rank/node: PASS" ;;
         *) echo "node 1 killed: node 0's message does not name rank 1 / node 1 (NCCL's error came first)" ;;
+    esac
+    # node 1 stalled (SIGSTOP: alive, silent): node 0 must stop within the collectives' timeout, NCCL's
+    # abort (bounded at 10 s) and the control channel's timeout (15 s each), naming it; then node 1 is killed
+    tn_bg=1
+    two_node sock_stall "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --rendezvous-timeout 15
+    tn_bg=0; sleep 25
+    K=$(pgrep -P "$n1" | head -n 1); t0=$(date +%s)
+    [ -n "$K" ] && kill -STOP "$K"
+    wait "$n0"; r0=$?; dt=$(( $(date +%s) - t0 )); [ -n "$K" ] && kill -9 "$K"; wait "$n1"
+    msg=$(grep -m1 '^slidecheck' "$O/sock_stall.log" | cut -c1-300)
+    if [ -n "$K" ] && [ $r0 -ne 0 ] && [ $dt -le 50 ]; then
+        echo "node 1 stalled: node 0 stopped after $dt s, exit $r0: PASS ($msg)"
+    else echo "node 1 stalled: node 0 exit $r0 after $dt s (node 1's rank pid '$K'): FAIL"; fail=1; fi
+    case "$msg" in
+        *"rank 1"*|*"node 1"*) echo "node 1 stalled: node 0's message names the rank/node: PASS" ;;
+        *) echo "node 1 stalled: node 0's message does not name rank 1 / node 1: FAIL"; fail=1 ;;
     esac
 fi
 fi
