@@ -175,37 +175,27 @@ if [ "${TWO_NODE:-1}" = 1 ] && [ "$NG" = 2 ] && command -v torchrun > /dev/null 
         python3 bench/cmp_weights.py "$O/save_sock/model.safetensors" "$O/save_resident_bf16_a/model.safetensors" 1e-2
         fail=1
     fi
-    # node 1 killed mid-run (its torchrun's child, SIGKILL): node 0 must stop within the timeout, saying why
-    tn_bg=1
-    two_node sock_kill "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --rendezvous-timeout 15
-    tn_bg=0; sleep 25
-    K=$(pgrep -P "$n1" | head -n 1); t0=$(date +%s)
-    [ -n "$K" ] && kill -9 "$K"
-    wait "$n0"; r0=$?; dt=$(( $(date +%s) - t0 )); wait "$n1"
-    msg=$(grep -m1 '^slidecheck' "$O/sock_kill.log" | cut -c1-240)
-    if [ -n "$K" ] && [ $r0 -ne 0 ] && [ $dt -le 45 ]; then
-        echo "node 1 killed: node 0 stopped after $dt s, exit $r0: PASS ($msg)"
-    else echo "node 1 killed: node 0 exit $r0 after $dt s (node 1's rank pid '$K'): FAIL"; fail=1; fi
-    case "$msg" in
-        *"rank 1"*|*"node 1"*) echo "node 1 killed: node 0's message names the rank/node: PASS" ;;
-        *) echo "node 1 killed: node 0's message does not name rank 1 / node 1 (NCCL's error came first)" ;;
-    esac
-    # node 1 stalled (SIGSTOP: alive, silent): node 0 must stop within the collectives' timeout, NCCL's
-    # abort (bounded at 10 s) and the control channel's timeout (15 s each), naming it; then node 1 is killed
-    tn_bg=1
-    two_node sock_stall "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --rendezvous-timeout 15
-    tn_bg=0; sleep 25
-    K=$(pgrep -P "$n1" | head -n 1); t0=$(date +%s)
-    [ -n "$K" ] && kill -STOP "$K"
-    wait "$n0"; r0=$?; dt=$(( $(date +%s) - t0 )); [ -n "$K" ] && kill -9 "$K"; wait "$n1"
-    msg=$(grep -m1 '^slidecheck' "$O/sock_stall.log" | cut -c1-300)
-    if [ -n "$K" ] && [ $r0 -ne 0 ] && [ $dt -le 50 ]; then
-        echo "node 1 stalled: node 0 stopped after $dt s, exit $r0: PASS ($msg)"
-    else echo "node 1 stalled: node 0 exit $r0 after $dt s (node 1's rank pid '$K'): FAIL"; fail=1; fi
-    case "$msg" in
-        *"rank 1"*|*"node 1"*) echo "node 1 stalled: node 0's message names the rank/node: PASS" ;;
-        *) echo "node 1 stalled: node 0's message does not name rank 1 / node 1: FAIL"; fail=1 ;;
-    esac
+    # node 1 lost mid-run, its torchrun's child sent SIG: node 0 must stop within LIMIT s, naming it.
+    # KILL: its connections close; STOP (alive, silent): the collectives' timeout, NCCL's abort
+    # (bounded at 10 s) and the control channel's timeout (15 s each); then node 1 is killed.
+    lose_node() {
+        what=$1; sig=$2; limit=$3; tn_bg=1
+        two_node sock_$what "$BIN/slidecheck" $tiny --dtype bf16 --batch 2 --steps 1000000 --rendezvous-timeout 15
+        tn_bg=0; sleep 25
+        K=$(pgrep -P "$n1" | head -n 1); t0=$(date +%s)
+        [ -n "$K" ] && kill -"$sig" "$K"
+        wait "$n0"; r0=$?; dt=$(( $(date +%s) - t0 )); [ -n "$K" ] && kill -9 "$K" 2> /dev/null; wait "$n1"
+        msg=$(grep -m1 '^slidecheck' "$O/sock_$what.log" | cut -c1-300)
+        if [ -n "$K" ] && [ $r0 -ne 0 ] && [ $dt -le "$limit" ]; then
+            echo "node 1 $what: node 0 stopped after $dt s, exit $r0: PASS ($msg)"
+        else echo "node 1 $what: node 0 exit $r0 after $dt s (node 1's rank pid '$K'): FAIL"; fail=1; fi
+        case "$msg" in
+            *"rank 1"*|*"node 1"*) echo "node 1 $what: node 0's message names the rank/node: PASS" ;;
+            *) echo "node 1 $what: node 0's message does not name rank 1 / node 1: FAIL"; fail=1 ;;
+        esac
+    }
+    lose_node killed KILL 45
+    lose_node stalled STOP 50
 fi
 fi
 if [ "${EQUAL_ONLY:-0}" = 1 ]; then echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"; exit $fail; fi
