@@ -1580,7 +1580,9 @@ SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k);
 /* Waits for the compute stream, polling this step's collectives (a graph launch's too): if none
    finishes for timeout_s (a rank died or stalls) or NCCL reports an error, aborts the
-   communicator and fails with a message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging. */
+   communicator and fails with a message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging.
+   The abort is given 10 s (NCCL's can wait on a dead peer without end); past that the
+   communicator is left behind, and the message says so. */
 SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s);
 /* copies: host buffers are plain memory; *_f32 convert to/from the dtype on the way */
 SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
