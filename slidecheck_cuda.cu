@@ -1790,7 +1790,7 @@ __device__ __forceinline__ void fa_fwd_store(bf16 *out, float *lse, const float 
    K / V fragment read from shared memory feeds MT mma instead of one (ldmatrix bandwidth, not
    the tensor cores, bounded the one-m-tile version). Each row's arithmetic does not depend on MT:
    an m-tile skips a key tile exactly when a warp of one m-tile would, so the bits depend on neither
-   MT nor the warps a block (SC__FA_NW_SMALL).
+   MT nor the warps a block.
    BN keys a tile. The online softmax rescales once a tile, so BN is part of the arithmetic: at
    head_dim 128 it is the Hopper forward's 128 (SC__WG_BN), whose bits this kernel then gives
    (wgmma and mma.sync add a 16-term product alike: bench/mma_order.c). There one K and one V
@@ -1921,8 +1921,8 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(bf16 *out, float *lse, const
      producer loads the next tile's Q and K while the consumers store the last one's output.
    The softmax is the mma.sync kernel's (fa_softmax_scores), and k_fa_fwd at head_dim 128 takes
    the same key tiles and order, so out and lse are SC_ATTENTION_PORTABLE's bit for bit (test_gpu).
-   Deterministic: each output is produced by one thread in a fixed order. Where the driver has no TMA (cuTensorMapEncodeTiled), the PORTABLE
-   forward runs instead.
+   Deterministic: each output is produced by one thread in a fixed order. Where the driver has no
+   TMA (cuTensorMapEncodeTiled), the PORTABLE forward runs instead.
    ------------------------------------------------------------------------------------------ */
 #define SC__WG_BM 128
 #define SC__WG_BN 128
@@ -3554,11 +3554,6 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
     sc__comm_mark(cu);
 }
 
-/* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
-   the others' collectives spinning on the device. Polls the collectives in order (those queued
-   one by one, then those of the last graph launched: its event nodes); when none finishes for
-   timeout_s seconds, or NCCL reports an error, aborts the communicator (which ends its kernels)
-   and fails with a message. */
 /* ncclCommAbort, bounded. Where a peer died, NCCL's abort can wait for it without end (seen with
    two processes of one host over sockets: its teardown waits on the dead peer), while its first
    act, the abort flag, already stops the comm's kernels. So it runs on a thread of its own, and
@@ -3581,6 +3576,11 @@ static bool sc__nccl_abort(void *comm, double bound_s)
     return true;
 }
 
+/* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
+   the others' collectives spinning on the device. Polls the collectives in order (those queued
+   one by one, then those of the last graph launched: its event nodes); when none finishes for
+   timeout_s seconds, or NCCL reports an error, aborts the communicator (which ends its kernels;
+   bounded: sc__nccl_abort) and fails with a message. */
 SC_CUDA_DEF sc_result sc_cuda_comm_settle(sc_cuda *cu, double timeout_s)
 {
     if (!sc__ok(cu) || !cu->nccl) return cu ? cu->status : SC_ERROR_INVALID_ARGS;
