@@ -1394,8 +1394,9 @@ SCDEF int64_t sc_model_graph_steps(const sc_model *m);
 SCDEF int64_t sc_model_graph_kernels(const sc_model *m);
 /* Slide mode: bytes the last step moved host -> device and device -> host, host bytes held
    (pinned and pageable) and the device bytes of the smallest window a plan needs (weight slots
-   of the widest recomputed segment + prefetch, the head slot and one layer's gradients; with
-   slide_keep_head the kept head's weights, gradients and optimizer state instead of its slot). */
+   of the widest recomputed segment + prefetch, the head slot and the layer gradient buffers: the
+   widest segment's, one more where more layers stream; with slide_keep_head the kept head's
+   weights, gradients and optimizer state instead of its slot). */
 typedef struct sc_slide_info {
     uint64_t h2d_bytes, d2h_bytes;   /* last step */
     uint64_t h2d_first_bytes;        /* last step's uploads queued before its head and loss (the
@@ -9915,6 +9916,12 @@ static int sc__plan_widest(const sc_plan *p)
     return w;
 }
 
+/* Layer gradient buffers the window holds at least: the widest group's W, and one more where
+   more layers stream, so that a layer's gradients go down while the next layer's backward writes
+   the other buffer (with one buffer each backward waited for the last download: on the 1.7B shape
+   3.9 ms a layer). A streamed head's gradient area, when larger, gives the ring more. */
+static int sc__slide_rings(int W, int streamed) { return W + (streamed > W); }
+
 SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc, const sc_plan *plan)
 {
     int P = mc && mc->slide_prefetch > 0 ? mc->slide_prefetch : 1, W = plan ? sc__plan_widest(plan) : 1;
@@ -9938,9 +9945,10 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
     if (P + W > S) P = S - W > 0 ? S - W : 0;
     if (W > S) W = S;
     size_t dev = (size_t)ndev * ln * per;
-    size_t grads = (size_t)W * ln * gb > hn * gb ? (size_t)W * ln * gb : hn * gb;
+    size_t R = (size_t)sc__slide_rings(W, S);
+    size_t grads = R * ln * gb > hn * gb ? R * ln * gb : hn * gb;
     if (mc && mc->slide_keep_head) /* the kept head's weights, gradients, master and AdamW state */
-        return (size_t)(P + W) * ln * pb + (size_t)W * ln * gb + sc__kept_numel(c) * per + dev;
+        return (size_t)(P + W) * ln * pb + R * ln * gb + sc__kept_numel(c) * per + dev;
     return (size_t)(P + W) * ln * pb + hw * pb + grads + dev;
 }
 
@@ -10603,7 +10611,7 @@ static sc_result sc__slide_check_window(sc_model *m, const sc_plan *plan)
     sc__gib_str(a, sizeof a, need);
     sc__gib_str(b, sizeof b, m->mc.mem_cap);
     return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide mode needs at least %s of device memory for its window (%d layer "
-                    "slots for prefetch %d and policy %s, the head %s, the largest gradient buffer) before any "
+                    "slots for prefetch %d and policy %s, the head %s, the gradient buffers) before any "
                     "activation; the memory cap is %s", a, (m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1) +
                     sc__plan_widest(plan), m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1, plan->name,
                     m->mc.slide_keep_head ? "kept with its gradients and optimizer state" : "slot", b);
@@ -10623,14 +10631,15 @@ static sc_result sc__slide_slots(sc_model *m, const sc_plan *plan)
     /* the window of sc_slide_window_bytes, each piece rounded as the allocator rounds a block: the
        slots, the head slot (a sliced head's holds the final norm only) and two slices, then the
        gradient area: the head's gradients (with per-slice gradients: the norm's and two slices')
-       or W layers' gradients, whichever is larger */
+       or the ring of layer gradients (sc__slide_rings), whichever is larger */
     size_t C = (size_t)c->hidden_size, pb = (size_t)m->pb, gb = (size_t)m->gb, ln = sc__layer_numel(c);
     size_t lw = sc__allocator_round(ln * pb), lgb = sc__allocator_round(ln * gb);
     size_t hw = keep ? 0 : sc__allocator_round((sliced && !once ? C : sc__head_numel(c)) * pb);
     size_t sw = sliced && !once ? sc__allocator_round((size_t)S * C * pb) : 0;
     size_t hg = keep ? 0 : sc__allocator_round((sl->hs_pergrad ? C : sc__head_numel(c)) * gb);
     size_t sg = sl->hs_pergrad ? sc__allocator_round((size_t)S * C * gb) : 0;
-    size_t ghead = hg + 2 * sg, gbytes = (size_t)W * lgb > ghead ? (size_t)W * lgb : ghead;
+    size_t R = (size_t)sc__slide_rings(W, streamed);
+    size_t ghead = hg + 2 * sg, gbytes = R * lgb > ghead ? R * lgb : ghead;
     size_t bytes = (size_t)want * lw + hw + 2 * sw + gbytes;
     if ((!sl->pool && bytes) || !sl->slots || sl->nslots != want || sl->pool_bytes != bytes || sl->ghead != ghead) {
         int had = sl->slots != NULL; /* (every layer on the device with the head kept: no block) */

@@ -484,6 +484,24 @@ int main(void)
         if (mk) sc_model_destroy(mk);
         mk = NULL;
         kc.mem_cap = 0;
+        {
+            /* the gradient ring: one-layer groups ("none") while 4 layers stream get two buffers, so a
+               layer's gradients go down while the next layer's backward fills the other; one
+               streamed layer (3 on the device) gets one; 2-layer groups ("every:2") get three */
+            sc_plan pn1, pe2;
+            sc_plan_parse(&pn1, "none", cfg.num_layers);
+            sc_plan_parse(&pe2, "every:2", cfg.num_layers);
+            sc_model_config k1 = kc, k3 = kc;
+            k1.slide_prefetch = k3.slide_prefetch = 1;
+            sc_layer_set_parse(k3.slide_device_layers, "first:3", cfg.num_layers);
+            /* (the CPU backend: f32 weights, gradients, m and v, 16 bytes a kept parameter) */
+            size_t kept = sc__kept_numel(&cfg) * 16, L4 = ln * 4;
+            size_t w1 = sc_slide_window_bytes(&cfg, &k1, &pn1), w3 = sc_slide_window_bytes(&cfg, &k3, &pn1);
+            size_t we = sc_slide_window_bytes(&cfg, &k1, &pe2);
+            CHECK(w1 == 2 * L4 + 2 * L4 + kept && w3 == L4 + L4 + kept + 3 * ln * 16 && we == 3 * L4 + 3 * L4 + kept,
+                  "keep-head window: two slots and two gradient buffers (%zu), one and one with one layer streamed "
+                  "(%zu), three and three for 2-layer groups (%zu)", w1, w3, we);
+        }
         int64_t held[2] = {0, 0};
         sc_slide_info ki;
         memset(&ki, 0, sizeof ki);
