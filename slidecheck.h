@@ -8351,6 +8351,7 @@ typedef struct sc__slide {
     char *garea;
     int nring, rnext, lgk[SC_MAX_LAYERS + 1];
     sc__ev rfree[SC_MAX_LAYERS + 1], hgfree;
+    sc__ev hfree[SC_MAX_LAYERS + 1]; /* ring buffer k's share of the head's gradients has gone down */
     /* the step's schedule: groups of units that must be resident together (unit L = head) */
     int ngroups, gfirst[2 * SC_MAX_LAYERS + 2], glast[2 * SC_MAX_LAYERS + 2];
     sc_optim_consts k;
@@ -9625,7 +9626,7 @@ static void sc__slide_pool_release(sc_model *m)
             b[k]->unit = -1;
         }
     }
-    for (int k = 0; k < sl->nring; k++) sc__ev_release(m, &sl->rfree[k]);
+    for (int k = 0; k < sl->nring; k++) sc__ev_release(m, &sl->rfree[k]), sc__ev_release(m, &sl->hfree[k]);
     sc__ev_release(m, &sl->hgfree);
     SC_FREE(sl->slots);
     sl->slots = NULL;
@@ -10759,6 +10760,43 @@ static size_t sc__slide_ring_at(const sc_model *m, int k)
     return m->sl->gbytes - (size_t)(k + 1) * sc__allocator_round(sc__layer_numel(&m->cfg) * (size_t)m->gb);
 }
 
+/* Bytes [a, b) of the head's gradients on the device (the LM head's lm elements, then the final
+   norm's) down into their places among the host gradients. */
+static void sc__slide_head_range_down(sc_model *m, size_t a, size_t b, size_t lm)
+{
+    const sc_config *c = &m->cfg;
+    size_t gb = (size_t)m->gb, e = lm * gb;
+    char *hg = (char *)m->sl->hg;
+    const char *d = (const char *)m->sl->head_g;
+    if (a < e) sc__copy_async(m, 2, hg + sc_config_lm_head_offset(c) * gb + a, d + a, (b < e ? b : e) - a, SC_PHASE_D2H, -1);
+    if (b > e) {
+        size_t s = a > e ? a : e;
+        sc__copy_async(m, 2, hg + sc_config_norm_offset(c) * gb + (s - e), d + s, b - s, SC_PHASE_D2H, -1);
+    }
+}
+
+/* The head's gradients down, once computed. The ring's layer buffers lie in their area: each
+   buffer's share goes first, in the order the backward takes the buffers, so that a layer's
+   backward waits for its own buffer's bytes (hfree[k]) instead of the whole head (1.2 GB of f32
+   at the 1.7B shape, 22.5 ms on an H100 host). hgfree: all of it. */
+static void sc__slide_head_grads_down(sc_model *m, size_t lm)
+{
+    sc__slide *sl = m->sl;
+    size_t gb = (size_t)m->gb, tot = (lm + (size_t)m->cfg.hidden_size) * gb;
+    size_t lgb = sc__allocator_round(sc__layer_numel(&m->cfg) * gb), lo = tot;
+    for (int j = 0; j < sl->nring; j++) {
+        int k = (sl->rnext + j) % sl->nring;
+        size_t at = sc__slide_ring_at(m, k), end = at + lgb < tot ? at + lgb : tot;
+        sc__ev_release(m, &sl->hfree[k]);
+        if (at < lo) lo = at;
+        if (at >= tot) continue;
+        sc__slide_head_range_down(m, at, end, lm);
+        sl->hfree[k] = sc__ev_record(m, 2);
+    }
+    if (lo > 0) sc__slide_head_range_down(m, 0, lo, lm); /* below the ring */
+    sl->hgfree = sc__ev_record(m, 2);
+}
+
 /* Layer l's gradient: the next ring buffer, zeroed once the compute stream has waited for its
    last download (and, where it overlaps them, for the head's gradients' downloads). */
 static void sc__slide_grad_take(sc_model *m, int l)
@@ -10775,8 +10813,8 @@ static void sc__slide_grad_take(sc_model *m, int l)
     sc__stream_wait(m, 0, &sl->rfree[k]);
     sc__ev_release(m, &sl->rfree[k]);
     if (at < sl->ghead) {
-        sc__stream_wait(m, 0, &sl->hgfree);
-        sc__ev_release(m, &sl->hgfree);
+        sc__stream_wait(m, 0, &sl->hfree[k]);
+        sc__ev_release(m, &sl->hfree[k]);
         for (int i = 0; i < 2; i++) {
             sc__stream_wait(m, 0, &sl->hsg[i].free);
             sc__ev_release(m, &sl->hsg[i].free);
@@ -11188,10 +11226,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 #ifdef SLIDECHECK_CUDA
         if (dpn) sc__dev_sum(m, sl->head_g, lm + (size_t)C, -1), sc__d2h_after_comm(m);
 #endif
-        sc__copy_async(m, 2, (char *)sl->hg + sc_config_lm_head_offset(c) * gb, sl->head_g, lm * gb, SC_PHASE_D2H, -1);
-        sc__copy_async(m, 2, (char *)sl->hg + sc_config_norm_offset(c) * gb, (char *)sl->head_g + lm * gb,
-                       (size_t)C * gb, SC_PHASE_D2H, -1);
-        sl->hgfree = sc__ev_record(m, 2);
+        sc__slide_head_grads_down(m, lm);
         sl->head_g = NULL;
         if (!dp) sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
     }
