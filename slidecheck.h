@@ -10254,6 +10254,8 @@ static sc_result sc__layer_forward(sc_model *m, const sc_plan *plan, int l)
 /* Backward of layer l for the current micro-batch: first replay what the plan dropped (a
    segment's forward at its last layer, or a selective layer's cheap parts), then back-propagate;
    dres goes from dL/d(output of l) to dL/d(its input). */
+static void sc__slide_grad_take(sc_model *m, int l);
+
 static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l, float *dres)
 {
     int sp;
@@ -10269,6 +10271,9 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
         SC__TRY(sc__layer_fill(m, l, ~0u));
         sc__span_end(m, sp);
     }
+    /* slide: the layer's gradient buffer, taken after the replay, so that the replay runs while
+       the buffer's last download finishes */
+    if (m->sl && !m->sl->lg[l]) sc__slide_grad_take(m, l);
     sp = sc__span_begin(m, "layer", SC_PHASE_BWD, l);
     SC__TRY(sc__layer_backward(m, l, dres));
     for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
@@ -11236,7 +11241,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     for (g = L + 1; g < sl->ngroups; g++) {
         int s = sl->gfirst[g], e = sl->glast[g];
         sc__slide_acquire(m, g);
-        for (int l = s; l <= e; l++) sc__slide_grad_take(m, l);
+        for (int l = s; l <= e; l++) sl->lg[l] = NULL; /* each taken before its first backward */
         for (int k = 0; k < M && r == SC_SUCCESS; k++) {
             sc__mb_select(m, k);
             for (int l = e; l >= s && r == SC_SUCCESS; l--) r = sc__layer_backward_step(m, plan, l, m->dres0[k]);
