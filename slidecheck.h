@@ -1408,7 +1408,8 @@ typedef struct sc_slide_info {
     size_t pinned_bytes, host_bytes; /* held now */
     size_t window_bytes;             /* device bytes of the slots and gradient buffers (and of the
                                         layers kept on the device: sc_slide_window_bytes) */
-    double opt_ms;                   /* host optimizer time in the last step (summed over updates) */
+    double opt_ms;                   /* host optimizer time of the last step's updates (summed over
+                                        its tasks, also those that ran into the next step) */
     double opt_wait_ms;              /* time the step waited for the optimizer at its end */
 } sc_slide_info;
 SCDEF sc_slide_info sc_model_slide_info(const sc_model *m);
@@ -8300,7 +8301,7 @@ enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__
    flight), then the embedding and head (the next step starts with the embedding rows), then
    layer 0, 1, ... par: the parity of its update number (the pend[] it counts in, the working
    copy it writes); sb: the step buffers it reads. */
-typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
+typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead, step2; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
@@ -8378,7 +8379,7 @@ typedef struct sc__slide {
     sc_result task_err;            /* a host task that failed (reported at the step's end) */
     uint64_t h2d, d2h, h2d_first;
     int past_fwd;                  /* the step's head and loss have begun */
-    double opt_ms, wait_ms;
+    double opt_ms[2], wait_ms;      /* opt_ms: by the parity of the step that queued the task */
 #ifdef SC__HAVE_THREADS
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -9478,7 +9479,7 @@ static void *sc__opt_main(void *arg)
         if (!t.dev) {
             int lay = t.kind == SC__TASK_LAYER || (t.kind == SC__TASK_CLIPPED && t.unit < m->cfg.num_layers);
             sc__hspan_push(sl, SC_PHASE_OPT, lay ? t.unit : -1, 3, t0, t1, 0);
-            sl->opt_ms += (double)(t1 - t0) / 1e6;
+            sl->opt_ms[t.step2] += (double)(t1 - t0) / 1e6;
         }
         sl->pend[t.par][t.unit]--;
         sl->tdone++;
@@ -9495,6 +9496,7 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     sc__task t;
     memset(&t, 0, sizeof t);
     t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = sl->par; t.sb = sl->cur;
+    t.step2 = (int)(sl->nstep & 1);
     t.dev = kind == SC__TASK_LAYER && sl->devup;
     t.devhead = kind == SC__TASK_HEAD_EARLY && sl->devhead;
     if (t.dev) t.update = 0;
@@ -11136,8 +11138,10 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     int W = sc_dist_comm_world(m->mc.comm), dpn = m->nccl, dp = !dpn && W > 1;
     sl->h2d = sl->d2h = sl->h2d_first = 0;
     sl->past_fwd = 0;
-    SC__LOCK(sl); /* the optimizer thread may still add to opt_ms */
-    sl->opt_ms = sl->wait_ms = 0;
+    /* a step's host optimizer time is that of the tasks it queues, wherever they run: the last
+       step's still running add to the other counter */
+    SC__LOCK(sl);
+    sl->opt_ms[(sl->nstep + 1) & 1] = sl->wait_ms = 0;
     SC__UNLOCK(sl);
     /* the updates this step's weights include: all, or with DPU all but the last step's */
     int vis = m->t - (dpu && sl->pending);
@@ -11998,7 +12002,7 @@ SCDEF sc_slide_info sc_model_slide_info(const sc_model *m)
     s.pinned_bytes = m->sl->pinned_bytes + (m->cu ? m->sl->sb[0].stage_bytes + m->sl->sb[1].stage_bytes : 0);
     s.host_bytes = m->sl->host_bytes;
     SC__LOCK(m->sl); /* host updates may still run (and add to opt_ms) */
-    s.opt_ms = m->sl->opt_ms;
+    s.opt_ms = m->sl->opt_ms[m->sl->nstep & 1];
     SC__UNLOCK(m->sl);
     s.opt_wait_ms = m->sl->wait_ms;
     sc_model_config mc = m->mc;
