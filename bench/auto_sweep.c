@@ -722,7 +722,9 @@ static double host_rate_alone(sweep *S, sc_optim optim)
 
 /* A slide run's floors from its last step's traffic and host updates, at this process's measured
    rates: the copies each way at the profile's bandwidths, side by side, and the host updates at
-   the optimizer's rate alone; 0 where the run has none. */
+   the optimizer's fastest rate, alone or inside that run's step (a host whose rate alone came out
+   slower than inside the steps would otherwise give a floor the step beats); 0 where the run has
+   none. */
 static void floors(sweep *S, sc_optim optim, const sweep_cfg *c, double *copy_ms, double *hopt_ms)
 {
     const sc_auto_profile *pf = &S->prof[optim == SC_OPTIM_ADAMW];
@@ -730,7 +732,10 @@ static void floors(sweep *S, sc_optim optim, const sweep_cfg *c, double *copy_ms
     if (c->status != ST_RAN || c->mc.mode != SC_MODE_SLIDE || !pf->valid) return;
     double u = (double)c->h2d / pf->h2d_Bps, d = (double)c->d2h / pf->d2h_Bps;
     *copy_ms = (u > d ? u : d) * 1e3;
-    if (c->hparams) *hopt_ms = (double)c->hparams / host_rate_alone(S, optim) * 1e3;
+    if (c->hparams) {
+        double alone = host_rate_alone(S, optim), inside = c->hopt_ms > 0 ? (double)c->hparams / (c->hopt_ms * 1e-3) : 0.0;
+        *hopt_ms = (double)c->hparams / (alone > inside ? alone : inside) * 1e3;
+    }
 }
 
 static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, FILE *vd, int *all_bitwise, int *compared)
@@ -798,8 +803,8 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         double fc, fh;
         floors(S, optim, &au, &fc, &fh);
         if (fc > 0 || fh > 0)
-            printf("  floors: copies %.2f ms (%.3f GB up, %.3f GB down), host updates %.2f ms (%.1f M parameters alone; "
-                   "inside the steps they took %.2f ms); step / the higher floor %.3f\n", fc, (double)au.h2d * 1e-9,
+            printf("  floors: copies %.2f ms (%.3f GB up, %.3f GB down), host updates %.2f ms (%.1f M parameters at the "
+                   "faster of the rate alone and inside the steps, where they took %.2f ms); step / the higher floor %.3f\n", fc, (double)au.h2d * 1e-9,
                    (double)au.d2h * 1e-9, fh, (double)au.hparams * 1e-6, au.hopt_ms,
                    au.median_ms / (fc > fh ? fc : fh));
     }
@@ -915,7 +920,7 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     floors(S, optim, &au, &fc, &fh);
     if (fc > 0 || fh > 0)
         len += snprintf(line + len, sizeof line - (size_t)len,
-                        "; auto's floors: copies %.2f ms, host updates %.2f ms (the optimizer alone), auto / the higher "
+                        "; auto's floors: copies %.2f ms, host updates %.2f ms (the optimizer's fastest rate), auto / the higher "
                         "%.3f", fc, fh, au.median_ms / (fc > fh ? fc : fh));
     if (slo <= shi)
         len += snprintf(line + len, sizeof line - (size_t)len,
