@@ -8299,7 +8299,7 @@ static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *
 typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a CUDA event */
 typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
-enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3 };
+enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3, SC__TASK_HEAD_ROWS = 4 };
 /* A host task: the update of one unit once its gradients have landed (ev); dev: the device
    updated the layer and ev is the download of its new weights (nothing to run: the unit's next
    upload waits for it through pend[]); devhead: the device updated the LM head's rows (the host
@@ -8308,7 +8308,7 @@ enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__
    flight), then the embedding and head (the next step starts with the embedding rows), then
    layer 0, 1, ... par: the parity of its update number (the pend[] it counts in, the working
    copy it writes); sb: the step buffers it reads. */
-typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead, step2; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
+typedef struct sc__task { int kind, unit, landed, update, par, sb, dev, devhead, step2, r0, r1, parts; long long rank; uint64_t seq; sc__ev ev; sc_optim_consts k; } sc__task;
 typedef struct sc__hspan { int phase, unit, stream; int64_t t0, t1, bytes; } sc__hspan;
 typedef struct sc__slot { void *w; int unit; sc__ev ready, free; } sc__slot;
 struct sc__slide;
@@ -8387,6 +8387,7 @@ typedef struct sc__slide {
     uint64_t h2d, d2h, h2d_first;
     int past_fwd;                  /* the step's head and loss have begun */
     double opt_ms[2], wait_ms;      /* opt_ms: by the parity of the step that queued the task */
+    int head_parts;                /* SC__TASK_HEAD_ROWS tasks the last step queued */
 #ifdef SC__HAVE_THREADS
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -9339,17 +9340,17 @@ static void sc__slide_update(sc_model *m, const sc_optim_consts *k, size_t off, 
     }
 }
 
-/* Update the embedding rows that the step's tokens touched (want = 1) or the others (want = 0),
-   in blocks of rows over the optimizer's threads. */
+/* Update the embedding rows of [v0, v1) that the step's tokens touched (want = 1) or the others
+   (want = 0), in blocks of rows over the optimizer's threads. */
 static void sc__slide_update_rows(sc_model *m, const sc_optim_consts *k, const unsigned char *touched, int want,
-                                  int wb)
+                                  int wb, int v0, int v1)
 {
-    int V = m->cfg.vocab_size, C = m->cfg.hidden_size, nt = sc__slide_threads(m);
-    long long nb = (V + 63) / 64;
+    int C = m->cfg.hidden_size, nt = sc__slide_threads(m);
+    long long nb = (v1 - v0 + 63) / 64;
     (void)nt;
     SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1))
     for (long long b = 0; b < nb; b++) {
-        int r0 = (int)b * 64, r1 = r0 + 64 < V ? r0 + 64 : V;
+        int r0 = v0 + (int)b * 64, r1 = r0 + 64 < v1 ? r0 + 64 : v1;
         for (int r = r0; r < r1;) {
             if ((touched[r] != 0) != want) { r++; continue; }
             int e = r;
@@ -9400,6 +9401,45 @@ static sc_result sc__host_embedding_backward(void *dwte, sc_dtype gt, const void
     return SC_SUCCESS;
 }
 
+static size_t sc__slide_ring_at(const sc_model *m, int k);
+
+/* Rows [r0, r1) of the LM head (tied: the embedding rows among them no token touched). */
+static void sc__slide_head_rows(sc_model *m, const sc_optim_consts *k, const unsigned char *touched, int r0, int r1,
+                                int nt, int wb)
+{
+    const sc_config *c = &m->cfg;
+    if (c->tie_embeddings) sc__slide_update_rows(m, k, touched, 0, wb, r0, r1);
+    else sc__slide_update(m, k, sc_config_lm_head_offset(c) + (size_t)r0 * c->hidden_size,
+                          (size_t)(r1 - r0) * c->hidden_size, nt, wb);
+}
+
+/* The LM head's rows that two of the head's gradient downloads share (sc__slide_head_grads_down's
+   ranges: each ring buffer's share of the head's area, and the part below the ring), into out
+   (at most 2 x nring), sorted, each once; their count. */
+static int sc__slide_split_rows(const sc_model *m, int *out)
+{
+    const sc_config *c = &m->cfg;
+    size_t gb = (size_t)m->gb, rb = (size_t)c->hidden_size * gb, e = (size_t)c->vocab_size * rb, tot = e + rb;
+    size_t lgb = sc__allocator_round(sc__layer_numel(c) * gb);
+    int n = 0;
+    for (int k = 0; k < m->sl->nring; k++) {
+        size_t at = sc__slide_ring_at(m, k), p[2];
+        if (at >= tot) continue;
+        p[0] = at, p[1] = at + lgb < tot ? at + lgb : tot;
+        for (int i = 0; i < 2; i++)
+            if (p[i] < e && p[i] % rb) out[n++] = (int)(p[i] / rb);
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: a few dozen at most */
+        for (int j = i; j > 0 && out[j - 1] > out[j]; j--) {
+            int x = out[j];
+            out[j] = out[j - 1], out[j - 1] = x;
+        }
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (u == 0 || out[u - 1] != out[i]) out[u++] = out[i];
+    return u;
+}
+
 static void sc__slide_run_task(sc_model *m, const sc__task *t)
 {
     sc__slide *sl = m->sl;
@@ -9428,13 +9468,24 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
         /* over NCCL, a rank updates its chunks of the layer only (the upload gathers the rest) */
         sc__slide_layer_chunk(m, m->nccl, at, cnt);
         for (int i = 0; i < 2 && t->update; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
+    } else if (t->kind == SC__TASK_HEAD_ROWS) {
+        if (t->update) sc__slide_head_rows(m, &t->k, b->touched, t->r0, t->r1, nt, wb);
+    } else if (t->kind == SC__TASK_HEAD_EARLY && t->parts) {
+        /* the LM head's rows went by SC__TASK_HEAD_ROWS as their gradients landed, but those two
+           downloads share: these, the final norm and an untied model's untouched embedding rows */
+        if (t->update) {
+            int split[2 * (SC_MAX_LAYERS + 1)], ns = sc__slide_split_rows(m, split);
+            for (int i = 0; i < ns; i++) sc__slide_head_rows(m, &t->k, b->touched, split[i], split[i] + 1, nt, wb);
+            sc__slide_update(m, &t->k, sc_config_norm_offset(c), (size_t)c->hidden_size, nt, wb);
+            if (!c->tie_embeddings) sc__slide_update_rows(m, &t->k, b->touched, 0, wb, 0, c->vocab_size);
+        }
     } else if (t->kind == SC__TASK_HEAD_EARLY) {
         /* every parameter outside the layers whose gradient is final: the final norm, an untied
            LM head and the embedding rows no token of this step touched */
         if (t->update) { /* devhead: the device updated the LM head (tied: the rows no token touched) */
             size_t off = sc_config_norm_offset(c);
             sc__slide_update(m, &t->k, off, t->devhead ? (size_t)c->hidden_size : m->nparams - off, nt, wb);
-            if (!t->devhead || !c->tie_embeddings) sc__slide_update_rows(m, &t->k, b->touched, 0, wb);
+            if (!t->devhead || !c->tie_embeddings) sc__slide_update_rows(m, &t->k, b->touched, 0, wb, 0, c->vocab_size);
         }
     } else {
         int N = b->N;
@@ -9443,7 +9494,7 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
                                             m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * N, N,
                                             c->hidden_size, nt) != SC_SUCCESS)
                 sl->task_err = SC_ERROR_OUT_OF_MEMORY;
-        if (t->update) sc__slide_update_rows(m, &t->k, b->touched, 1, wb);
+        if (t->update) sc__slide_update_rows(m, &t->k, b->touched, 1, wb, 0, c->vocab_size);
     }
 }
 
@@ -9497,12 +9548,15 @@ static void *sc__opt_main(void *arg)
 }
 #endif
 
-static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
+/* Queue a host task once event ev completes; rows [r0, r1) for SC__TASK_HEAD_ROWS, parts for
+   SC__TASK_HEAD_EARLY: the LM head's rows went by SC__TASK_HEAD_ROWS. */
+static void sc__slide_queue_ex(sc_model *m, int kind, int unit, sc__ev ev, int r0, int r1, int parts)
 {
     sc__slide *sl = m->sl;
     sc__task t;
     memset(&t, 0, sizeof t);
     t.kind = kind; t.unit = unit; t.ev = ev; t.k = sl->k; t.update = sl->update; t.par = sl->par; t.sb = sl->cur;
+    t.r0 = r0; t.r1 = r1; t.parts = parts;
     t.step2 = (int)(sl->nstep & 1);
     t.dev = kind == SC__TASK_LAYER && sl->devup;
     t.devhead = kind == SC__TASK_HEAD_EARLY && sl->devhead;
@@ -9532,6 +9586,8 @@ static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev)
     SC__WAKE(sl);
     SC__UNLOCK(sl);
 }
+
+static void sc__slide_queue(sc_model *m, int kind, int unit, sc__ev ev) { sc__slide_queue_ex(m, kind, unit, ev, 0, 0, 0); }
 
 /* wait until every queued update has run */
 static void sc__slide_drain(sc_model *m)
@@ -10789,11 +10845,24 @@ static void sc__slide_head_range_down(sc_model *m, size_t a, size_t b, size_t lm
     }
 }
 
+/* With parts, the LM head's rows that bytes [a, b) of its gradients hold whole go to the host
+   optimizer once those bytes are down (the rows two ranges share wait for the whole head). */
+static void sc__slide_head_rows_queue(sc_model *m, size_t a, size_t b, size_t lm)
+{
+    size_t rb = (size_t)m->cfg.hidden_size * (size_t)m->gb, e = lm * (size_t)m->gb;
+    size_t r0 = (a + rb - 1) / rb, r1 = (b < e ? b : e) / rb;
+    if (r1 <= r0) return;
+    sc__slide_queue_ex(m, SC__TASK_HEAD_ROWS, m->cfg.num_layers, sc__ev_record(m, 2), (int)r0, (int)r1, 0);
+    m->sl->head_parts++;
+}
+
 /* The head's gradients down, once computed. The ring's layer buffers lie in their area: each
    buffer's share goes first, in the order the backward takes the buffers, so that a layer's
    backward waits for its own buffer's bytes (hfree[k]) instead of the whole head (1.2 GB of f32
-   at the 1.7B shape, 22.5 ms on an H100 host). hgfree: all of it. */
-static void sc__slide_head_grads_down(sc_model *m, size_t lm)
+   at the 1.7B shape, 22.5 ms on an H100 host). hgfree: all of it. parts: the host optimizer takes
+   the LM head's rows as their bytes land (elementwise, so the same bits as in one task), instead
+   of waiting for the whole download. */
+static void sc__slide_head_grads_down(sc_model *m, size_t lm, int parts)
 {
     sc__slide *sl = m->sl;
     size_t gb = (size_t)m->gb, tot = (lm + (size_t)m->cfg.hidden_size) * gb;
@@ -10806,8 +10875,12 @@ static void sc__slide_head_grads_down(sc_model *m, size_t lm)
         if (at >= tot) continue;
         sc__slide_head_range_down(m, at, end, lm);
         sl->hfree[k] = sc__ev_record(m, 2);
+        if (parts) sc__slide_head_rows_queue(m, at, end, lm);
     }
-    if (lo > 0) sc__slide_head_range_down(m, 0, lo, lm); /* below the ring */
+    if (lo > 0) { /* below the ring */
+        sc__slide_head_range_down(m, 0, lo, lm);
+        if (parts) sc__slide_head_rows_queue(m, 0, lo, lm);
+    }
     sl->hgfree = sc__ev_record(m, 2);
 }
 
@@ -11144,7 +11217,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
        before the sums */
     int W = sc_dist_comm_world(m->mc.comm), dpn = m->nccl, dp = !dpn && W > 1;
     sl->h2d = sl->d2h = sl->h2d_first = 0;
-    sl->past_fwd = 0;
+    sl->past_fwd = sl->head_parts = 0;
     /* a step's host optimizer time is that of the tasks it queues, wherever they run: the last
        step's still running add to the other counter */
     SC__LOCK(sl);
@@ -11242,9 +11315,12 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 #ifdef SLIDECHECK_CUDA
         if (dpn) sc__dev_sum(m, sl->head_g, lm + (size_t)C, -1), sc__d2h_after_comm(m);
 #endif
-        sc__slide_head_grads_down(m, lm);
+        /* the head's rows in parts where one host task would otherwise wait for all of them
+           (not over NCCL or ZeRO-1, whose head tasks stay whole) */
+        int parts = !dp && !dpn && !sl->zero && lm > 0 && sl->update;
+        sc__slide_head_grads_down(m, lm, parts);
         sl->head_g = NULL;
-        if (!dp) sc__slide_queue(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2));
+        if (!dp) sc__slide_queue_ex(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2), 0, 0, parts);
     }
 
     /* backward, group by group (a recomputed segment is one group: its layers are resident

@@ -909,6 +909,38 @@ int main(void)
         }
     }
 
+    {
+        /* A head much wider than a layer: the ring's gradient buffers lie in the head's gradient
+           area, and the host optimizer takes the LM head's rows in parts as their bytes land,
+           the rows two downloads share last. Resident's bits, tied and untied, AdamW and SGD. */
+        for (int tied = 0; tied < 2; tied++) {
+            sc_config cfg;
+            sc_config_named(&cfg, "tiny");
+            cfg.vocab_size = 9000, cfg.hidden_size = 136, cfg.tie_embeddings = tied;
+            int32_t wids[64];
+            for (int i = 0; i < 64; i++) wids[i] = (int32_t)((i * 7919 + 3) % cfg.vocab_size);
+            sc_model_config mc = sc_model_config_init();
+            mc.mode = SC_MODE_SLIDE;
+            mc.slide_cpu_threads = 2;
+            mc.optim = SC_OPTIM_ADAMW;
+            sc_plan plan;
+            sc_plan_parse(&plan, "none", cfg.num_layers);
+            sc_model *m = NULL;
+            float loss = 0.0f;
+            int split[2 * (SC_MAX_LAYERS + 1)], ns = -1, parts = -1;
+            if (sc_model_create(&m, &cfg, &mc, NULL) == SC_SUCCESS && sc_model_step(m, &plan, wids, 1, 2, 32, 1, &loss) == SC_SUCCESS &&
+                sc_model_sync(m) == SC_SUCCESS) {
+                ns = sc__slide_split_rows(m, split);
+                parts = m->sl->head_parts;
+            }
+            CHECK(ns > 0 && parts > 1, "wide head (%s): the host optimizer takes its rows in %d parts, %d rows shared by two "
+                  "downloads", tied ? "tied" : "untied", parts, ns);
+            if (m) sc_model_destroy(m);
+            run_cfg ra = {"none", 0, 1, 1, SC_OPTIM_ADAMW, 0, 0}, rs = {"full", 1, 1, 2, SC_OPTIM_SGD, 0, 0};
+            compare(tied ? "wide head, tied" : "wide head, untied", &cfg, NULL, wids, 2, 32, ra);
+            compare(tied ? "wide head, tied" : "wide head, untied", &cfg, NULL, wids, 2, 32, rs);
+        }
+    }
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
