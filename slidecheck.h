@@ -1776,6 +1776,8 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    Memory: Peak = F + the activations of sc_plan_evaluate, F being sc_model_config_fixed_bytes
    (resident) or sc_slide_window_bytes, which counts the device layers' weights, gradients, f32
    master and AdamW state (slide); a configuration fits when Peak <= sc_plan_budget_usable(mem_cap).
+   Slide with accum micro-batches runs each layer over all of them in turn (one upload a layer),
+   so what one saves stays for every one: Peak + (accum - 1) x the plan's saved bytes.
    Time: one profile on a copy of the model with 2 layers (random weights, no cap, on the
    caller's device): sc_model_plan_budget's per-layer recompute costs, one measured step (the
    layers' fwd + bwd spans, the optimizer and the rest), copy bandwidth each way over one layer's
@@ -12867,12 +12869,20 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                 sc__auto_plan_name(&cand[nc]);
                                 nc++;
                             }
+                            /* every micro-batch's saved activations at once (below): the planner
+                               at accum x B too, which counts them (and its transients, larger) */
+                            if (accum > 1 &&
+                                sc_planner_plan(&cand[nc], NULL, cfg, accum * B, T, ab, F1, costs, usable) == SC_SUCCESS) {
+                                sc__auto_plan_name(&cand[nc]);
+                                nc++;
+                            }
                             for (size_t i = 0; i < sizeof pols / sizeof *pols; i++)
                                 if (sc_plan_parse(&cand[nc], pols[i], L) == SC_SUCCESS) nc++;
                         }
                         for (int i = 0; i < nc; i++) {
                             size_t F = sc_slide_window_bytes(cfg, &c, &cand[i]) + dev;
                             if (sc_plan_evaluate(&rep, &cand[i], cfg, B, T, ab, F, costs) != SC_SUCCESS) continue;
+                            rep.peak_bytes += (size_t)(accum - 1) * rep.saved_bytes; /* see the note above */
                             ncand++;
                             if (rep.peak_bytes < minpeak) minpeak = rep.peak_bytes;
                             if (rep.peak_bytes > usable) continue;
