@@ -1791,7 +1791,7 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
                hopt = h + min(u, d, h) x (1 - busy rate / host rate),  h = host params / host rate
                idle = one upload + (L - k) x layer fwd + rest + one layer bwd + (accum - 1) x step
                       (a streamed head: one upload + one layer fwd + rest + the head's gradients'
-                      download + (accum - 1) x step)
+                      download, whole + (accum - 1) x step)
    with device params = what the device updates (every parameter when resident; the device
    layers, a kept head, the streamed layers under slide_device_update); up = the streamed layers'
    weights twice (forward and backward) less those still in the P + W slots, plus the head's
@@ -1805,8 +1805,8 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    by the host optimizer takes hopt + idle. duplex (0..1) is measured: (both at once - the longer
    alone) / the shorter alone; min(u, d) bounds the time both directions copy at once, which
    slows the host optimizer where its memory is the copies' too. On the CPU backend the host
-   side runs on the compute's cores: step = compute + copy + hopt + exposed, duplex = 1, and the host optimizer runs at the
-   profile's own update rate.
+   side runs on the compute's cores: step = compute + copy + hopt + exposed, duplex = 1, and the
+   host optimizer runs at the profile's own update rate.
    ------------------------------------------------------------------------------------------ */
 /* What the profile measured (the rates of the time model above). A caller that plans the same
    model, device, dtypes, optimizer, threads and micro-batch again (other caps, other pinned
@@ -12918,10 +12918,11 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                    first streamed layer's) until the next step's first gradient:
                                    that layer's upload, the streamed layers' forward, the head and
                                    the loss, the last layer's backward (and any earlier micro-batch).
-                                   A streamed head's update comes first and its gradients come down
-                                   whole first, so the layers queue behind it and the last one
-                                   updated is the last layer: its upload and forward, the head and
-                                   the loss, the head's gradients' download. */
+                                   A streamed head's update comes first, so the layers queue behind
+                                   it and the last one updated is the last layer: its upload and
+                                   forward, the head and the loss, the head's gradients' download
+                                   (counted whole, as measured before the host took the head's rows
+                                   as they land; an upper bound since). */
                                 double idle = keep ? up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s)
                                                    : up1 + pr.lc.fwd_s + pr.rest_s + (double)(kn * (size_t)gb) / pr.d2h_Bps;
                                 idle += (accum - 1) * base;
