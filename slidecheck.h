@@ -10128,6 +10128,9 @@ static void sc__slide_acquire(sc_model *m, int g)
             }
             ahead++;
         }
+    /* a streamed head goes up once its update has run, in the forward, not in its turn behind the
+       last layer's upload, which a host-bound step issues last: the loss then waited for it */
+    if (g < L && !m->nccl && !sc__slot_of(sl, L, L) && sc__slide_unit_ready(sl, sl->wp, L)) sc__slide_load(m, L, L, g);
     int sp = sc__span_begin(m, "wait h2d", SC_PHASE_OTHER, sl->gfirst[g] == L ? -1 : sl->gfirst[g]);
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++) {
         if (sc__dev_layer(m, u)) continue;
