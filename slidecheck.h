@@ -12929,13 +12929,12 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                 double idle = keep ? up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s)
                                                    : up1 + pr.lc.fwd_s + pr.rest_s + (double)(kn * (size_t)gb) / pr.d2h_Bps;
                                 idle += (accum - 1) * base;
-                                /* a whole streamed head goes up after the last layer's upload, and
-                                   the loss waits for it; deeper prefetch hides a layer's forward each */
-                                double hup = keep || sliced ? 0.0 : (double)(hn * (size_t)pb) / pr.h2d_Bps - (P - 1) * pr.lc.fwd_s;
+                                /* a streamed head goes up in the forward once its update (the host's
+                                   first) ran, beside the layers' uploads: counted in the copies */
                                 double host = hopt > 0 ? hopt + idle : 0.0, step;
                                 if (pr.serial) step = comp_k + copy + hopt + exposed;
                                 else {
-                                    step = comp_k + exposed + (hup > 0 ? hup : 0.0);
+                                    step = comp_k + exposed;
                                     step = copy > step ? copy : step;
                                     step = host > step ? host : step;
                                 }
