@@ -306,6 +306,7 @@ USAGE
      sc_cuda_event_synchronize / _event_elapsed_ms   the allocator's and tracer's callbacks
      sc_cuda_mem_get_info(cu, &free, &total)
      sc_cuda_memset0 / _memset0_behind / _side_join / _upload / _download (waits)
+     sc_cuda_grads_set(cu, on)           weight gradients set by their first write, not added
      sc_cuda_upload_f32 / _download_f32 (waits) / _convert   with dtype conversion
      sc_cuda_host_alloc / _host_free / _copy_async / _stream_wait   slide mode's pinned memory
                                          and streams (0 compute, 1 upload, 2 download)
@@ -1592,6 +1593,10 @@ SC_CUDA_DEF void sc_cuda_memset0(sc_cuda *cu, void *dst, size_t bytes);
    next; sc_cuda_side_join makes the compute stream wait for it (sc_cuda_synchronize does too) */
 SC_CUDA_DEF void sc_cuda_memset0_behind(sc_cuda *cu, void *dst, size_t bytes);
 SC_CUDA_DEF void sc_cuda_side_join(sc_cuda *cu);
+/* on: the weight-gradient writers (matmul_backward's dw and dbias, the norms' weights) set their
+   gradients instead of adding to them, so that a step's first write needs no zeroed buffer. The
+   bits are those of adding to zeros: a sum that starts at +0 is never -0. */
+SC_CUDA_DEF void sc_cuda_grads_set(sc_cuda *cu, int on);
 SC_CUDA_DEF void sc_cuda_upload(sc_cuda *cu, void *dst, const void *src, size_t bytes);
 SC_CUDA_DEF void sc_cuda_download(sc_cuda *cu, void *dst, const void *src, size_t bytes); /* waits */
 SC_CUDA_DEF void sc_cuda_upload_f32(sc_cuda *cu, void *dst, sc_dtype dt, const float *src, size_t n);
@@ -7906,6 +7911,8 @@ struct sc_model {
     float *(*acts)[SC__A_COUNT];
     float *(*act_store)[SC__A_COUNT];
     int accum, mb, accum_cap;      /* micro-batches of the step, the current one, slots held for */
+    int gset;                      /* resident on the GPU, the first micro-batch: weight gradients are
+                                      set by their first write (sc_cuda_grads_set), not zeroed first */
     const int32_t *ids, *ids_all;  /* host: the current micro-batch, all of them */
     int32_t *ids_dev, *targets;    /* device, current micro-batch (views into the *_all buffers) */
     int32_t *ids_dev_all, *targets_all;
@@ -9150,6 +9157,16 @@ static int sc__seg_end(const sc_plan *p, int l)
     return e + 1;
 }
 
+/* the device's weight-gradient writers set (on) or add (off): see sc_model.gset */
+static void sc__grads_set(sc_model *m, int on)
+{
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) sc_cuda_grads_set(m->cu, on);
+#else
+    (void)m, (void)on;
+#endif
+}
+
 /* Final norm, LM head and loss, in row chunks so that the logits never exist whole; leaves
    dL/d(x_L) in *dres_out. */
 static const float *sc__head_w(sc_model *m, int q, int ns);
@@ -9231,6 +9248,7 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *xr = sc__at(xn, (size_t)r0 * C, m->ab);
+        sc__grads_set(m, m->gset && r0 == 0); /* the later row chunks add to the head's gradient */
         if (S < V) {
             if ((r = sc__head_sliced(m, sc__at(dxn, (size_t)r0 * C, m->ab), xr, r0, n, lg, ms, tl, acc, part)) != SC_SUCCESS)
                 goto done;
@@ -9248,6 +9266,7 @@ static sc_result sc__head_forward_backward(sc_model *m, float **dres_out)
     sc__free(m, lg);
     lg = NULL;
     /* dres = dL/d(x_L): the final norm's backward adds into zeros */
+    sc__grads_set(m, m->gset);
     if ((r = sc__alloc_act(m, &dres, (size_t)N * C, "residual grad")) != SC_SUCCESS) goto done;
     sc__memset0(m, dres, (size_t)N * C * (size_t)m->ab);
     SC__OP(m, rmsnorm_backward, dres, sc__head_ptr(m, 1, 1), dxn, m->acts[L][SC__A_X], nw, rstd, N, C);
@@ -10453,8 +10472,10 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     if (m->cu) sc_cuda_side_join(m->cu); /* the gradients' zeroing (sc__resident_step) ran beside the forward */
 #endif
     sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
+    m->gset = m->cu && k == 0;
     sc_result r = sc__head_forward_backward(m, &dres);
     m->dres0[k] = dres;
+    if (r == SC_SUCCESS) sc__grads_set(m, m->gset);
     SC__TRY(r);
     sc__span_end(m, sp);
     int last = k == m->accum - 1;
@@ -10627,13 +10648,19 @@ static sc_result sc__resident_update(sc_model *m)
 static sc_result sc__resident_step(sc_model *m, const sc_plan *plan, int update)
 {
 #ifdef SLIDECHECK_CUDA
-    /* on the GPU the zeroing overlaps the first forward (the first write waits for it) */
-    if (m->cu) sc_cuda_memset0_behind(m->cu, m->grads, m->nparams * (size_t)m->gb);
-    else
+    /* on the GPU the first micro-batch's writes set the gradients (sc_model.gset), except an
+       untied embedding's, whose rows are added to: zeroed beside the first forward (the first
+       write waits for it) */
+    if (m->cu) {
+        if (!m->cfg.tie_embeddings)
+            sc_cuda_memset0_behind(m->cu, m->grads, (size_t)m->cfg.vocab_size * m->cfg.hidden_size * (size_t)m->gb);
+    } else
 #endif
         sc__memset0(m, m->grads, m->nparams * (size_t)m->gb);
     for (int k = 0; k < m->accum; k++) {
         sc_result r = sc__resident_pass(m, plan, k);
+        m->gset = 0;
+        sc__grads_set(m, 0); /* later micro-batches add, also after a failure */
 #ifdef SLIDECHECK_CUDA
         if (m->cu) sc_cuda_side_join(m->cu); /* also where the forward failed */
 #endif

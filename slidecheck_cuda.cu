@@ -111,6 +111,7 @@ struct sc__prof {
 
 struct sc_cuda {
     int dev, bf16, grads_f32;
+    int gset;                                     /* weight gradients overwritten, not added to (sc_cuda_grads_set) */
     cudaStream_t stream, copy_stream, d2h_stream; /* compute (0), upload (1), download (2) */
     cudaStream_t comm_stream;                     /* data parallel: NCCL's collectives (SC_STREAM_COMM) */
     void *nccl;                                   /* the NCCL communicator, NULL without data parallel */
@@ -897,16 +898,16 @@ __global__ void k_colpart(float *part, const T *a, const T *b, const float *rstd
     }
 }
 
-/* out[c] += sum_p part[p, c] (columns >= n0 go to out1[c - n0]) */
+/* out[c] += sum_p part[p, c], or = where add is 0 (columns >= n0 go to out1[c - n0]) */
 template <typename G>
-__global__ void k_colfinal(G *out0, G *out1, int n0, const float *part, int P, int ncols)
+__global__ void k_colfinal(G *out0, G *out1, int n0, const float *part, int P, int ncols, int add)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ncols) return;
     float s = 0.0f;
     for (int p = 0; p < P; p++) s += part[(size_t)p * ncols + c];
     G *o = c < n0 ? out0 + c : out1 + (c - n0);
-    stf(o, ldf(o) + s);
+    stf(o, add ? ldf(o) + s : s);
 }
 
 static void sc__chunking(int N, int *R, int *P)
@@ -4126,6 +4127,11 @@ SC_CUDA_DEF void sc_cuda_memset0_behind(sc_cuda *cu, void *dst, size_t bytes)
     cu->side_pending = sc__ok(cu);
 }
 
+SC_CUDA_DEF void sc_cuda_grads_set(sc_cuda *cu, int on)
+{
+    if (cu) cu->gset = on;
+}
+
 SC_CUDA_DEF void sc_cuda_side_join(sc_cuda *cu)
 {
     if (!cu || !cu->side_pending) return;
@@ -4291,7 +4297,7 @@ static void sc__colsum(sc_cuda *cu, G *dw, const T *a, const T *b, const float *
         k_colpart<T, 1><<<grd, blk, 0, cu->stream>>>(part, a, b, rstd, N, C, R, mode);
     }
     sc__launched(cu, "column partial sums");
-    k_colfinal<G><<<(unsigned)((C + 255) / 256), 256, 0, cu->stream>>>(dw, dw, C, part, P, C);
+    k_colfinal<G><<<(unsigned)((C + 255) / 256), 256, 0, cu->stream>>>(dw, dw, C, part, P, C, !cu->gset);
     sc__launched(cu, "column sums");
 }
 
@@ -4402,8 +4408,8 @@ SC_CUDA_DEF void sc_cuda_matmul_backward(sc_cuda *cu, void *dinp, void *dw, void
     int gbf = cu->bf16 && !cu->grads_f32;
     /* dinp'[IC, N] = w'[IC, OC] x dout'[OC, N] */
     if (dinp) sc__gemm(cu, 0, 0, IC, N, OC, w, IC, dout, OC, dinp, IC, cu->bf16, cu->bf16, 0.0f);
-    /* dw'[IC, OC] += inp'[IC, N] x dout'^T[N, OC] */
-    if (dw) sc__gemm(cu, 0, 1, IC, OC, N, inp, IC, dout, OC, dw, IC, cu->bf16, gbf, 1.0f);
+    /* dw'[IC, OC] += inp'[IC, N] x dout'^T[N, OC] (= where gradients are set) */
+    if (dw) sc__gemm(cu, 0, 1, IC, OC, N, inp, IC, dout, OC, dw, IC, cu->bf16, gbf, cu->gset ? 0.0f : 1.0f);
     if (dbias) {
         if (!cu->bf16) sc__colsum<float, float>(cu, (float *)dbias, (const float *)dout, NULL, NULL, N, OC, 0);
         else if (cu->grads_f32) sc__colsum<bf16, float>(cu, (float *)dbias, (const bf16 *)dout, NULL, NULL, N, OC, 0);
@@ -4490,7 +4496,7 @@ static void op_qknorm_rope_bwd(sc_cuda *cu, void *dqkv, void *dqw, void *dkw, co
         }
         sc__launched(cu, "qknorm weight partials");
         if (dqw && dkw) {
-            k_colfinal<G><<<(unsigned)((2 * D + 255) / 256), 256, 0, cu->stream>>>((G *)dqw, (G *)dkw, D, part, P, 2 * D);
+            k_colfinal<G><<<(unsigned)((2 * D + 255) / 256), 256, 0, cu->stream>>>((G *)dqw, (G *)dkw, D, part, P, 2 * D, !cu->gset);
             sc__launched(cu, "qknorm weight sums");
         } else {
             sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "qknorm_rope_backward: need both dqnorm_w and dknorm_w");
