@@ -12956,12 +12956,16 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                 double idle = keep ? up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s)
                                                    : up1 + pr.lc.fwd_s + pr.rest_s + (double)(kn * (size_t)gb) / pr.d2h_Bps;
                                 idle += (accum - 1) * base;
-                                /* a streamed head goes up in the forward once its update (the host's
-                                   first) ran, beside the layers' uploads: counted in the copies */
+                                /* a whole streamed head's upload, less a layer's forward for each
+                                   prefetch past the first. The upload is issued in the forward once
+                                   the head's update ran, but without this term the model chose a
+                                   streamed head under 24 GiB (AdamW) whose runs measured 1.08-1.15x
+                                   their predictions; with it, a kept head (predicted 0.94-1.01x) */
+                                double hup = keep || sliced ? 0.0 : (double)(hn * (size_t)pb) / pr.h2d_Bps - (P - 1) * pr.lc.fwd_s;
                                 double host = hopt > 0 ? hopt + idle : 0.0, step;
                                 if (pr.serial) step = comp_k + copy + hopt + exposed;
                                 else {
-                                    step = comp_k + exposed;
+                                    step = comp_k + exposed + (hup > 0 ? hup : 0.0);
                                     step = copy > step ? copy : step;
                                     step = host > step ? host : step;
                                 }
