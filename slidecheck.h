@@ -1803,8 +1803,9 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    unless kept; down = their gradients (updated weights with slide_device_update) and the head's;
    host params = what the host optimizer updates; exposed = the first layer's upload and the last
    layer's host update, which the next step waits for (zero when the first layer stays on the
-   device), and a whole streamed head's upload less P - 1 layer forwards (it goes up after the
-   last layer's, and the loss waits for it; not on the CPU backend, where copy counts it);
+   device), and a whole streamed head's upload less P - 1 layer forwards (issued in the forward
+   once the head's update has run, it was still measured in the step; not on the CPU backend,
+   where copy counts it);
    idle = the part of a step in which the host optimizer has nothing to update (from the first
    streamed layer's update, its last, to the next step's first gradient), so that a step bound
    by the host optimizer takes hopt + idle. duplex (0..1) is measured: (both at once - the longer
