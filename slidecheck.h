@@ -10362,10 +10362,15 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
         sc__span_end(m, sp);
     }
     /* slide: the layer's gradient buffer, taken after the replay, so that the replay runs while
-       the buffer's last download finishes */
-    if (m->sl && !m->sl->lg[l]) sc__slide_grad_take(m, l);
+       the buffer's last download finishes; on the GPU its first micro-batch sets the gradients
+       (sc_model.gset), the later ones add */
+    int take = m->sl && !m->sl->lg[l];
+    if (take) sc__slide_grad_take(m, l);
+    if (m->sl) sc__grads_set(m, take);
     sp = sc__span_begin(m, "layer", SC_PHASE_BWD, l);
-    SC__TRY(sc__layer_backward(m, l, dres));
+    sc_result r = sc__layer_backward(m, l, dres);
+    if (m->sl) sc__grads_set(m, 0);
+    SC__TRY(r);
     for (int a = 0; a < SC__A_COUNT; a++) sc__act_drop(m, l, a);
     sc__span_end(m, sp);
     return SC_SUCCESS;
@@ -10917,14 +10922,15 @@ static void sc__slide_head_grads_down(sc_model *m, size_t lm, int parts)
     sl->hgfree = sc__ev_record(m, 2);
 }
 
-/* Layer l's gradient: the next ring buffer, zeroed once the compute stream has waited for its
-   last download (and, where it overlaps them, for the head's gradients' downloads). */
+/* Layer l's gradient: the next ring buffer, once the compute stream has waited for its last
+   download (and, where it overlaps them, for the head's gradients' downloads); zeroed on the CPU,
+   where the backward adds to it (the GPU's first write sets it: sc__layer_backward_step). */
 static void sc__slide_grad_take(sc_model *m, int l)
 {
     sc__slide *sl = m->sl;
-    if (sc__dev_layer(m, l)) { /* its own buffer, zeroed as resident mode's (nothing reads it now) */
+    if (sc__dev_layer(m, l)) { /* its own buffer (nothing reads it now) */
         sl->lg[l] = sl->dg[l];
-        sc__memset0(m, sl->lg[l], sc__layer_numel(&m->cfg) * (size_t)m->gb);
+        if (!m->cu) sc__memset0(m, sl->lg[l], sc__layer_numel(&m->cfg) * (size_t)m->gb);
         return;
     }
     int k = sl->rnext;
@@ -10942,7 +10948,7 @@ static void sc__slide_grad_take(sc_model *m, int l)
     }
     sl->lg[l] = (float *)(void *)(sl->garea + at);
     sl->lgk[l] = k;
-    sc__memset0(m, sl->lg[l], sc__layer_numel(&m->cfg) * (size_t)m->gb);
+    if (!m->cu) sc__memset0(m, sl->lg[l], sc__layer_numel(&m->cfg) * (size_t)m->gb);
 }
 
 /* The head's gradients at the gradient area's start, zeroed once the ring buffers there have
