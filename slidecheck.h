@@ -10479,9 +10479,8 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
 #endif
     sp = sc__span_begin(m, "lm_head+loss", SC_PHASE_LOSS, -1);
     m->gset = m->cu && k == 0;
-    sc_result r = sc__head_forward_backward(m, &dres);
+    sc_result r = sc__head_forward_backward(m, &dres); /* leaves the writers as m->gset says */
     m->dres0[k] = dres;
-    if (r == SC_SUCCESS) sc__grads_set(m, m->gset);
     SC__TRY(r);
     sc__span_end(m, sp);
     int last = k == m->accum - 1;
