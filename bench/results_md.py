@@ -41,6 +41,33 @@ def elementwise_bytes(tokens, optim):
     return tokens * (L * per_layer + once) * ACT + opt
 
 
+# What each checkpoint policy replays in the backward, per layer (slidecheck's sc__keep_mask and
+# sc__layer_fill): the forward GEMMs (gemm_floor names), whether attention's forward runs again, and
+# the element-wise forward ops (bf16 bytes per token, each reading its inputs and writing its
+# outputs once, as in elementwise_bytes). A one-layer segment (full) skips the down projection and
+# the last residual add: the next layer's saved input is that output.
+LN, QKNR, ADD, SWIGLU = 2 * C, 2 * (H + KV) * D, 3 * C, 3 * I
+REPLAY = {
+    "full": (("qkv_fwd", "o_fwd", "gateup_fwd"), True, LN + QKNR + ADD + LN + SWIGLU),
+    "selective": ((), False, LN + QKNR + LN + SWIGLU),
+    "selective:attn": (("qkv_fwd",), True, LN + QKNR + LN + SWIGLU),
+    "selective:proj": (("qkv_fwd", "o_fwd"), False, LN + QKNR + ADD + LN + SWIGLU),
+    "selective:mlp": (("gateup_fwd",), False, LN + SWIGLU),
+}
+
+
+def replay_floor_ms(ck, tokens, gemm_rows, attn_fwd_ms, bw):
+    """The floor of what policy ck replays in one step: L x (its forward GEMMs' measured floors +
+    attention's forward floor where it runs again) + its element-wise bytes at the copy bandwidth."""
+    if ck not in REPLAY or bw is None or attn_fwd_ms is None:
+        return None
+    gemms, attn, ew = REPLAY[ck]
+    per = {r["name"]: float(r["median_ms"]) for r in gemm_rows}
+    if any(g not in per for g in gemms):
+        return None
+    return L * sum(per[g] for g in gemms) + (attn_fwd_ms if attn else 0.0) + L * tokens * ew * ACT / (bw * 1e9) * 1e3
+
+
 def palm_flops(B, T):
     """PaLM's model FLOPs of one step: 6 * N_PARAMS * tokens + 12 * L * H * D * T * tokens
     (attention without the causal halving, as PaLM counts it)."""
@@ -192,6 +219,21 @@ def main():
         p(f"- element-wise and optimizer: {ew_bytes / 1e9:.3f} GB at the measured copy bandwidth {fmt(bw, '.1f')} GB/s "
           f"= {fmt(ew_ms, '.3f')} ms (how the bytes are counted: below)")
         p(f"- roofline = GEMM + attention + element-wise = {fmt(roof, '.3f')} ms")
+        none_ms = ours(ours_graphs[-1], "none") if ours_graphs else None
+        rep = [(ck, replay_floor_ms(ck, tok, fl["rows"] if fl else [], attn_ms / 3 if attn_ms else None, bw))
+               for ck in REPLAY if ours(ours_graphs[-1] if ours_graphs else None, ck) is not None]
+        if rep and roof and none_ms:
+            p(f"- what a policy replays has a floor too (the same measured floors: its forward GEMMs, attention's "
+              f"forward where it runs again, its element-wise bytes; table below): a policy's step / none's cannot "
+              f"fall below (none + replay floor) / none")
+            p()
+            p("| policy | replay measured ms (policy - none) | replay floor ms | measured / floor "
+              "| lowest policy / none: none at its roofline | lowest policy / none: none as measured |")
+            p("|---|---|---|---|---|---|")
+            for ck, f in rep:
+                d = ours(ours_graphs[-1], ck) - none_ms
+                p(f"| {ck} | {fmt(d)} | {fmt(f)} | {fmt(ratio(d, f), '.3f')} | {fmt(ratio(roof + f, roof) if f else None, '.3f')} "
+                  f"| {fmt(ratio(none_ms + f, none_ms) if f else None, '.3f')} |")
         p(f"- MFU (PaLM): ({6 * N_PARAMS * tok / 1e12:.4f} + {12 * L * H * D * T * tok / 1e12:.4f}) TFLOP per step / step "
           f"time / the measured dense rate; model TFLOP/s is the same FLOPs / step time")
         p()
@@ -236,6 +278,13 @@ def main():
       "Recompute is not counted (it is work the model FLOPs do not include).")
     p("- **step / roofline**: step time over GEMM floor + attention floor + element-wise floor, each for the "
       "configuration's tokens and optimizer.")
+    p("- **replay floor**: per layer, what the policy runs again in the backward: full replays ln1, the QKV GEMM, q/k "
+      "norm + RoPE, attention's forward, the O GEMM, the residual add, ln2, the gate+up GEMM and SwiGLU (not the down "
+      "projection: the next layer's saved input is its output); selective:proj the same without attention and gate+up; "
+      "selective:attn ln1, QKV, q/k norm + RoPE, attention, ln2, SwiGLU; selective ln1, q/k norm + RoPE, ln2, SwiGLU; "
+      "selective:mlp ln2, gate+up, SwiGLU. GEMMs at their measured floors, attention's forward at a third of the "
+      "attention floor, element-wise ops at the copy bandwidth, each op's bytes counted as in the element-wise floor. "
+      "Fused kernels (add + RMSNorm) move fewer bytes than that count, so a measured replay can sit a little under it.")
 
 
 if __name__ == "__main__":
