@@ -224,8 +224,8 @@ def main():
                for ck in REPLAY if ours(ours_graphs[-1] if ours_graphs else None, ck) is not None]
         if rep and roof and none_ms:
             p(f"- what a policy replays has a floor too (the same measured floors: its forward GEMMs, attention's "
-              f"forward where it runs again, its element-wise bytes; table below): a policy's step / none's cannot "
-              f"fall below (none + replay floor) / none")
+              f"forward where it runs again, its element-wise bytes; table below): with the replay run in order on "
+              f"the compute stream, as slidecheck runs it, a policy's step / none's cannot fall below (none + replay floor) / none")
             p()
             p("| policy | replay measured ms (policy - none) | replay floor ms | measured / floor "
               "| lowest policy / none: none at its roofline | lowest policy / none: none as measured |")
