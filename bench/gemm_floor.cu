@@ -203,6 +203,15 @@ static stats gemm_measure(cublasLtHandle_t lt, const shape &s, void *ws, int alg
         fprintf(stderr, "%s: no usable cuBLASLt algorithm\n", s.name);
         exit(1);
     }
+    { /* which heuristic rank won, and how it splits K (stderr: the CSV keeps its columns) */
+        int32_t sk = 0, id = 0, tile = 0;
+        size_t w = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof sk, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+        fprintf(stderr, "%s: heuristic rank %d of %d won (algo id %d, tile %d, split-k %d): %.6f ms\n", s.name, best, got,
+                id, tile, sk, best_ms);
+    }
     for (int r = 0; r < 3; r++) gemm_time(lt, &g, &res[best].algo, ws, inner);
     std::vector<double> t;
     for (int r = 0; r < reps; r++) t.push_back(gemm_time(lt, &g, &res[best].algo, ws, inner));
