@@ -10362,8 +10362,8 @@ static sc_result sc__layer_backward_step(sc_model *m, const sc_plan *plan, int l
         sc__span_end(m, sp);
     }
     /* slide: the layer's gradient buffer, taken after the replay, so that the replay runs while
-       the buffer's last download finishes; on the GPU its first micro-batch sets the gradients
-       (sc_model.gset), the later ones add */
+       the buffer's last download finishes; on the GPU its first micro-batch's writes set the
+       gradients (sc__grads_set), the later ones add */
     int take = m->sl && !m->sl->lg[l];
     if (take) sc__slide_grad_take(m, l);
     if (m->sl) sc__grads_set(m, take);
