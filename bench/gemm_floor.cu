@@ -206,9 +206,9 @@ static stats gemm_measure(cublasLtHandle_t lt, const shape &s, void *ws, int alg
     { /* which heuristic rank won, and how it splits K (stderr: the CSV keeps its columns) */
         int32_t sk = 0, id = 0, tile = 0;
         size_t w = 0;
-        cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof sk, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+        CKB(cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof sk, &w));
+        CKB(cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w));
+        CKB(cublasLtMatmulAlgoConfigGetAttribute(&res[best].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w));
         fprintf(stderr, "%s: heuristic rank %d of %d won (algo id %d, tile %d, split-k %d): %.6f ms\n", s.name, best, got,
                 id, tile, sk, best_ms);
     }
