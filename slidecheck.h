@@ -1827,6 +1827,7 @@ typedef struct sc_auto_profile {
     double duplex;           /* 0..1: how much the two copy directions slow each other */
     double opt_pps;          /* the host optimizer's parameters a second, inside slide steps */
     double opt_busy_pps;     /* the same with uploads and downloads running throughout */
+    double head_opt_s;       /* the host's seconds for a streamed head's tasks in one step */
     int serial;              /* the CPU backend: the host side runs on the compute's cores */
 } sc_auto_profile;
 
@@ -12633,43 +12634,77 @@ static sc_result sc__auto_host_opt_busy(sc_auto_profile *pr, sc_model *s)
 }
 #endif
 
-/* The host optimizer's rate as slide runs it (GPU): the profiled model again in slide mode, every
-   layer and the head streamed and updated on the host, 3 steps; the rate is the parameters its
-   host optimizer updated over the time it took (sc_slide_info), the best step after the first.
-   Timed inside a step, it runs beside that step's copies and the other host threads, which an
-   optimizer timed alone does not see: on an H100 host one timed alone ran 1.3x the rate slide's
-   steps got. On the CPU backend slide's host optimizer is the resident update on the same cores:
-   the profile's own rate (pr->dopt_pps), every part one after the other (pr->serial). */
-static sc_result sc__auto_host_opt_rate(sc_auto_profile *pr, const sc_config *pc, const sc_model_config *pm,
-                                        const int32_t *ids, int B, int T, int threads)
+/* The host optimizer's seconds in one slide step of `pc` (the median of steps 2-4, over the
+   tasks' own spans: sc_slide_info's opt_ms) and the parameters it updated. prefetch 1, every
+   layer streamed, the head kept on the device or not. `keep_s`: where non-NULL, the model stays
+   for the caller (the busy rate below runs on it). */
+static sc_result sc__auto_slide_opt(double *opt_s, size_t *params, sc_model **keep_s, const sc_config *pc,
+                                    const sc_model_config *pm, int keep_head, const int32_t *ids, int B, int T,
+                                    int threads)
 {
-    if (pm->device != SC_DEVICE_CUDA) {
-        pr->serial = 1;
-        pr->opt_pps = pr->dopt_pps;
-        return SC_SUCCESS;
-    }
     sc_model_config sm = *pm;
     sm.mode = SC_MODE_SLIDE;
-    sm.slide_prefetch = 1, sm.slide_cpu_threads = threads;
+    sm.slide_prefetch = 1, sm.slide_cpu_threads = threads, sm.slide_keep_head = keep_head;
     sc_model *s = NULL;
     sc_result r = sc_model_create(&s, pc, &sm, NULL);
     sc_plan none;
     sc_plan_parse(&none, "none", pc->num_layers);
-    double best = 0.0;
-    for (int st = 0; st < 3 && r == SC_SUCCESS; st++) {
+    double t[3] = {0.0, 0.0, 0.0};
+    *params = 0;
+    for (int st = 0; st < 4 && r == SC_SUCCESS; st++) {
         float loss = 0.0f;
         r = sc_model_step(s, &none, ids, 1, B, T, 1, &loss);
         if (r == SC_SUCCESS) r = sc_model_sync(s);
         sc_slide_info si = sc_model_slide_info(s);
-        double pps = si.opt_ms > 0 ? (double)si.host_update_params / (si.opt_ms * 1e-3) : 0.0;
-        if (r == SC_SUCCESS && st > 0 && pps > best) best = pps;
+        if (st > 0) t[st - 1] = si.opt_ms * 1e-3;
+        *params = si.host_update_params;
     }
-    pr->opt_pps = best > 0 ? best : 1e12;
+    /* the median of three */
+    double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    *opt_s = t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+    if (keep_s && r == SC_SUCCESS) *keep_s = s;
+    else if (s) sc_model_destroy(s);
+    return r;
+}
+
+/* The host optimizer as slide runs it (GPU), timed inside slide steps, beside their copies and
+   the other host threads, which an optimizer timed alone does not see (on an H100 host one timed
+   alone ran 1.3x the rate slide's steps got):
+   - the layers' rate: a copy of the model with up to 4 layers, all streamed, the head kept on the
+     device, so that every host task is a layer's update with the step's copies around it, as in
+     the steps auto plans under most caps;
+   - a streamed head's time: the profiled 2-layer copy with the head streamed too, less its layers
+     at that rate. The head's tasks are not only an update: the host sums the embedding's
+     gradient rows and takes the LM head's rows as they land. Counted at the layers' rate, a
+     streamed head put the host's time of a 2-layer step 1.1-1.3x too low a rate on three H100
+     hosts, and every prediction under 16 GiB (head kept) 1.11-1.27x too high.
+   On the CPU backend slide's host optimizer is the resident update on the same cores: the
+   profile's own rate (pr->dopt_pps), every part one after the other (pr->serial). */
+static sc_result sc__auto_host_opt_rate(sc_auto_profile *pr, const sc_config *cfg, const sc_config *pc,
+                                        const sc_model_config *pm, const int32_t *ids, int B, int T, int threads)
+{
+    if (pm->device != SC_DEVICE_CUDA) {
+        pr->serial = 1;
+        pr->opt_pps = pr->opt_busy_pps = pr->dopt_pps;
+        return SC_SUCCESS;
+    }
+    sc_config lc = *cfg;
+    lc.num_layers = cfg->num_layers < 4 ? cfg->num_layers : 4;
+    double s_lay = 0.0, s_all = 0.0;
+    size_t n_lay = 0, n_all = 0;
+    sc_model *s = NULL;
+    sc_result r = sc__auto_slide_opt(&s_lay, &n_lay, &s, &lc, pm, 1, ids, B, T, threads);
+    pr->opt_pps = r == SC_SUCCESS && s_lay > 0 && n_lay > 0 ? (double)n_lay / s_lay : 1e12;
     pr->opt_busy_pps = pr->opt_pps;
 #ifdef SLIDECHECK_CUDA
-    if (r == SC_SUCCESS && s && s->cu && best > 0) r = sc__auto_host_opt_busy(pr, s);
+    if (r == SC_SUCCESS && s && s->cu && s_lay > 0) r = sc__auto_host_opt_busy(pr, s);
 #endif
     if (s) sc_model_destroy(s);
+    if (r == SC_SUCCESS) r = sc__auto_slide_opt(&s_all, &n_all, NULL, pc, pm, 0, ids, B, T, threads);
+    if (r == SC_SUCCESS) {
+        double lay = (double)(sc__layer_numel(pc) * (size_t)pc->num_layers) / pr->opt_pps;
+        pr->head_opt_s = s_all > lay ? s_all - lay : 0.0;
+    }
     return r;
 }
 
@@ -12749,7 +12784,7 @@ static sc_result sc__auto_profile(sc_auto_profile *pr, const sc_config *cfg, con
         r = sc__auto_copy_rates(pr, m, sc__auto_clamp(ln * (size_t)pb, (size_t)1 << 20, (size_t)256 << 20));
     }
     if (m) sc_model_destroy(m);
-    if (r == SC_SUCCESS) r = sc__auto_host_opt_rate(pr, &pc, &pm, ids, B, T, threads);
+    if (r == SC_SUCCESS) r = sc__auto_host_opt_rate(pr, cfg, &pc, &pm, ids, B, T, threads);
     free(own);
     return r;
 }
@@ -12930,11 +12965,12 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                    device update also those the next forward finds there) */
                                 double up = (double)(2 * Ls - (du ? 2 : 1) * reuse) * (double)(ln * (size_t)pb);
                                 double down = (double)Ls * (double)(ln * (size_t)(du ? pb : gb));
-                                double hostp = (du ? 0.0 : (double)Ls * (double)ln);
+                                double hostp = (du ? 0.0 : (double)Ls * (double)ln), hhead = 0.0;
                                 if (!keep) {
                                     up += (double)(hn * (size_t)pb) * (sliced && !once ? 2.0 : 1.0);
                                     down += (double)(kn * (size_t)gb);
-                                    hostp += (double)kn;
+                                    if (pr.serial) hostp += (double)kn;
+                                    else hhead = pr.head_opt_s;
                                 }
                                 if (up < 0) up = 0;
                                 /* the device's updates: its layers, a kept head, SGD's device update */
@@ -12942,7 +12978,7 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                               (du ? (double)Ls * (double)ln : 0.0);
                                 double comp_k = comp + devp / pr.dopt_pps;
                                 /* the copies each way, as much overlapped as the profile found them */
-                                double u = up / pr.h2d_Bps, d = down / pr.d2h_Bps, hopt = hostp / pr.opt_pps;
+                                double u = up / pr.h2d_Bps, d = down / pr.d2h_Bps, hopt = hostp / pr.opt_pps + hhead;
                                 /* while both directions copy (at most the shorter's time) the host
                                    optimizer runs at its busy rate */
                                 double both = u < d ? u : d;

@@ -766,10 +766,10 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     sc_result r = over_time(S) ? SC_ERROR_TIMEOUT : sc_plan_auto(&res, &S->cfg, &mc, &ac);
     if (r == SC_SUCCESS && fresh)
         printf("profile (%s): layer fwd+bwd %.3f ms (fwd %.3f), rest %.3f ms, device update %.3f G params/s, host "
-               "update %.3f G params/s (inside slide steps; %.3f beside copies both ways), copies %.1f GB/s up, %.1f GB/s "
-               "down, duplex %.2f\n",
+               "update %.3f G params/s (layers inside slide steps; %.3f beside copies both ways; a streamed head %.3f ms), "
+               "copies %.1f GB/s up, %.1f GB/s down, duplex %.2f\n",
                on, pf->layer_s * 1e3, pf->lc.fwd_s * 1e3, pf->rest_s * 1e3, pf->dopt_pps * 1e-9, pf->opt_pps * 1e-9,
-               pf->opt_busy_pps * 1e-9, pf->h2d_Bps * 1e-9, pf->d2h_Bps * 1e-9, pf->duplex);
+               pf->opt_busy_pps * 1e-9, pf->head_opt_s * 1e3, pf->h2d_Bps * 1e-9, pf->d2h_Bps * 1e-9, pf->duplex);
     S->preds_left--;
     if (r != SC_ERROR_TIMEOUT) S->pred_s += now_s() - t0, S->preds_done++;
     if (r == SC_SUCCESS) {
