@@ -1785,18 +1785,23 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    so what one saves stays for every one: Peak + (accum - 1) x the plan's saved bytes.
    Time: one profile on a copy of the model with 2 layers (random weights, no cap, on the
    caller's device): sc_model_plan_budget's per-layer recompute costs, one measured step (the
-   layers' fwd + bwd spans, the optimizer and the rest), copy bandwidth each way over one layer's
-   weights (pinned memory on the GPU, memcpy on the CPU), alone and both at once, and on the GPU
-   the host optimizer's rate inside slide steps of that copy (every layer and the head streamed)
-   and while both copy directions run throughout (the busy rate).
+   layers' fwd + bwd spans, the head and loss, the optimizer and the rest), copy bandwidth each way
+   over one layer's weights (pinned memory on the GPU, memcpy on the CPU), alone and both at once;
+   on the GPU the host optimizer inside slide steps: its rate over the layers (a copy with up to 4
+   layers, all streamed, the head kept) and while both copy directions run throughout (the busy
+   rate), and a streamed head's time (the 2-layer copy with the head streamed too, less its
+   layers at that rate: the host also sums the embedding's gradient rows there).
      compute = accum x (rest + L x layer + recompute(plan)) + device params / device rate
      resident: step = compute
-     slide:    step = max(compute + exposed, copy, hopt + idle)
+     slide:    step = max(compute + exposed, copy, host)
                copy = max(u, d) + duplex x min(u, d),  u = up / bw_h2d, d = down / bw_d2h
-               hopt = h + min(u, d, h) x (1 - busy rate / host rate),  h = host params / host rate
-               idle = one upload + (L - k) x layer fwd + rest + one layer bwd + (accum - 1) x step
-                      (a streamed head: one upload + one layer fwd + rest + the head's gradients'
-                      download, whole + (accum - 1) x step)
+               hopt = h + min(u, d, h) x (1 - busy rate / host rate),
+               h = host layer params / host rate + a streamed head's time
+               host = the step the host optimizer's order gives (sc__auto_host_chain): from one
+                      backward's start, gradients land layer by layer (a streamed head's first);
+                      the host takes the head, then the lowest landed layer, each at its share of
+                      hopt; the next forward runs each streamed layer once it is updated and up
+                      again, then the head and loss (accum x each)
    with device params = what the device updates (every parameter when resident; the device
    layers, a kept head, the streamed layers under slide_device_update); up = the streamed layers'
    weights twice (forward and backward) less those still in the P + W slots, plus the head's
@@ -1805,14 +1810,13 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    layer's host update, which the next step waits for (zero when the first layer stays on the
    device), and a whole streamed head's upload less P - 1 layer forwards (issued in the forward
    once the head's update has run, it was still measured in the step; not on the CPU backend,
-   where copy counts it);
-   idle = the part of a step in which the host optimizer has nothing to update (from the first
-   streamed layer's update, its last, to the next step's first gradient), so that a step bound
-   by the host optimizer takes hopt + idle. duplex (0..1) is measured: (both at once - the longer
-   alone) / the shorter alone; min(u, d) bounds the time both directions copy at once, which
-   slows the host optimizer where its memory is the copies' too. On the CPU backend the host
-   side runs on the compute's cores: step = compute + copy + hopt + exposed, duplex = 1, and the
-   host optimizer runs at the profile's own update rate.
+   where copy counts it). The lowest landed layer first means that a host slower than the
+   backward ends its step with a late layer's update, so the next forward waits for a few layers,
+   not for all. duplex (0..1) is measured: (both at once - the longer alone) / the shorter alone;
+   min(u, d) bounds the time both directions copy at once, which slows the host optimizer where
+   its memory is the copies' too. On the CPU backend the host side runs on the compute's cores:
+   step = compute + copy + hopt + exposed, duplex = 1, and the host optimizer runs at the
+   profile's own update rate over every parameter it updates.
    ------------------------------------------------------------------------------------------ */
 /* What the profile measured (the rates of the time model above). A caller that plans the same
    model, device, dtypes, optimizer, threads and micro-batch again (other caps, other pinned
@@ -1822,10 +1826,11 @@ typedef struct sc_auto_profile {
     sc_layer_cost lc;        /* one layer's recompute costs (sc_model_plan_budget's) */
     double layer_s;          /* forward + backward of one layer, no recompute, seconds */
     double rest_s;           /* the rest of a step: embedding, head and loss (not the optimizer) */
+    double head_s;           /* of which the LM head and the loss, forward and backward */
     double dopt_pps;         /* the device optimizer's parameters a second (the resident update) */
     double h2d_Bps, d2h_Bps; /* copy bandwidth each way, bytes a second */
     double duplex;           /* 0..1: how much the two copy directions slow each other */
-    double opt_pps;          /* the host optimizer's parameters a second, inside slide steps */
+    double opt_pps;          /* the host optimizer's layer parameters a second, inside slide steps */
     double opt_busy_pps;     /* the same with uploads and downloads running throughout */
     double head_opt_s;       /* the host's seconds for a streamed head's tasks in one step */
     int serial;              /* the CPU backend: the host side runs on the compute's cores */
@@ -12738,7 +12743,7 @@ static sc_result sc__auto_profile(sc_auto_profile *pr, const sc_config *cfg, con
     sc_model *m = NULL;
     sc_result r = sc_model_create(&m, &pc, &pm, NULL);
     if (r == SC_SUCCESS) r = sc__model_profile_costs(m, ids, B, T, costs);
-    double wall = HUGE_VAL, layer = 0.0, opt = 0.0;
+    double wall = HUGE_VAL, layer = 0.0, opt = 0.0, head = 0.0;
     if (r == SC_SUCCESS) { /* steps with the update, the device synchronised; the first is a warm-up */
         sc_tracer tr;
         sc_tracer_config tc;
@@ -12759,6 +12764,7 @@ static sc_result sc__auto_profile(sc_auto_profile *pr, const sc_config *cfg, con
                 if (r != SC_SUCCESS || s == 0 || !sm || sm->wall_ms * 1e-3 >= wall) continue;
                 wall = sm->wall_ms * 1e-3;
                 opt = sm->phase_ms[SC_PHASE_OPT] * 1e-3;
+                head = sm->phase_ms[SC_PHASE_LOSS] * 1e-3;
                 layer = 0.0;
                 for (int l = 0; l < Lp; l++)
                     layer += (sc_tracer_layer_ms(&tr, s, l, SC_PHASE_FWD) + sc_tracer_layer_ms(&tr, s, l, SC_PHASE_BWD)) *
@@ -12776,6 +12782,7 @@ static sc_result sc__auto_profile(sc_auto_profile *pr, const sc_config *cfg, con
         }
         pr->layer_s = layer;
         pr->rest_s = wall - Lp * layer - opt > 0 ? wall - Lp * layer - opt : 0.0;
+        pr->head_s = head < pr->rest_s ? head : pr->rest_s;
         /* the update scales with the parameters the device holds, not with the profile's two layers */
         pr->dopt_pps = opt > 0 ? (double)sc_config_num_params(&pc) / opt : 1e12;
         int pb, gb, ab;
@@ -12842,6 +12849,54 @@ static size_t sc__auto_cap_for(size_t need, const sc_config *cfg, int B, int T)
         if (sc_plan_budget_usable(mid, cfg, B, T) >= need) hi = mid; else lo = mid + 1;
     }
     return lo;
+}
+
+/* Slide's step as the host optimizer's order makes it (GPU): from one step's backward to the
+   next one's. Time 0 is the start of the backward; gradients come down one after the other (a
+   streamed head's first, then layer L-1 down to k, each after its backward); the host takes the
+   head, then the lowest layer whose gradients have landed (the order sc__opt_main keeps, so
+   that the next forward's first layers are ready first); layer i goes up again once updated,
+   and the next forward runs layer i once it is there and layer i-1 is done, then the head and
+   the loss. When the host is behind the backward, its last update is a late layer's (L - 2 when
+   it runs slower than two backwards a layer), not the first streamed one's: the host's idle time
+   at the step's end is then the forward of a few layers, not of all streamed layers.
+   u, uh: the host's time for one layer, for a streamed head (0: kept); up1 / d1: one layer's
+   upload / gradient download; dh / hup: a streamed head's download / upload; fwd, bwd, head:
+   one layer's forward, backward (recompute included), the head and loss; gpu: the GPU's own
+   step, from which the forward of the streamed layers may start at gpu - (L - k) fwd - head. */
+static double sc__auto_host_chain(int L, int k, double u, double uh, double up1, double d1, double dh, double hup,
+                                  double fwd, double bwd, double head, double gpu)
+{
+    double land[SC_MAX_LAYERS], done[SC_MAX_LAYERS], dstream = uh > 0 ? dh : 0.0, h = 0.0, hdone = 0.0;
+    char taken[SC_MAX_LAYERS] = {0};
+    for (int i = L - 1; i >= k; i--) {
+        double ready = (L - i) * bwd;
+        dstream = (dstream > ready ? dstream : ready) + d1;
+        land[i] = dstream;
+    }
+    /* a streamed head's task has the lowest rank; it takes the head's gradient rows as they land
+       (its download, dh, comes first), so it ends when both are done */
+    if (uh > 0) h = hdone = dh > uh ? dh : uh;
+    for (int n = k; n < L; n++) {
+        int best = -1;
+        for (int i = k; i < L && best < 0; i++)
+            if (!taken[i] && land[i] <= h) best = i;
+        if (best < 0) { /* none landed yet: wait for the next, the highest not yet taken */
+            for (int i = L - 1; i >= k && best < 0; i--)
+                if (!taken[i]) best = i;
+            h = land[best];
+        }
+        taken[best] = 1;
+        h += u;
+        done[best] = h;
+    }
+    double f = gpu - (L - k) * fwd - head;
+    for (int i = k; i < L; i++) {
+        double ready = done[i] + up1;
+        f = (f > ready ? f : ready) + fwd;
+    }
+    if (uh > 0 && hdone + hup > f) f = hdone + hup;
+    return f + head;
 }
 
 SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, const sc_model_config *mc,
@@ -12986,30 +13041,27 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                 double copy = (u > d ? u : d) + pr.duplex * (u > d ? d : u);
                                 double up1 = (double)(ln * (size_t)pb) / pr.h2d_Bps;
                                 double exposed = k > 0 ? 0.0 : up1 + (du ? 0.0 : (double)ln / pr.opt_pps);
-                                /* the host optimizer has nothing to do from its last update (the
-                                   first streamed layer's) until the next step's first gradient:
-                                   that layer's upload, the streamed layers' forward, the head and
-                                   the loss, the last layer's backward (and any earlier micro-batch).
-                                   A streamed head's update comes first, so the layers queue behind
-                                   it and the last one updated is the last layer: its upload and
-                                   forward, the head and the loss, the head's gradients' download
-                                   (counted whole, as measured before the host took the head's rows
-                                   as they land; an upper bound since). */
-                                double idle = keep ? up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s)
-                                                   : up1 + pr.lc.fwd_s + pr.rest_s + (double)(kn * (size_t)gb) / pr.d2h_Bps;
-                                idle += (accum - 1) * base;
                                 /* a whole streamed head's upload, less a layer's forward for each
                                    prefetch past the first. The upload is issued in the forward once
                                    the head's update ran, but without this term the model chose a
                                    streamed head under 24 GiB (AdamW) whose runs measured 1.08-1.15x
                                    their predictions; with it, a kept head (predicted 0.94-1.01x) */
-                                double hup = keep || sliced ? 0.0 : (double)(hn * (size_t)pb) / pr.h2d_Bps - (P - 1) * pr.lc.fwd_s;
-                                double host = hopt > 0 ? hopt + idle : 0.0, step;
+                                double hup1 = keep || sliced ? 0.0 : (double)(hn * (size_t)pb) / pr.h2d_Bps;
+                                double hup = hup1 - (P - 1) * pr.lc.fwd_s, step;
                                 if (pr.serial) step = comp_k + copy + hopt + exposed;
                                 else {
                                     step = comp_k + exposed + (hup > 0 ? hup : 0.0);
                                     step = copy > step ? copy : step;
-                                    step = host > step ? host : step;
+                                    if (hopt > 0) { /* the host's tasks, slowed as above alike */
+                                        double plain = hostp / pr.opt_pps + hhead, slow = plain > 0 ? hopt / plain : 1.0;
+                                        double host = sc__auto_host_chain(
+                                            L, k, du ? 0.0 : slow * (double)ln / pr.opt_pps, slow * hhead, up1,
+                                            (double)(ln * (size_t)(du ? pb : gb)) / pr.d2h_Bps,
+                                            (double)(kn * (size_t)gb) / pr.d2h_Bps, hup1, accum * pr.lc.fwd_s,
+                                            accum * (pr.layer_s - pr.lc.fwd_s + rep.recompute_s / L),
+                                            accum * (pr.head_s < pr.rest_s ? pr.head_s : pr.rest_s), comp_k);
+                                        step = host > step ? host : step;
+                                    }
                                 }
                                 sc__auto_offer(&best, &c, &cand[i], rep.peak_bytes, F, k, comp_k, copy, hopt, step);
                             }

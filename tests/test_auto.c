@@ -256,6 +256,25 @@ int main(void)
     free(ids);
     free(w0);
     free(w1);
+    {
+        /* the GPU's host-bound slide step (sc__auto_host_chain), worked by hand. 4 streamed layers,
+           each 3 of backward, 1 down, 10 on the host, 1 up, 2 of forward; head and loss 5; the
+           GPU's own step 40. Layers land at 4 (3), 7 (2), 10 (1), 13 (0); the host takes 3 at 4
+           (done 14), then the lowest landed: 0 (24), 1 (34), 2 (44). The forward may start at
+           40 - 4 x 2 - 5 = 27: layer 0 at 27 (ends 29), 1 at 35 (37), 2 at 45 (47), 3 at 47 (49),
+           then the head: 54. */
+        double t = sc__auto_host_chain(4, 0, 10, 0, 1, 1, 0, 0, 2, 3, 5, 40);
+        CHECK(fabs(t - 54.0) < 1e-12, "host-bound step, head kept: %.17g (54 by hand)", t);
+        /* a streamed head: its 8 of download come first (layers land at 9, 10, 11, 13), its task
+           (30) runs first and ends at max(8, 30); then layers 0..3 in order, done 40, 50, 60, 70;
+           the forward ends at 73 (its upload, 4, was there at 34), the head: 78 */
+        t = sc__auto_host_chain(4, 0, 10, 30, 1, 1, 8, 4, 2, 3, 5, 40);
+        CHECK(fabs(t - 78.0) < 1e-12, "host-bound step, head streamed: %.17g (78 by hand)", t);
+        /* a fast host: the GPU's own step */
+        t = sc__auto_host_chain(4, 1, 0.5, 0, 0.1, 0.1, 0, 0, 2, 3, 5, 100);
+        CHECK(fabs(t - 100.0) < 1e-12, "a host that keeps up: the GPU's step %.17g (100)", t);
+    }
+
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
