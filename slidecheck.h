@@ -1570,7 +1570,10 @@ SC_CUDA_DEF sc_result sc_cuda_mem_get_info(sc_cuda *cu, size_t *free_bytes, size
    for a fixed topology: two runs, the same bits. */
 #define SC_NCCL_ID_BYTES 128
 SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id);
-SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id);
+/* nccl_open: NCCL's initialisation waits for every rank; past timeout_s seconds (<= 0: no bound)
+   it fails with SC_ERROR_TIMEOUT and a message instead of hanging. sc_model_create passes the
+   control channel's wait (SLIDECHECK_RENDEZVOUS_TIMEOUT, with its grace on ranks other than 0). */
+SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id, double timeout_s);
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 /* ZeRO-1: buf holds W chunks of n elements; reduce_scatter_sum leaves the sum of chunk `rank`
@@ -8654,6 +8657,7 @@ static void sc__free_dres(sc_model *m)
 }
 
 static void sc__graph_drop(sc_model *m);
+static double sc__comm_wait_s(const sc_dist_comm *c);
 
 SCDEF void sc_model_destroy(sc_model *m)
 {
@@ -8870,7 +8874,8 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         memset(id, 0, sizeof id);
         if (sc_dist_comm_rank(mc.comm) == 0 && (r = sc_cuda_nccl_unique_id(id)) != SC_SUCCESS) goto fail;
         if ((r = sc_dist_broadcast(mc.comm, id, sizeof id)) != SC_SUCCESS) goto fail;
-        if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id)) != SC_SUCCESS)
+        if ((r = sc_cuda_nccl_open(m->cu, sc_dist_comm_world(mc.comm), sc_dist_comm_rank(mc.comm), id,
+                                   sc__comm_wait_s(mc.comm))) != SC_SUCCESS)
             goto fail;
         m->nccl = 1;
         m->zero_gpu = mc.zero && mc.optim == SC_OPTIM_ADAMW && mc.mode == SC_MODE_RESIDENT;

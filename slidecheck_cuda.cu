@@ -3435,7 +3435,53 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id)
     return SC_SUCCESS;
 }
 
-SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id)
+/* ncclCommInitRank, bounded. It waits for every rank to reach it, without end: a peer that
+   passed the control channel's rendezvous and then died or stalled, or a transport that never
+   connects, left the others stuck in it. So it runs on a thread of its own, polled; past bound_s
+   the thread is left behind, and whichever of the two comes second (the poll giving up, the init
+   returning) owns the comm: an init that completes after the poll gave up aborts its comm. A
+   blocking init is kept (not NCCL's non-blocking config): with it every later call on the comm
+   could return ncclInProgress. *timed_out: the bound passed. */
+static int sc__nccl_init_bounded(void **comm, int world, const sc__nccl_id &id, int rank, int dev, double bound_s,
+                                 bool *timed_out)
+{
+    struct st_t {
+        std::atomic<int> state{0}; /* 0 running, 1 returned, 2 given up */
+        void *comm = NULL;
+        int rc = 0;
+    };
+    *timed_out = false;
+    if (!(bound_s > 0)) return sc__nccl.comm_init_rank(comm, world, id, rank);
+    auto st = std::make_shared<st_t>();
+    try {
+        std::thread([st, world, id, rank, dev] {
+            (void)cudaSetDevice(dev); /* NCCL takes the calling thread's device */
+            st->rc = sc__nccl.comm_init_rank(&st->comm, world, id, rank);
+            int running = 0;
+            if (!st->state.compare_exchange_strong(running, 1) && st->rc == 0 && st->comm)
+                (void)sc__nccl.comm_abort(st->comm);
+        }).detach();
+    } catch (...) { /* no thread: unbounded, here */
+        return sc__nccl.comm_init_rank(comm, world, id, rank);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+        if (st->state.load() == 1) break;
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > bound_s) {
+            int running = 0;
+            if (st->state.compare_exchange_strong(running, 2)) {
+                *timed_out = true;
+                return 0;
+            }
+            break; /* it returned meanwhile */
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    *comm = st->comm;
+    return st->rc;
+}
+
+SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id, double timeout_s)
 {
     if (!cu || !id || world < 1 || rank < 0 || rank >= world)
         return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_nccl_open: bad arguments (world %d, rank %d)", world, rank);
@@ -3449,7 +3495,12 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
     if (!cu->comm_stream) SC__CK(cu, cudaStreamCreateWithFlags(&cu->comm_stream, cudaStreamNonBlocking));
     if (!cu->comm_done) cu->comm_done = new std::vector<cudaEvent_t>();
     if (!cu->hand) SC__CK(cu, cudaEventCreateWithFlags(&cu->hand, cudaEventDisableTiming));
-    SC__NCK(cu, sc__nccl.comm_init_rank(&cu->nccl, world, nid, rank));
+    bool late = false;
+    SC__NCK(cu, sc__nccl_init_bounded(&cu->nccl, world, nid, rank, cu->dev, timeout_s, &late));
+    if (late)
+        sc__cu_fail(cu, SC_ERROR_TIMEOUT, "NCCL's initialisation (ncclCommInitRank, rank %d of %d) did not finish within "
+                    "%.0f s: a rank that stopped after the rendezvous, or no transport between the ranks "
+                    "(NCCL_DEBUG=INFO tells which; SLIDECHECK_RENDEZVOUS_TIMEOUT sets the bound)", rank, world, timeout_s);
     cu->rank = rank;
     return cu->status;
 }

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
     memset(id, 0, sizeof id);
     if (e.rank == 0 && sc_cuda_nccl_unique_id(id) != SC_SUCCESS) die("NCCL id");
     if (sc_dist_broadcast(comm, id, sizeof id) != SC_SUCCESS) die("NCCL id broadcast");
-    if (sc_cuda_nccl_open(cu, W, e.rank, id) != SC_SUCCESS) die("NCCL");
+    if (sc_cuda_nccl_open(cu, W, e.rank, id, e.timeout_s) != SC_SUCCESS) die("NCCL");
     size_t es = sc_dtype_size(o.dt), cap = o.max_bytes;
     if (cap < 1024 * (size_t)W * es) cap = 1024 * (size_t)W * es; /* the checks' buffer */
     void *buf = sc_cuda_raw_alloc(cap, cu);

@@ -1111,7 +1111,7 @@ static void test_nccl_one_rank(tctx *t)
 {
     char nm[160], id[SC_NCCL_ID_BYTES];
     name_of(nm, sizeof nm, t, "NCCL, one rank: allreduce_sum, reduce_scatter_sum, allgather on the comm stream, ordered both ways");
-    if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id) != SC_SUCCESS) {
+    if (sc_cuda_nccl_unique_id(id) != SC_SUCCESS || sc_cuda_nccl_open(t->cu, 1, 0, id, 30.0) != SC_SUCCESS) {
         check(0, nm, "%s", sc_last_error());
         return;
     }
@@ -1926,6 +1926,30 @@ static void test_memory(void)
 /* ==========================================================================================
    bench: Qwen3-1.7B shape, bf16
    ========================================================================================== */
+/* NCCL's initialisation bounded: rank 0 of 2 whose peer never comes fails with SC_ERROR_TIMEOUT
+   and a message near the bound, instead of waiting without end. Its own context, since the
+   failure is sticky; run last, as the abandoned init's thread stays blocked in NCCL until exit. */
+static void test_nccl_init_bounded(void)
+{
+    const char *nm = "NCCL init bounded: rank 0 of 2, the peer never comes: SC_ERROR_TIMEOUT near the bound";
+    char id[SC_NCCL_ID_BYTES];
+    sc_cuda *cu = NULL;
+    sc_cuda_config cc;
+    memset(&cc, 0, sizeof cc);
+    if (sc_cuda_create(&cu, &cc) != SC_SUCCESS || sc_cuda_nccl_unique_id(id) != SC_SUCCESS) {
+        check(0, nm, "%s", sc_last_error());
+        if (cu) sc_cuda_destroy(cu);
+        return;
+    }
+    double t0 = (double)sc_tracer_now_ns() * 1e-9;
+    sc_result r = sc_cuda_nccl_open(cu, 2, 0, id, 3.0);
+    double dt = (double)sc_tracer_now_ns() * 1e-9 - t0;
+    const char *msg = sc_last_error();
+    check(r == SC_ERROR_TIMEOUT && dt >= 3.0 && dt < 6.0 && strstr(msg, "did not finish within 3 s"), nm,
+          "%s after %.2f s: %s", sc_result_string(r), dt, msg);
+    sc_cuda_destroy(cu);
+}
+
 /* per-op times at the Qwen3-1.7B shape (B=4, T=2048), bf16, mean of 5 after a warm-up */
 static void bench_ops(void)
 {
@@ -2191,6 +2215,7 @@ int main(int argc, char **argv)
         test_fixture("qwen2_bias_untied");
         test_fixture("qwen3_mha_untied");
         test_memory();
+        test_nccl_init_bounded();
     }
     printf("\nworst f32 rel err: %.3e (%s)\nworst bf16 rel err: %.3e (%s)\n", g_worst_f32, g_worst_f32_name, g_worst_bf16,
            g_worst_bf16_name);
