@@ -1918,7 +1918,7 @@ typedef struct sc_dist_env {
     char socket_ifname[256]; /* NCCL_SOCKET_IFNAME: where rank 0 listens (see above); "" = unset */
     double timeout_s; /* SLIDECHECK_RENDEZVOUS_TIMEOUT, default 60. The other ranks wait for rank 0
                          1 s and a tenth longer, so that rank 0, which sees every rank, is the one to
-                         name a rank that stalls */
+                         name a rank that stalls. NCCL's initialisation gets the same bound */
 } sc_dist_env;
 
 /* Reads the environment. None of RANK / WORLD_SIZE / an srun step: one process (rank 0 of 1). A
