@@ -1804,7 +1804,10 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
                       backward's start, gradients land layer by layer (a streamed head's first);
                       the host takes the head, then the lowest landed layer, each at its share of
                       hopt; the next forward runs each streamed layer once it is updated and up
-                      again, then the head and loss (accum x each)
+                      again, then the head and loss. With accum > 1: host = hopt + idle, idle =
+                      one upload + (L - k) x layer fwd + rest + one layer bwd (a streamed head:
+                      one upload + one layer fwd + rest + the head's gradients' download) +
+                      (accum - 1) x (rest + L x layer)
    with device params = what the device updates (every parameter when resident; the device
    layers, a kept head, the streamed layers under slide_device_update); up = the streamed layers'
    weights twice (forward and backward) less those still in the P + W slots, plus the head's
@@ -13057,14 +13060,25 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                 else {
                                     step = comp_k + exposed + (hup > 0 ? hup : 0.0);
                                     step = copy > step ? copy : step;
-                                    if (hopt > 0) { /* the host's tasks, slowed as above alike */
+                                    if (hopt > 0 && accum > 1) {
+                                        /* several micro-batches: the chain below predicted the 7B
+                                           shape's host-bound steps (4 micro-batches) 19-35% short,
+                                           where this bound (the host idle from its last update to
+                                           the next step's first gradient, the earlier micro-batches
+                                           counted whole) had chosen a plan that ran at 0.98x its
+                                           prediction */
+                                        double idle = keep ? up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s)
+                                                           : up1 + pr.lc.fwd_s + pr.rest_s + (double)(kn * (size_t)gb) / pr.d2h_Bps;
+                                        idle += (accum - 1) * base;
+                                        step = hopt + idle > step ? hopt + idle : step;
+                                    } else if (hopt > 0) { /* the host's tasks, slowed as above alike */
                                         double plain = hostp / pr.opt_pps + hhead, slow = plain > 0 ? hopt / plain : 1.0;
                                         double host = sc__auto_host_chain(
                                             L, k, du ? 0.0 : slow * (double)ln / pr.opt_pps, slow * hhead, up1,
                                             (double)(ln * (size_t)(du ? pb : gb)) / pr.d2h_Bps,
-                                            (double)(kn * (size_t)gb) / pr.d2h_Bps, hup1, accum * pr.lc.fwd_s,
-                                            accum * (pr.layer_s - pr.lc.fwd_s + rep.recompute_s / L),
-                                            accum * (pr.head_s < pr.rest_s ? pr.head_s : pr.rest_s), comp_k);
+                                            (double)(kn * (size_t)gb) / pr.d2h_Bps, hup1, pr.lc.fwd_s,
+                                            pr.layer_s - pr.lc.fwd_s + rep.recompute_s / L,
+                                            pr.head_s < pr.rest_s ? pr.head_s : pr.rest_s, comp_k);
                                         step = host > step ? host : step;
                                     }
                                 }
