@@ -12688,9 +12688,9 @@ static sc_result sc__auto_slide_opt(double *opt_s, size_t *params, sc_model **ke
      the steps auto plans under most caps;
    - a streamed head's time: the profiled 2-layer copy with the head streamed too, less its layers
      at that rate. The head's tasks are not only an update: the host sums the embedding's
-     gradient rows and takes the LM head's rows as they land. Counted at the layers' rate, a
-     streamed head put the host's time of a 2-layer step 1.1-1.3x too low a rate on three H100
-     hosts, and every prediction under 16 GiB (head kept) 1.11-1.27x too high.
+     gradient rows and takes the LM head's rows as they land. Folded into one rate with the
+     layers', they made it 10-30% lower than the planned steps (head kept) reached on three H100
+     hosts, and every prediction under 16 GiB 1.11-1.27x too long.
    On the CPU backend slide's host optimizer is the resident update on the same cores: the
    profile's own rate (pr->dopt_pps), every part one after the other (pr->serial). */
 static sc_result sc__auto_host_opt_rate(sc_auto_profile *pr, const sc_config *cfg, const sc_config *pc,
@@ -13065,8 +13065,8 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                            shape's host-bound steps (4 micro-batches) 19-35% short,
                                            where this bound (the host idle from its last update to
                                            the next step's first gradient, the earlier micro-batches
-                                           counted whole) had chosen a plan that ran at 0.98x its
-                                           prediction */
+                                           counted whole) chooses a plan that ran 0.93-0.98x its
+                                           prediction on two hosts */
                                         double idle = keep ? up1 + (L - k) * pr.lc.fwd_s + pr.rest_s + (pr.layer_s - pr.lc.fwd_s)
                                                            : up1 + pr.lc.fwd_s + pr.rest_s + (double)(kn * (size_t)gb) / pr.d2h_Bps;
                                         idle += (accum - 1) * base;
