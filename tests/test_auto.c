@@ -273,6 +273,25 @@ int main(void)
         /* a fast host: the GPU's own step */
         t = sc__auto_host_chain(4, 1, 0.5, 0, 0.1, 0.1, 0, 0, 2, 3, 5, 100);
         CHECK(fabs(t - 100.0) < 1e-12, "a host that keeps up: the GPU's step %.17g (100)", t);
+        /* over many schedules: never below the GPU's own step, nor below the host's work after
+           the first gradient lands plus one layer's forward and the head; and a slower host
+           never gives a shorter step */
+        sc_rng g = sc_rng_seed(7);
+        int bad = 0, n = 0;
+        for (int it = 0; it < 2000; it++, n++) {
+            int Lr = 2 + (int)(sc_rng_u64(&g) % 27), kr = (int)(sc_rng_u64(&g) % (uint64_t)Lr);
+            double u = 0.001 + sc_rng_uniform(&g) * 0.02, uh = sc_rng_uniform(&g) < 0.5 ? 0.0 : sc_rng_uniform(&g) * 0.1;
+            double up1 = sc_rng_uniform(&g) * 0.004, d1 = sc_rng_uniform(&g) * 0.004, dh = sc_rng_uniform(&g) * 0.03;
+            double hup = sc_rng_uniform(&g) * 0.02, fwd = 0.0005 + sc_rng_uniform(&g) * 0.002;
+            double bwd = 2 * fwd + sc_rng_uniform(&g) * 0.002, head = sc_rng_uniform(&g) * 0.03;
+            double gpu = (Lr * (fwd + bwd) + head) * (1.0 + sc_rng_uniform(&g));
+            double a = sc__auto_host_chain(Lr, kr, u, uh, up1, d1, dh, hup, fwd, bwd, head, gpu);
+            double b = sc__auto_host_chain(Lr, kr, 1.5 * u, uh, up1, d1, dh, hup, fwd, bwd, head, gpu);
+            double work = (Lr - kr) * u + uh + (uh > 0 ? 0.0 : d1) + up1 + fwd + head;
+            if (!(a >= gpu - 1e-12 && a >= work - 1e-12 && b >= a - 1e-12)) bad++;
+        }
+        CHECK(bad == 0, "host-bound step over %d random schedules: >= the GPU's step and the host's work, and "
+              "monotone in the host's time (%d violations)", n, bad);
     }
 
     printf("%d passed, %d failed\n", npass, nfail);
