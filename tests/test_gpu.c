@@ -1923,9 +1923,6 @@ static void test_memory(void)
     free(ids);
 }
 
-/* ==========================================================================================
-   bench: Qwen3-1.7B shape, bf16
-   ========================================================================================== */
 /* NCCL's initialisation bounded: rank 0 of 2 whose peer never comes fails with SC_ERROR_TIMEOUT
    and a message near the bound, instead of waiting without end. Its own context, since the
    failure is sticky; run last, as the abandoned init's thread stays blocked in NCCL until exit. */
@@ -1950,6 +1947,9 @@ static void test_nccl_init_bounded(void)
     sc_cuda_destroy(cu);
 }
 
+/* ==========================================================================================
+   bench: Qwen3-1.7B shape, bf16
+   ========================================================================================== */
 /* per-op times at the Qwen3-1.7B shape (B=4, T=2048), bf16, mean of 5 after a warm-up */
 static void bench_ops(void)
 {
