@@ -3435,6 +3435,17 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id)
     return SC_SUCCESS;
 }
 
+/* true once done() holds, polled each millisecond; false when bound_s seconds pass first */
+template <class F> static bool sc__poll_until(F done, double bound_s)
+{
+    auto t0 = std::chrono::steady_clock::now();
+    while (!done()) {
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > bound_s) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 /* ncclCommInitRank, bounded. It waits for every rank to reach it, without end: a peer that
    passed the control channel's rendezvous and then died or stalled, or a transport that never
    connects, left the others stuck in it. So it runs on a thread of its own, polled; past bound_s
@@ -3464,18 +3475,12 @@ static int sc__nccl_init_bounded(void **comm, int world, const sc__nccl_id &id, 
     } catch (...) { /* no thread: unbounded, here */
         return sc__nccl.comm_init_rank(comm, world, id, rank);
     }
-    auto t0 = std::chrono::steady_clock::now();
-    for (;;) {
-        if (st->state.load() == 1) break;
-        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > bound_s) {
-            int running = 0;
-            if (st->state.compare_exchange_strong(running, 2)) {
-                *timed_out = true;
-                return 0;
-            }
-            break; /* it returned meanwhile */
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!sc__poll_until([&] { return st->state.load() == 1; }, bound_s)) {
+        int running = 0;
+        if (st->state.compare_exchange_strong(running, 2)) {
+            *timed_out = true;
+            return 0;
+        } /* else it returned meanwhile */
     }
     *comm = st->comm;
     return st->rc;
@@ -3620,12 +3625,7 @@ static bool sc__nccl_abort(void *comm, double bound_s)
         (void)sc__nccl.comm_abort(comm);
         return true;
     }
-    auto t0 = std::chrono::steady_clock::now();
-    while (!done->load()) {
-        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > bound_s) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
+    return sc__poll_until([&] { return done->load(); }, bound_s);
 }
 
 /* Wait for the compute stream without ever hanging on a peer: a rank that died or stalls leaves
