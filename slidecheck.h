@@ -1431,9 +1431,6 @@ SCDEF const float *sc_model_logits(const sc_model *m);
 SCDEF size_t sc_model_last_saved_bytes(const sc_model *m);
 /* The model's CUDA context (NULL on the CPU backend): for tracer event callbacks. */
 SCDEF sc_cuda *sc_model_cuda(sc_model *m);
-/* 1: data parallel on the GPU sums the gradients in an NCCL symmetric window
-   (sc_cuda_comm_window_next); 0 otherwise (one process, the CPU, slide mode, an older NCCL). */
-SCDEF int sc_model_comm_windowed(const sc_model *m);
 /* Set tc's timing callbacks for m: on the GPU, CUDA events on the model's streams and a device
    sync at each step's end (so wall times include the queued work); on the CPU, none (the CPU
    clock). The other fields of tc are left as they are. */
@@ -1578,13 +1575,6 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_unique_id(void *id);
    control channel's wait (SLIDECHECK_RENDEZVOUS_TIMEOUT, with its grace on ranks other than 0). */
 SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const void *id, double timeout_s);
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu);
-/* comm_window_next(cu, 1): the next segment the device allocator takes (sc_cuda_raw_alloc) is
-   an NCCL symmetric window (NCCL >= 2.27): every rank must allocate alike, in the same order,
-   since the registration is a collective. The all-reduce of a buffer in it runs NCCL's symmetric
-   kernels, on fewer SMs than its ring. It falls back to plain memory where NCCL lacks them or
-   SLIDECHECK_NCCL_WINDOW=0. comm_windowed: p is the start of a registered window. */
-SC_CUDA_DEF void sc_cuda_comm_window_next(sc_cuda *cu, int on);
-SC_CUDA_DEF int sc_cuda_comm_windowed(const sc_cuda *cu, const void *p);
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 /* ZeRO-1: buf holds W chunks of n elements; reduce_scatter_sum leaves the sum of chunk `rank`
    over the ranks in this rank's chunk, allgather copies every rank's own chunk to all (in place) */
@@ -8131,14 +8121,6 @@ SCDEF sc_result sc_model_plan_budget(sc_plan *plan, sc_plan_report *rep, sc_mode
     return r;
 }
 SCDEF sc_cuda *sc_model_cuda(sc_model *m) { return m->cu; }
-SCDEF int sc_model_comm_windowed(const sc_model *m)
-{
-#ifdef SLIDECHECK_CUDA
-    if (m && m->nccl && m->grads) return sc_cuda_comm_windowed(m->cu, m->grads);
-#endif
-    (void)m;
-    return 0;
-}
 
 #ifdef SLIDECHECK_CUDA
 static void sc__tracer_cuda_sync(void *user) { sc_cuda_synchronize((sc_cuda *)user); }
@@ -8914,16 +8896,9 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         *out = m;
         return SC_SUCCESS;
     }
-    if ((r = sc__alloc_bytes(m, &m->params, m->nparams, m->pb, "weights")) != SC_SUCCESS) goto fail;
-#ifdef SLIDECHECK_CUDA
-    /* the gradients every rank sums: an NCCL symmetric window, the same on every rank */
-    if (m->nccl) sc_cuda_comm_window_next(m->cu, 1);
-#endif
-    r = sc__alloc_bytes(m, &m->grads, m->nparams, m->gb, "grad");
-#ifdef SLIDECHECK_CUDA
-    if (m->nccl) sc_cuda_comm_window_next(m->cu, 0);
-#endif
-    if (r != SC_SUCCESS) goto fail;
+    if ((r = sc__alloc_bytes(m, &m->params, m->nparams, m->pb, "weights")) != SC_SUCCESS ||
+        (r = sc__alloc_bytes(m, &m->grads, m->nparams, m->gb, "grad")) != SC_SUCCESS)
+        goto fail;
     if (m->cu && mc.master_weights &&
         (r = sc__alloc_f32(m, &m->master, m->nparams, "master weights")) != SC_SUCCESS)
         goto fail;

@@ -120,8 +120,6 @@ struct sc_cuda {
     size_t comm_n;                                /* how many of them this step recorded */
     struct sc__graph *comm_graph;                 /* a launched graph's collectives, until settled */
     cudaEvent_t hand;                             /* handoff: compute -> comm stream (back: a capture's end) */
-    int win_next;                                 /* the next raw allocation becomes a symmetric window */
-    std::vector<std::pair<void *, void *>> *wins; /* (buffer, NCCL window) of each */
     cudaStream_t side;                            /* sc_cuda_memset0_behind's zeroing */
     cudaEvent_t side_fork, side_done;
     int side_pending;                             /* the compute stream has not yet waited for side_done */
@@ -3381,11 +3379,6 @@ typedef struct sc__nccl_api {
     int (*comm_abort)(void *comm);
     int (*comm_get_async_error)(void *comm, int *result);
     const char *(*get_error_string)(int result);
-    /* optional, NCCL >= 2.27 (NULL where older): symmetric windows */
-    int (*mem_alloc)(void **ptr, size_t size);
-    int (*mem_free)(void *ptr);
-    int (*window_register)(void *comm, void *buf, size_t size, void **win, int flags);
-    int (*window_deregister)(void *comm, void *win);
 } sc__nccl_api;
 static sc__nccl_api sc__nccl;
 
@@ -3410,10 +3403,6 @@ static sc_result sc__nccl_load(void)
     *(void **)&a.comm_abort = dlsym(h, "ncclCommAbort");
     *(void **)&a.comm_get_async_error = dlsym(h, "ncclCommGetAsyncError");
     *(void **)&a.get_error_string = dlsym(h, "ncclGetErrorString");
-    *(void **)&a.mem_alloc = dlsym(h, "ncclMemAlloc");
-    *(void **)&a.mem_free = dlsym(h, "ncclMemFree");
-    *(void **)&a.window_register = dlsym(h, "ncclCommWindowRegister");
-    *(void **)&a.window_deregister = dlsym(h, "ncclCommWindowDeregister");
     if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.reduce_scatter || !a.all_gather ||
         !a.comm_destroy || !a.comm_abort || !a.comm_get_async_error || !a.get_error_string)
         return sc_set_error(SC_ERROR_UNSUPPORTED, "the NCCL library found lacks one of ncclGetUniqueId, "
@@ -3521,68 +3510,6 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
     return cu->status;
 }
 
-/* An NCCL symmetric window: memory that every rank allocates alike (the same size, in the same
-   order), registered over the communicator (a collective), so that NCCL's symmetric kernels
-   address the peers' copies directly. NULL where the NCCL found lacks them (before 2.27), where
-   SLIDECHECK_NCCL_WINDOW=0, or on a failure: the caller takes plain memory. Where NCCL cannot
-   use symmetric kernels (e.g. ranks on several nodes) the registration returns no window and the
-   memory serves as plain memory. */
-static void *sc__comm_window_alloc(sc_cuda *cu, size_t bytes)
-{
-    const char *env = getenv("SLIDECHECK_NCCL_WINDOW");
-    if (!cu->nccl || !sc__nccl.mem_alloc || !sc__nccl.mem_free || !sc__nccl.window_register ||
-        !sc__nccl.window_deregister || (env && !strcmp(env, "0")))
-        return NULL;
-    void *p = NULL, *win = NULL;
-    int e = sc__nccl.mem_alloc(&p, bytes);
-    if (e != 0 || !p) {
-        (void)cudaGetLastError();
-        fprintf(stderr, "slidecheck: rank %d: ncclMemAlloc of %zu bytes failed (%s): no symmetric window\n", cu->rank,
-                bytes, sc__nccl.get_error_string(e));
-        return NULL;
-    }
-    if ((e = sc__nccl.window_register(cu->nccl, p, bytes, &win, 1 /* NCCL_WIN_COLL_SYMMETRIC */)) != 0) {
-        (void)sc__nccl.mem_free(p);
-        (void)cudaGetLastError();
-        fprintf(stderr, "slidecheck: rank %d: ncclCommWindowRegister failed (%s): no symmetric window\n", cu->rank,
-                sc__nccl.get_error_string(e));
-        return NULL;
-    }
-    if (getenv("SC_WIN_DEBUG")) fprintf(stderr, "DEBUG window %p %zu win %p\n", p, bytes, win);
-    if (!cu->wins) cu->wins = new std::vector<std::pair<void *, void *>>();
-    cu->wins->push_back({p, win});
-    return p;
-}
-
-/* true: p was a window's memory, now deregistered (while the comm lives) and freed */
-static bool sc__comm_window_free(sc_cuda *cu, void *p)
-{
-    if (!cu->wins) return false;
-    for (size_t i = 0; i < cu->wins->size(); i++) {
-        std::pair<void *, void *> w = (*cu->wins)[i];
-        if (w.first != p) continue;
-        if (cu->nccl && w.second) (void)sc__nccl.window_deregister(cu->nccl, w.second);
-        (void)sc__nccl.mem_free(p);
-        cu->wins->erase(cu->wins->begin() + (long)i);
-        return true;
-    }
-    return false;
-}
-
-SC_CUDA_DEF void sc_cuda_comm_window_next(sc_cuda *cu, int on)
-{
-    if (getenv("SC_WIN_DEBUG")) fprintf(stderr, "DEBUG window_next %d nccl %p\n", on, cu ? cu->nccl : NULL);
-    if (cu) cu->win_next = on && cu->nccl;
-}
-
-SC_CUDA_DEF int sc_cuda_comm_windowed(const sc_cuda *cu, const void *p)
-{
-    if (!cu || !cu->wins || !p) return 0;
-    for (const std::pair<void *, void *> &w : *cu->wins)
-        if (w.first == p) return w.second != NULL;
-    return 0;
-}
-
 static void sc__nccl_close(sc_cuda *cu)
 {
     if (cu->comm_done)
@@ -3591,9 +3518,6 @@ static void sc__nccl_close(sc_cuda *cu)
     cu->comm_done = NULL;
     cu->comm_n = 0;
     if (cu->hand) (void)cudaEventDestroy(cu->hand), cu->hand = NULL;
-    while (cu->wins && !cu->wins->empty()) (void)sc__comm_window_free(cu, cu->wins->back().first);
-    delete cu->wins;
-    cu->wins = NULL;
     if (cu->nccl) {
         if (cu->comm_stream) (void)cudaStreamSynchronize(cu->comm_stream);
         (void)sc__nccl.comm_destroy(cu->nccl);
@@ -4088,13 +4012,8 @@ SC_CUDA_DEF void sc_cuda_nvtx_pop(void) { nvtxRangePop(); }
 
 SC_CUDA_DEF void *sc_cuda_raw_alloc(size_t bytes, void *user)
 {
-    sc_cuda *cu = (sc_cuda *)user;
+    (void)user;
     void *p = NULL;
-    if (getenv("SC_WIN_DEBUG")) fprintf(stderr, "DEBUG raw_alloc %zu win_next %d nccl %p\n", bytes, cu ? cu->win_next : -1, cu ? cu->nccl : NULL);
-    if (cu && cu->win_next) {
-        cu->win_next = 0;
-        if ((p = sc__comm_window_alloc(cu, bytes)) != NULL) return p;
-    }
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
         (void)cudaGetLastError();
         return NULL;
@@ -4107,7 +4026,6 @@ SC_CUDA_DEF void sc_cuda_raw_free(void *ptr, size_t bytes, void *user)
     (void)bytes;
     sc_cuda *cu = (sc_cuda *)user;
     if (!ptr) return;
-    if (cu && sc__comm_window_free(cu, ptr)) return;
     cudaError_t e = cudaFree(ptr);
     if (e != cudaSuccess && cu) sc__cu_fail(cu, SC_ERROR_CUDA, "cudaFree failed: %s", cudaGetErrorString(e));
 }

@@ -1264,8 +1264,7 @@ static int cmd_train(int argc, char **argv)
            o.dtype, mc.master_weights ? "+master" : "", mode_name, o.optim, o.lr);
     if (W > 1)
         printf("data parallel: %d ranks of --batch %d (the batch of one process is %d); loss and gradients summed "
-               "over the ranks before each update; step ms = the slowest rank's; rank 0 prints and writes%s\n", W, B, W * B,
-               sc_model_comm_windowed(m) ? "; the gradients in an NCCL symmetric window" : "");
+               "over the ranks before each update; step ms = the slowest rank's; rank 0 prints and writes\n", W, B, W * B);
     if (slide) {
         sc_model_config wc = mc;
         printf("slide: prefetch %d, window %.3f GiB of device memory (layer slots, %s, gradients), "
