@@ -12804,6 +12804,8 @@ static sc_result sc__auto_profile(sc_auto_profile *pr, const sc_config *cfg, con
     return r;
 }
 
+#define SC__AUTO_P1_SLOWER 1.011 /* a prefetch-1 slide step against the same at prefetch 2 (below) */
+
 typedef struct sc__auto_best {
     int have;
     sc_model_config mc;
@@ -13082,6 +13084,11 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                         step = host > step ? host : step;
                                     }
                                 }
+                                /* prefetch 1: the terms above predict it as prefetch 2, but in 134 pairs
+                                   of hand runs that differed only there (36 sweeps on H100 hosts,
+                                   bench/prefetch_pairs.py) its step was 1.1% longer (geometric mean;
+                                   longer in 86 of them): measured, so counted */
+                                if (P == 1 && !pr.serial) step *= SC__AUTO_P1_SLOWER;
                                 sc__auto_offer(&best, &c, &cand[i], rep.peak_bytes, F, k, comp_k, copy, hopt, step);
                             }
                         }

@@ -192,6 +192,26 @@ int main(void)
         double want = (0.002 + L * 0.001 + (double)sc_config_num_params(&cfg) / 1e9) * 1e3;
         CHECK(r == SC_SUCCESS && res.mc.mode == SC_MODE_RESIDENT && fabs(res.step_ms - want) <= 1e-9 * want,
               "ac.profile valid: used as it is (predicted %.9f ms, from its numbers %.9f)", res.step_ms, want);
+        /* a GPU's profile whose copies and host optimizer take no time: every prefetch depth has the
+           same terms, and prefetch 1 is counted SC__AUTO_P1_SLOWER longer, as measured */
+        pf.serial = 0, pf.h2d_Bps = pf.d2h_Bps = 1e18, pf.duplex = 0.0, pf.opt_pps = pf.opt_busy_pps = 1e18;
+        pf.head_opt_s = 0.0, pf.head_s = 0.001;
+        sc_model_config sm = mc;
+        sm.mode = SC_MODE_SLIDE;
+        ac.max_device_layers = -1;
+        sc_plan_auto_result r1, r2;
+        sm.slide_prefetch = 1;
+        sc_result e1 = sc_plan_auto(&r1, &cfg, &sm, &ac);
+        sm.slide_prefetch = 2;
+        sc_result e2 = sc_plan_auto(&r2, &cfg, &sm, &ac);
+        CHECK(e1 == SC_SUCCESS && e2 == SC_SUCCESS && fabs(r1.step_ms - SC__AUTO_P1_SLOWER * r2.step_ms) <= 1e-9 * r1.step_ms,
+              "prefetch 1 predicted %.6f ms, prefetch 2 %.6f: the measured factor %.3f between them", r1.step_ms,
+              r2.step_ms, SC__AUTO_P1_SLOWER);
+        sm.slide_prefetch = 0;
+        r = sc_plan_auto(&res, &cfg, &sm, &ac);
+        CHECK(r == SC_SUCCESS && res.mc.slide_prefetch == 2,
+              "the depth left open: prefetch 2, the fastest predicted with the least memory (%s)",
+              r ? sc_last_error() : res.desc);
     }
 
     {
