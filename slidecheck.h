@@ -1822,7 +1822,10 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    min(u, d) bounds the time both directions copy at once, which slows the host optimizer where
    its memory is the copies' too. On the CPU backend the host side runs on the compute's cores:
    step = compute + copy + hopt + exposed, duplex = 1, and the host optimizer runs at the
-   profile's own update rate over every parameter it updates.
+   profile's own update rate over every parameter it updates. On the GPU a slide step at
+   prefetch 1 is counted 1.1% longer than these terms give: they predict prefetch 1 and 2 alike,
+   while hand runs that differed only there measured prefetch 1 that much slower (the geometric
+   mean of 134 pairs on H100 hosts, bench/prefetch_pairs.py), so that auto takes prefetch 2 in a tie.
    ------------------------------------------------------------------------------------------ */
 /* What the profile measured (the rates of the time model above). A caller that plans the same
    model, device, dtypes, optimizer, threads and micro-batch again (other caps, other pinned
