@@ -13083,7 +13083,7 @@ SCDEF sc_result sc_plan_auto(sc_plan_auto_result *out, const sc_config *cfg, con
                                             (double)(ln * (size_t)(du ? pb : gb)) / pr.d2h_Bps,
                                             (double)(kn * (size_t)gb) / pr.d2h_Bps, hup1, pr.lc.fwd_s,
                                             pr.layer_s - pr.lc.fwd_s + rep.recompute_s / L,
-                                            pr.head_s < pr.rest_s ? pr.head_s : pr.rest_s, comp_k);
+                                            pr.head_s, comp_k);
                                         step = host > step ? host : step;
                                     }
                                 }
