@@ -224,7 +224,7 @@ clean:
 	rm -rf build
 
 # Benchmarks that need no Python (see bench/README.md).
-build/cpu_optim: bench/cpu_optim.c $(HDRS)
+build/cpu_optim build/cpu_subnormal: build/%: bench/%.c $(HDRS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 

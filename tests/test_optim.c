@@ -156,6 +156,73 @@ static int run_at(int adam, state a, state x, sc_dtype P, sc_dtype G, size_t n, 
     return ok;
 }
 
+/* 0, ordinary, subnormal, just above FLT_MIN (times a constant below 1: subnormal), or small enough that its square
+   underflows; either sign */
+static float special(void)
+{
+    uint32_t u;
+    float f;
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    switch ((rng >> 20) % 8) {
+    case 0: return 0.0f;
+    case 1: u = (uint32_t)(rng >> 41) & 0x7fffffu, u = u ? u : 1u, memcpy(&f, &u, 4); break;
+    case 2: f = 0x1p-126f * (1.0f + fabsf(frand())); break;
+    case 3: f = 0x1p-70f * frand(); break;
+    case 4: f = 0x1p-120f * frand(); break;
+    default: return frand() * 1e-2f;
+    }
+    return (rng >> 60) & 1 ? -f : f;
+}
+
+/* Inputs with subnormals in and out, the calling thread's MXCSR set to flush-to-zero and denormals-are-zero (as
+   -ffast-math start-up code does): the reference's bits (computed before, with IEEE's defaults), and the caller's
+   MXCSR as it was */
+static void caller_mxcsr(float lr, float b1, float b2, float eps, float wd)
+{
+#if SC__OPTIM_X86
+    const char *isas[] = {"avx512", "avx2", "scalar"};
+    const size_t n = 4099;
+    for (int ii = 0; ii < 3; ii++) {
+        if (!sc__cpu_optim_force(isas[ii])) continue;
+        int ok = 1, kept = 1, flushed = 0;
+        for (int pst = 0; pst < 3; pst++)
+            for (int gt = 0; gt < 2; gt++)
+                for (int adam = 0; adam < 2; adam++) {
+                    sc_dtype P = (sc_dtype)(pst == 2), G = (sc_dtype)gt;
+                    s_bf16 = pst == 1;
+                    state a = make(P, G, n, 1), r = make(P, G, n, 1), x = make(P, G, n, 1);
+                    for (size_t i = 0; i < n; i++) {
+                        st(a.g, G, i, special()), st(a.p, P, i, special()), st(a.m, sdt(P), i, special());
+                        st(a.v, sdt(P), i, fabsf(special()));
+                    }
+                    sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, 2);
+                    set(r, a, P, G, n);
+                    if (adam) ref_adamw(r.p, r.m, r.v, P, r.g, G, r.w, n, lr, b1, b2, eps, wd, 2);
+                    else ref_sgd(r.p, P, r.g, G, r.w, n, lr, wd);
+                    unsigned c0 = _mm_getcsr();
+                    _mm_setcsr(c0 | 0x8040u);
+                    set(x, a, P, G, n);
+                    if (adam) sc_cpu_adamw_range(x.p, x.m, x.v, P, sdt(P), x.g, G, x.w, n, &k);
+                    else sc_cpu_sgd_range(x.p, P, x.g, G, x.w, n, &k);
+                    kept &= _mm_getcsr() == (c0 | 0x8040u);
+                    ok &= same(x, r, P, n);
+                    set(x, a, P, G, n); /* the same under FTZ + DAZ in plain C: the inputs do reach subnormals */
+                    if (adam) ref_adamw(x.p, x.m, x.v, P, x.g, G, x.w, n, lr, b1, b2, eps, wd, 2);
+                    else ref_sgd(x.p, P, x.g, G, x.w, n, lr, wd);
+                    flushed += !same(x, r, P, n);
+                    _mm_setcsr(c0);
+                    drop(a), drop(r), drop(x);
+                }
+        s_bf16 = 0;
+        CHECK(ok && kept && flushed == 12, "%s under a caller's FTZ + DAZ: the reference's bits, the caller's MXCSR "
+              "kept (%d of 12 dtype / optimizer cases differ when flushed)", isas[ii], flushed);
+    }
+    sc__cpu_optim_force(NULL);
+#else
+    (void)lr, (void)b1, (void)b2, (void)eps, (void)wd;
+#endif
+}
+
 int main(void)
 {
     const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.1f;
@@ -330,6 +397,7 @@ int main(void)
             drop(a), drop(x), drop(r);
         }
     }
+    caller_mxcsr(lr, b1, b2, eps, wd);
     CHECK(sc__cpu_optim_force("nonsense") == 0 && sc__cpu_optim_force(NULL) == 1, "force hook: reject, reset");
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
