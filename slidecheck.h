@@ -7634,6 +7634,37 @@ static double sc__tree256(double *s)
 
 /* The chunk sums [c0, c1) of g[0, n): each depends on its own chunk only, so a chunk can be
    summed whenever its gradients are final (slide mode sums each layer's as it lands). */
+/* Lane t of lane[] adds x * x for the elements r + t of [o, e), rows of 256 side by side. The full rows go
+   through a loop per dtype with a fixed trip count, which compilers vectorize across the lanes (each lane keeps
+   its order: the same bits); a generic loop through sc__ld stayed scalar, some 5 cycles an element, and the host
+   norm of a 7B model's gradients took 0.9 s a step. x * x is exact in f64: contraction changes nothing. */
+static void sc__sumsq_lanes(double *lane, const void *g, sc_dtype gt, size_t o, size_t e)
+{
+    size_t r = o;
+    if (gt == SC_BF16) {
+        const uint16_t *h = (const uint16_t *)g;
+        for (; r + 256 <= e; r += 256)
+            for (int t = 0; t < 256; t++) {
+                uint32_t u = (uint32_t)h[r + t] << 16;
+                float f;
+                memcpy(&f, &u, 4);
+                double x = (double)f;
+                lane[t] = lane[t] + x * x;
+            }
+    } else {
+        const float *p = (const float *)g;
+        for (; r + 256 <= e; r += 256)
+            for (int t = 0; t < 256; t++) {
+                double x = (double)p[r + t];
+                lane[t] = lane[t] + x * x;
+            }
+    }
+    for (size_t t = 0; r + t < e; t++) {
+        double x = (double)sc__ld(g, gt, r + t);
+        lane[t] = lane[t] + x * x;
+    }
+}
+
 static void sc__grad_norm_chunks(double *part, const void *g, sc_dtype gt, size_t n, size_t c0, size_t c1, int threads)
 {
     int nt = sc__optim_threads(threads);
@@ -7642,11 +7673,7 @@ static void sc__grad_norm_chunks(double *part, const void *g, sc_dtype gt, size_
     for (long long c = (long long)c0; c < (long long)c1; c++) {
         double lane[256] = {0};
         size_t o = (size_t)c * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
-        for (size_t r = o; r < e; r += 256) /* lane t takes r + t: rows of 256, lanes side by side */
-            for (size_t t = 0; t < 256 && r + t < e; t++) {
-                double x = (double)sc__ld(g, gt, r + t);
-                lane[t] = lane[t] + x * x; /* x * x is exact in f64: contraction changes nothing */
-            }
+        sc__sumsq_lanes(lane, g, gt, o, e);
         part[c] = sc__tree256(lane);
     }
 }
