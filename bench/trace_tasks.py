@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The host optimizer's tasks in a slidecheck trace.json, one line each: start (ms from the first
 step), duration, the layer (-1: the embedding, norm and head) and the step that queued it, with
-the upload, download and GPU busy time beside it; and each step's busy time per track.
+the upload, download and compute busy time beside it; and each step's busy time per track.
     python3 bench/trace_tasks.py RUN/trace.json [MAX_TASKS (120)]"""
 import json, sys
 
@@ -29,7 +29,7 @@ for s in steps:
                                              ', '.join('%s %.1f' % (t, busy(t, a, b)) for t in tracks)))
 t0 = steps[0]['ts'] if steps else 0
 opt = sorted((e for e in spans if 'optimizer' in names.get(e['tid'], '')), key=lambda e: e['ts'])
-print('%9s %8s %5s %5s %8s %8s %8s' % ('start', 'ms', 'layer', 'step', 'h2d', 'd2h', 'gpu'))
+print('%9s %8s %5s %5s %8s %8s %8s' % ('start', 'ms', 'layer', 'step', 'h2d', 'd2h', 'compute'))
 for e in opt[:cap]:
     a, b, g = e['ts'], e['ts'] + e['dur'], e.get('args', {})
     print('%9.1f %8.2f %5s %5s %8.1f %8.1f %8.1f' % ((a - t0) / 1e3, e['dur'] / 1e3, g.get('layer'), g.get('step'),
