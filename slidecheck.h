@@ -7632,8 +7632,6 @@ static double sc__tree256(double *s)
     return s[0];
 }
 
-/* The chunk sums [c0, c1) of g[0, n): each depends on its own chunk only, so a chunk can be
-   summed whenever its gradients are final (slide mode sums each layer's as it lands). */
 /* Lane t of lane[] adds x * x for the elements r + t of [o, e), rows of 256 side by side. The full rows go
    through a loop per dtype with a fixed trip count, which compilers vectorize across the lanes (each lane keeps
    its order: the same bits); a generic loop through sc__ld stayed scalar, some 5 cycles an element, and the host
@@ -7645,10 +7643,7 @@ static void sc__sumsq_lanes(double *lane, const void *g, sc_dtype gt, size_t o, 
         const uint16_t *h = (const uint16_t *)g;
         for (; r + 256 <= e; r += 256)
             for (int t = 0; t < 256; t++) {
-                uint32_t u = (uint32_t)h[r + t] << 16;
-                float f;
-                memcpy(&f, &u, 4);
-                double x = (double)f;
+                double x = (double)sc_bf16_to_f32(h[r + t]);
                 lane[t] = lane[t] + x * x;
             }
     } else {
@@ -7665,6 +7660,8 @@ static void sc__sumsq_lanes(double *lane, const void *g, sc_dtype gt, size_t o, 
     }
 }
 
+/* The chunk sums [c0, c1) of g[0, n): each depends on its own chunk only, so a chunk can be
+   summed whenever its gradients are final (slide mode sums each layer's as it lands). */
 static void sc__grad_norm_chunks(double *part, const void *g, sc_dtype gt, size_t n, size_t c0, size_t c1, int threads)
 {
     int nt = sc__optim_threads(threads);
@@ -9485,12 +9482,7 @@ static sc_result sc__host_embedding_backward(void *dwte, sc_dtype gt, const void
             for (int i = run[u]; i < run[u + 1]; i++) {
                 size_t o = (size_t)(uint32_t)key[i] * C + (size_t)c0;
                 if (at == SC_BF16)
-                    for (int c = 0; c < cn; c++) {
-                        uint32_t w = (uint32_t)((const uint16_t *)dout)[o + (size_t)c] << 16;
-                        float x;
-                        memcpy(&x, &w, 4);
-                        acc[c] += x;
-                    }
+                    for (int c = 0; c < cn; c++) acc[c] += sc_bf16_to_f32(((const uint16_t *)dout)[o + (size_t)c]);
                 else
                     for (int c = 0; c < cn; c++) acc[c] += ((const float *)dout)[o + (size_t)c];
             }
