@@ -8369,7 +8369,8 @@ static sc_result sc__upload_f32(sc_model *m, void *dst, int esize, const float *
 typedef struct sc__ev { void *cu; int stream; uint64_t seq; } sc__ev;   /* cu: a CUDA event */
 typedef struct sc__op { int wait, wstream, unit, phase; uint64_t wseq; void *dst; const void *src; size_t bytes; } sc__op;
 typedef struct sc__cq { sc__op *ops; size_t cap, head, n; uint64_t enq, done; } sc__cq;
-enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3, SC__TASK_HEAD_ROWS = 4 };
+enum { SC__TASK_LAYER = 0, SC__TASK_HEAD_EARLY = 1, SC__TASK_HEAD_LATE = 2, SC__TASK_CLIPPED = 3, SC__TASK_HEAD_ROWS = 4,
+       SC__TASK_NORM = 5 };
 /* A host task: the update of one unit once its gradients have landed (ev); dev: the device
    updated the layer and ev is the download of its new weights (nothing to run: the unit's next
    upload waits for it through pend[]); devhead: the device updated the LM head's rows (the host
@@ -8471,10 +8472,15 @@ typedef struct sc__slide {
        step starts: a unit's upload waits for its own update only. */
     sc__task *tasks; size_t tcap, tn; uint64_t tqueued, tdone;
     int pend[2][SC_MAX_LAYERS + 1];
-    /* clipping: the gradient norm's chunk sums, those of each layer summed as it lands */
+    /* the gradient norm's chunk sums, those of each layer summed as it lands: for clipping, or
+       unclipped once sc_model_grad_norm was asked for. gn_split: unclipped, one process: the
+       updating steps queue each layer's sums as a task of their own, ahead of the updates, so
+       that the norm waits for them and not for the updates; gn_now: this step did; gn_tasks:
+       those queued and not yet run */
     double *gn_part;
     unsigned char *gn_done;
     size_t gn_nc;
+    int gn_split, gn_now, gn_tasks;
     sc__hspan *hspans; size_t nhspans, chspans;
     struct sc_model *m;
 } sc__slide;
@@ -9533,6 +9539,38 @@ static int sc__slide_split_rows(const sc_model *m, int *out)
     return u;
 }
 
+/* The norm's chunk sums and which of them the layer tasks summed (none yet). Only while no task
+   runs: they read sl->gn_part. */
+static sc_result sc__slide_norm_sums(sc__slide *sl)
+{
+    sl->gn_nc = (sc_config_num_params(&sl->m->cfg) + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
+    sl->gn_part = (double *)SC_MALLOC(sizeof(double) * (sl->gn_nc ? sl->gn_nc : 1));
+    sl->gn_done = (unsigned char *)SC_MALLOC(sl->gn_nc ? sl->gn_nc : 1);
+    if (sl->gn_done) memset(sl->gn_done, 0, sl->gn_nc ? sl->gn_nc : 1);
+    if (sl->gn_part && sl->gn_done) return SC_SUCCESS;
+    SC_FREE(sl->gn_part);
+    SC_FREE(sl->gn_done);
+    sl->gn_part = NULL, sl->gn_done = NULL;
+    return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (gradient norm)");
+}
+
+/* The norm from the chunk sums: those the layer tasks left (the embedding, norm and head, and the
+   chunks across a layer boundary) summed now, then sc_grad_norm's bits. After a drain. */
+static double sc__slide_norm_finish(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    int nt = sc__slide_threads(m);
+    for (size_t c0 = 0; c0 < sl->gn_nc;) {
+        if (sl->gn_done[c0]) { c0++; continue; }
+        size_t c1 = c0;
+        while (c1 < sl->gn_nc && !sl->gn_done[c1]) c1++;
+        sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
+        c0 = c1;
+    }
+    memset(sl->gn_done, 0, sl->gn_nc);
+    return sc__grad_norm_finish(sl->gn_part, sl->gn_nc);
+}
+
 static void sc__slide_run_task(sc_model *m, const sc__task *t)
 {
     sc__slide *sl = m->sl;
@@ -9549,15 +9587,17 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
             sc__slide_layer_chunk(m, m->nccl, at, cnt);
             for (int i = 0; i < 2; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
         }
-    } else if (t->kind == SC__TASK_LAYER) {
+    } else if (t->kind == SC__TASK_NORM || t->kind == SC__TASK_LAYER) {
         size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
-        if (sl->gn_part && !t->update) { /* clipping: this layer's gradients are final */
+        /* this layer's gradients are final: its norm sums here, or in a task of their own */
+        if (sl->gn_part && (t->kind == SC__TASK_NORM || !t->update)) {
             size_t C = SC_GRAD_NORM_CHUNK, c0 = (base + C - 1) / C, c1 = (base + sc__layer_numel(c)) / C;
             if (c1 > c0) {
                 sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
                 memset(sl->gn_done + c0, 1, c1 - c0);
             }
         }
+        if (t->kind == SC__TASK_NORM) return;
         /* over NCCL, a rank updates its chunks of the layer only (the upload gathers the rest) */
         sc__slide_layer_chunk(m, m->nccl, at, cnt);
         for (int i = 0; i < 2 && t->update; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
@@ -9627,8 +9667,10 @@ static void *sc__opt_main(void *arg)
         sc__slide_run_task(m, &t);
         int64_t t1 = sc__trace_now_ns();
         SC__LOCK(sl);
+        sl->gn_tasks -= t.kind == SC__TASK_NORM;
         if (!t.dev) {
-            int lay = t.kind == SC__TASK_LAYER || (t.kind == SC__TASK_CLIPPED && t.unit < m->cfg.num_layers);
+            int lay = t.kind == SC__TASK_LAYER || t.kind == SC__TASK_NORM ||
+                      (t.kind == SC__TASK_CLIPPED && t.unit < m->cfg.num_layers);
             sc__hspan_push(sl, SC_PHASE_OPT, lay ? t.unit : -1, 3, t0, t1, 0);
             sl->opt_ms[t.step2] += (double)(t1 - t0) / 1e6;
         }
@@ -9654,9 +9696,9 @@ static void sc__slide_queue_ex(sc_model *m, int kind, int unit, sc__ev ev, int r
     t.dev = kind == SC__TASK_LAYER && sl->devup;
     t.devhead = kind == SC__TASK_HEAD_EARLY && sl->devhead;
     if (t.dev) t.update = 0;
-    /* the lowest rank runs first: the head's tasks, then the layers from the first */
+    /* the lowest rank runs first: the norm's sums, the head's tasks, then the layers from the first */
     int lay = kind == SC__TASK_LAYER || (kind == SC__TASK_CLIPPED && unit < m->cfg.num_layers);
-    t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (lay ? unit + 1 : 0);
+    t.rank = (long long)sl->nstep * (SC_MAX_LAYERS + 2) + (kind == SC__TASK_NORM ? -1 : lay ? unit + 1 : 0);
     SC__LOCK(sl);
     if (sl->tn == sl->tcap) {
         size_t n = sl->tcap ? 2 * sl->tcap : 64;
@@ -9674,6 +9716,7 @@ static void sc__slide_queue_ex(sc_model *m, int kind, int unit, sc__ev ev, int r
         sl->tcap = n;
     }
     t.seq = ++sl->tqueued;
+    sl->gn_tasks += kind == SC__TASK_NORM;
     sl->tasks[sl->tn++] = t;
     sl->pend[t.par][unit]++;
     SC__WAKE(sl);
@@ -9989,13 +10032,7 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     if (pthread_mutex_init(&sl->mu, NULL) || pthread_cond_init(&sl->cv, NULL))
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: pthread mutex/cond init failed");
     sl->sync_ok = 1;
-    if (m->mc.clip_grad_norm > 0.0f) { /* the norm's chunk sums, summed as the layers land */
-        sl->gn_nc = (sc_config_num_params(c) + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
-        sl->gn_part = (double *)SC_MALLOC(sizeof(double) * (sl->gn_nc ? sl->gn_nc : 1));
-        sl->gn_done = (unsigned char *)SC_MALLOC(sl->gn_nc ? sl->gn_nc : 1);
-        if (sl->gn_done) memset(sl->gn_done, 0, sl->gn_nc ? sl->gn_nc : 1);
-        if (!sl->gn_part || !sl->gn_done) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (gradient norm)");
-    }
+    if (m->mc.clip_grad_norm > 0.0f && sc__slide_norm_sums(sl) != SC_SUCCESS) return SC_ERROR_OUT_OF_MEMORY;
     int gpu = m->cu != NULL, master = gpu && m->mc.bf16 && m->mc.master_weights;
     int dpu = m->mc.slide_dpu != 0, nw = dpu ? 2 : master; /* working copies */
     size_t n = m->nparams;
@@ -11346,6 +11383,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         sl->k = sc__model_consts(m);
     }
     sl->par = m->t & 1;
+    sl->gn_now = sl->gn_split && update;
     sl->devup = update && m->mc.slide_device_update;
     sl->no_host_grads = sl->devup;
     sl->hs_pergrad = !keep && !dpn && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
@@ -11455,6 +11493,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 #endif
                 sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
                 sl->rfree[sl->lgk[l]] = sc__ev_record(m, 2);
+                if (!dp && sl->gn_now) sc__slide_queue(m, SC__TASK_NORM, l, sc__ev_record(m, 2));
                 if (!dp) sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
             }
             sl->lg[l] = NULL;
@@ -11756,19 +11795,8 @@ static sc_result sc__slide_clipped_update(sc_model *m)
     sc__slide_drain(m);
     if (sl->task_err != SC_SUCCESS) return sc__fail(sl->task_err, "slide: a host task ran out of memory");
     m->t++;
-    /* the chunks the layer tasks have not summed (the embedding, norm and head, and those
-       across a layer boundary), then the norm: sc_grad_norm's bits */
-    int nt = sc__slide_threads(m);
-    for (size_t c0 = 0; c0 < sl->gn_nc;) {
-        if (sl->gn_done[c0]) { c0++; continue; }
-        size_t c1 = c0;
-        while (c1 < sl->gn_nc && !sl->gn_done[c1]) c1++;
-        sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
-        c0 = c1;
-    }
-    memset(sl->gn_done, 0, sl->gn_nc);
     m->gnorm_step = m->t;
-    m->gnorm = sc__grad_norm_finish(sl->gn_part, sl->gn_nc);
+    m->gnorm = sc__slide_norm_finish(m);
     m->gscale = sc_clip_scale(m->gnorm, m->mc.clip_grad_norm);
     sl->k = sc__model_consts(m);
     m->gscale = 1.0f; /* the tasks carry the scale in their constants */
@@ -11982,8 +12010,25 @@ SCDEF double sc_model_grad_norm(sc_model *m)
     }
 #endif
     if (m->sl) {
-        if (m->sl->no_host_grads || m->params || m->sl->ndev) return NAN; /* gradients on the device, or not all on the host */
-        sc__slide_drain(m);
+        sc__slide *sl = m->sl;
+        if (sl->no_host_grads || m->params || sl->ndev) return NAN; /* gradients on the device, or not all on the host */
+        if (sl->gn_now) { /* the layers' sums and the head's and embedding's tasks, not the updates */
+            SC__LOCK(sl);
+            while (sl->gn_tasks) SC__WAIT(sl);
+            SC__UNLOCK(sl);
+            sc__slide_wait_unit(m, sl->par, m->cfg.num_layers);
+        } else {
+            sc__slide_drain(m);
+        }
+        /* one process, unclipped: asked once, the next updating steps sum each layer's
+           chunks as it lands, and the norm no longer waits for the updates */
+        int one = sc_dist_comm_world(m->mc.comm) <= 1 && !m->nccl && !sl->zero;
+        if (one && !sl->gn_part && sc__slide_norm_sums(sl) != SC_SUCCESS) return NAN;
+        sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
+        if (one) {
+            m->gnorm_step = m->t;
+            return m->gnorm = sc__slide_norm_finish(m);
+        }
     }
     m->gnorm_step = m->t;
     return m->gnorm = sc_grad_norm(m->sl ? m->sl->hg : (const void *)m->grads, m->gdt, m->nparams,
