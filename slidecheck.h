@@ -1448,8 +1448,11 @@ SCDEF float sc_model_lr(const sc_model *m);
 SCDEF int sc_model_steps_done(const sc_model *m);
 /* The 2-norm of the current gradients, before clipping (sc_grad_norm's order: the same bits in
    every mode): the one the last update clipped with, else computed now (waits for the device
-   or the host optimizer). NaN where the gradients are not all in one place (slide_device_update
-   after an update, GPU ZeRO-1). */
+   or the host optimizer). In slide mode, one process, unclipped: once asked, the later updating
+   steps sum each layer's part as its gradients land, ahead of its update, and the norm waits
+   for those sums and the head's and embedding's tasks only, not for the layers' updates. NaN
+   where the gradients are not all in one place (slide_device_update after an update, GPU
+   ZeRO-1). */
 SCDEF double sc_model_grad_norm(sc_model *m);
 /* The optimizer's state as a safetensors file: "exp_avg" and "exp_avg_sq" (AdamW's m and v) and
    "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
@@ -11801,6 +11804,7 @@ static sc_result sc__slide_clipped_update(sc_model *m)
     sl->k = sc__model_consts(m);
     m->gscale = 1.0f; /* the tasks carry the scale in their constants */
     sl->update = 1;
+    sl->host_params = m->nparams; /* clipping keeps every parameter on the host (refused at create otherwise) */
     sl->par = m->t & 1;
     sl->pending = 0;
     if (sl->zero && !m->nccl) { /* the CPU backend's ZeRO-1: its update ends with the exchange */

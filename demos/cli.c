@@ -327,7 +327,7 @@ static double parse_double(const char *flag, const char *v)
     double x = strtod(v, &end);
     if (end == v || *end || errno || !(x == x) || x < 0 || x > 1e6) {
         char msg[160];
-        snprintf(msg, sizeof msg, "%s needs a non-negative number, got '%%s'", flag);
+        snprintf(msg, sizeof msg, "%s needs a number from 0 to 1e6, got '%%s'", flag);
         die_usage(msg, v);
     }
     return x;
@@ -1224,16 +1224,6 @@ static int cmd_train(int argc, char **argv)
         plan = ares.plan;
         if (mc.mode == SC_MODE_SLIDE) mc.verbose = 1;
     }
-    /* slide mode prints the norm of every step too: unclipped, it would wait there for the host
-       updates, which run as the layers land (the last layer first). The clipped path takes the
-       norm once every gradient is down and then updates from the first layer, so the next step's
-       first uploads wait only for their own layers: with a bound no norm reaches, the scale is
-       1 and the bits are the unclipped ones. */
-    int on_device = 0; /* layers kept on the device: their norm is not taken on the host */
-    for (int l = 0; l < cfg.num_layers; l++) on_device += mc.slide_device_layers[l] != 0;
-    if (o.clip == 0.0 && mc.mode == SC_MODE_SLIDE && !mc.slide_dpu && !mc.slide_keep_head && !mc.slide_device_update &&
-        !on_device)
-        mc.clip_grad_norm = 1e30f;
     const char *mode_name = mc.mode == SC_MODE_SLIDE ? "slide" : "resident";
     sc_model *m;
     if ((r = sc_model_create(&m, &cfg, &mc, params)) != SC_SUCCESS) die(r, "creating the model");

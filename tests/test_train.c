@@ -346,6 +346,14 @@ static void test_clip_model(void)
         check(same, "sc_model_grad_norm: slide == resident bitwise at 4 AdamW steps (no clipping), the same weights",
               "step %d: %.17g vs %.17g / %.17g (%s)", at, nr, ns, ne, sc_last_error());
         free(wr), free(ws);
+        /* the step's summary counts the host's updates, clipped (they follow the step) or not */
+        sc_model_config sc = base_mc(SC_OPTIM_ADAMW, 0.5f, SC_MODE_SLIDE);
+        sc_model *c = make(&sc, p0);
+        size_t hs = stepped ? sc_model_slide_info(s).host_update_params : 0, hc = 0;
+        if (c && sc_model_step(c, &plan, ids_all, ACC, B, T, 1, &le) == SC_SUCCESS) hc = sc_model_slide_info(c).host_update_params;
+        check(hs == np && hc == np, "slide_info.host_update_params: every parameter, unclipped and clipped", "%zu and %zu of %zu",
+              hs, hc, np);
+        if (c) sc_model_destroy(c);
         if (r) sc_model_destroy(r);
         if (s) sc_model_destroy(s);
         if (e) sc_model_destroy(e);
