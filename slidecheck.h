@@ -315,6 +315,7 @@ USAGE
      sc_cuda_allgather / _comm_count / _comm_join / _comm_settle   data parallel over NCCL;
                                          settle fails (never hangs) when a rank stalls
      sc_cuda_grad_norm(cu, g, gt, n, max_norm) / sc_cuda_grad_norm_read   the clipping norm
+     sc_cuda_grad_norm_chunks(cu, part, g, gt, n)   its chunk sums (slide: into pinned host memory)
      sc_cuda_sgd_update / sc_cuda_adamw_update   the optimizers, the host's bits
      sc_cuda_sgd_update_norm / _adamw_update_norm   the same, and the gradient norm from the same read
      sc_cuda_<op>(cu, ...)               every CPU layer op above but rope_table, on the GPU:
@@ -1654,6 +1655,11 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
    returns both. The kernels read them from device memory, so a CUDA graph replays them. */
 SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size_t n, float max_norm);
 SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *scale);
+/* The squares' sums of g[0, n) chunk by chunk, SC_GRAD_NORM_CHUNK elements each, into part[0,
+   ceil(n / SC_GRAD_NORM_CHUNK)) on the compute stream: where g starts at a chunk of a gradient
+   vector, sc_grad_norm's chunk sums of it, bit for bit. part is device memory or pinned host
+   memory (sc_cuda_host_alloc: with unified addressing the kernel writes it where it is). */
+SC_CUDA_DEF void sc_cuda_grad_norm_chunks(sc_cuda *cu, double *part, const void *g, sc_dtype gt, size_t n);
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                 sc_dtype gt, size_t n, const sc_optim_consts *k);
 /* The update and the 2-norm of g in one pass over g: the bits of the update followed by
@@ -8484,6 +8490,8 @@ typedef struct sc__slide {
     unsigned char *gn_done;
     size_t gn_nc;
     int gn_split, gn_now, gn_tasks;
+    int gn_dev; /* the device sums each streamed layer's chunks before its gradients go down, into
+                   gn_part (pinned): the host's task only marks them */
     sc__hspan *hspans; size_t nhspans, chspans;
     struct sc_model *m;
 } sc__slide;
@@ -9544,17 +9552,48 @@ static int sc__slide_split_rows(const sc_model *m, int *out)
 
 /* The norm's chunk sums and which of them the layer tasks summed (none yet). Only while no task
    runs: they read sl->gn_part. */
+static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned);
+static void sc__host_free(sc_model *m, void *p, int pinned);
+
 static sc_result sc__slide_norm_sums(sc__slide *sl)
 {
-    sl->gn_nc = (sc_config_num_params(&sl->m->cfg) + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
-    sl->gn_part = (double *)SC_MALLOC(sizeof(double) * (sl->gn_nc ? sl->gn_nc : 1));
+    sc_model *m = sl->m;
+    sl->gn_nc = (sc_config_num_params(&m->cfg) + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
+    /* on the GPU, one process: the device's kernels write the layers' sums into pinned memory
+       (over NCCL the gradients are summed on another stream first: the host sums them) */
+    sl->gn_dev = m->cu != NULL && !m->nccl && sc_dist_comm_world(m->mc.comm) <= 1;
+    sl->gn_part = (double *)sc__host_alloc(m, sizeof(double) * (sl->gn_nc ? sl->gn_nc : 1), sl->gn_dev);
     sl->gn_done = (unsigned char *)SC_MALLOC(sl->gn_nc ? sl->gn_nc : 1);
     if (sl->gn_done) memset(sl->gn_done, 0, sl->gn_nc ? sl->gn_nc : 1);
     if (sl->gn_part && sl->gn_done) return SC_SUCCESS;
-    SC_FREE(sl->gn_part);
+    sc__host_free(m, sl->gn_part, sl->gn_dev);
     SC_FREE(sl->gn_done);
     sl->gn_part = NULL, sl->gn_done = NULL;
     return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (gradient norm)");
+}
+
+/* The chunks inside layer l: [*c0, *c1) */
+static int sc__layer_norm_chunks(const sc_config *c, int l, size_t *c0, size_t *c1)
+{
+    size_t C = SC_GRAD_NORM_CHUNK, base = sc_config_layer_base(c, l);
+    *c0 = (base + C - 1) / C, *c1 = (base + sc__layer_numel(c)) / C;
+    return *c1 > *c0;
+}
+
+/* Layer l's gradients on the device (dev, in the gradients' dtype) are final: its chunk sums
+   there, before they go down (sc__slide_grads_down follows on the compute stream's order) */
+static void sc__slide_norm_dev(sc_model *m, int l, const void *dev)
+{
+#ifdef SLIDECHECK_CUDA
+    sc__slide *sl = m->sl;
+    size_t c0, c1;
+    if (!sl->gn_part || !sl->gn_dev || !sc__layer_norm_chunks(&m->cfg, l, &c0, &c1)) return;
+    size_t skip = c0 * SC_GRAD_NORM_CHUNK - sc_config_layer_base(&m->cfg, l);
+    sc_cuda_grad_norm_chunks(m->cu, sl->gn_part + c0, (const char *)dev + skip * m->gb, m->gdt,
+                             (c1 - c0) * SC_GRAD_NORM_CHUNK);
+#else
+    (void)m, (void)l, (void)dev;
+#endif
 }
 
 /* The norm from the chunk sums: those the layer tasks left (the embedding, norm and head, and the
@@ -9591,14 +9630,12 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
             for (int i = 0; i < 2; i++) sc__slide_update(m, &t->k, base + at[i], cnt[i], nt, wb);
         }
     } else if (t->kind == SC__TASK_NORM || t->kind == SC__TASK_LAYER) {
-        size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
-        /* this layer's gradients are final: its norm sums here, or in a task of their own */
-        if (sl->gn_part && (t->kind == SC__TASK_NORM || !t->update)) {
-            size_t C = SC_GRAD_NORM_CHUNK, c0 = (base + C - 1) / C, c1 = (base + sc__layer_numel(c)) / C;
-            if (c1 > c0) {
-                sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
-                memset(sl->gn_done + c0, 1, c1 - c0);
-            }
+        size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit), c0, c1;
+        /* this layer's gradients are final: its norm sums here (or the device's landed with
+           them), or in a task of their own */
+        if (sl->gn_part && (t->kind == SC__TASK_NORM || !t->update) && sc__layer_norm_chunks(c, t->unit, &c0, &c1)) {
+            if (!sl->gn_dev) sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
+            memset(sl->gn_done + c0, 1, c1 - c0);
         }
         if (t->kind == SC__TASK_NORM) return;
         /* over NCCL, a rank updates its chunks of the layer only (the upload gathers the rest) */
@@ -9978,7 +10015,7 @@ static void sc__slide_destroy(sc_model *m)
 #endif
     sc__slide_pool_release(m);
     sc__dev_layers_free(m);
-    SC_FREE(sl->gn_part);
+    sc__host_free(m, sl->gn_part, sl->gn_dev);
     SC_FREE(sl->gn_done);
     int gpu = m->cu != NULL;
     sc__host_free(m, sl->hp, sl->hp_pinned);
@@ -11494,6 +11531,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 #ifdef SLIDECHECK_CUDA
                 if (dpn) sc__dev_sum(m, sl->lg[l], ln, l), sc__d2h_after_comm(m);
 #endif
+                sc__slide_norm_dev(m, l, sl->lg[l]);
                 sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
                 sl->rfree[sl->lgk[l]] = sc__ev_record(m, 2);
                 if (!dp && sl->gn_now) sc__slide_queue(m, SC__TASK_NORM, l, sc__ev_record(m, 2));

@@ -1050,6 +1050,60 @@ static void test_slide_options(const sc_config *c, int B, int T)
 /* slide_device_layers: some layers stay on the device (weights, gradients, optimizer state, the
    device optimizer), the others stream: resident mode's losses, gradients and weights bitwise for
    every placement, storage mode, SGD and AdamW, several policies, accumulation, a kept head */
+/* The gradient norm in slide mode against resident mode's, bitwise, at every one of 4 AdamW steps,
+   unclipped and clipped, on the built-in tiny shape, whose layers hold whole norm chunks: the
+   device sums those chunks into pinned host memory before the gradients go down (unclipped,
+   once the norm was asked for; clipped, every step). Losses and weights bitwise too. */
+static int norm_run(const sc_config *c, const float *params, const int32_t *ids, int B, int T, int bf16, float clip,
+                    sc_mode mode, float *losses, double *norms, float *w)
+{
+    sc_model_config mc = sc_model_config_init();
+    mc.device = SC_DEVICE_CUDA;
+    mc.bf16 = bf16;
+    mc.master_weights = bf16;
+    mc.optim = SC_OPTIM_ADAMW;
+    mc.lr = 0.01f;
+    mc.clip_grad_norm = clip;
+    mc.mode = mode;
+    sc_model *m = NULL;
+    sc_plan plan;
+    if (sc_plan_parse(&plan, "none", c->num_layers) != SC_SUCCESS) return 0;
+    if (sc_model_create(&m, c, &mc, params) != SC_SUCCESS) { printf("  create: %s\n", sc_last_error()); return 0; }
+    int ok = 1;
+    for (int s = 0; s < 4 && ok; s++) {
+        ok = sc_model_step(m, &plan, ids + (size_t)s * B * T, 1, B, T, 1, &losses[s]) == SC_SUCCESS;
+        norms[s] = ok ? sc_model_grad_norm(m) : NAN;
+    }
+    if (!ok) printf("  step: %s\n", sc_last_error());
+    ok = ok && sc_model_get_params(m, w) == SC_SUCCESS;
+    sc_model_destroy(m);
+    return ok;
+}
+
+static void test_slide_norm(void)
+{
+    sc_config c;
+    if (sc_config_named(&c, "tiny") != SC_SUCCESS) { check(0, "tiny config", "%s", sc_last_error()); return; }
+    size_t np = sc_config_num_params(&c);
+    int B = 2, T = 16;
+    float *params = make_params(&c), *wa = (float *)malloc(4 * np), *wb = (float *)malloc(4 * np);
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 4 * B * T);
+    for (int i = 0; i < 4 * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c.vocab_size);
+    for (int bf = 0; bf < 2; bf++)
+        for (int k = 0; k < 2; k++) {
+            float clip = k ? 0.5f : 0.0f, la[4], lb[4];
+            double na[4], nb[4];
+            int ok = norm_run(&c, params, ids, B, T, bf, clip, SC_MODE_RESIDENT, la, na, wa) &&
+                     norm_run(&c, params, ids, B, T, bf, clip, SC_MODE_SLIDE, lb, nb, wb);
+            char nm[256];
+            snprintf(nm, sizeof nm, "tiny %s, clip %g: slide == resident bitwise at 4 AdamW steps (norms %.9g .. %.9g, "
+                     "losses, weights)", bf ? "bf16+master" : "fp32", (double)clip, ok ? na[0] : 0.0, ok ? na[3] : 0.0);
+            check(ok && na[0] > 0 && na[3] > 0 && !memcmp(na, nb, sizeof na) && !memcmp(la, lb, sizeof la) &&
+                      !memcmp(wa, wb, 4 * np), nm, "differs (norms %.17g/%.17g %.17g/%.17g)", na[1], nb[1], na[3], nb[3]);
+        }
+    free(params), free(wa), free(wb), free(ids);
+}
+
 static void test_slide_placement(const sc_config *c, int B, int T)
 {
     size_t np = sc_config_num_params(c);
@@ -2188,6 +2242,7 @@ int main(int argc, char **argv)
     test_slide_cfg(&c, 2, 13);
     test_slide_options(&c, 2, 13);
     test_slide_placement(&c, 2, 13);
+    test_slide_norm();
     if (!g_quick) test_dp_one_rank(&c, 2, 13, 1, 0), test_dp_one_rank(&c, 2, 13, 0, 0), test_dp_one_rank(&c, 2, 13, 1, 1);
     if (!g_quick) {
         cfg_q2(&c);
