@@ -840,9 +840,8 @@ static int g_dev_update; /* slide runs of slide_train_hs update the layers on th
 static int g_head_once;  /* slide runs of slide_train_hs upload a sliced head whole, once a step */
 static const char *g_place; /* slide runs of slide_train_hs keep these layers on the device (NULL: none) */
 
-static int slide_train_hs(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
-                          const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
-                          int head_slice, float *losses, float *w, float *g)
+/* the training runs' model config on the GPU */
+static sc_model_config train_mc(int bf16, int master, sc_optim optim, sc_mode mode)
 {
     sc_model_config mc = sc_model_config_init();
     mc.device = SC_DEVICE_CUDA;
@@ -852,6 +851,14 @@ static int slide_train_hs(const sc_config *c, const float *params, const int32_t
     mc.lr = optim == SC_OPTIM_SGD ? 0.05f : 0.01f;
     mc.weight_decay = 0.1f;
     mc.mode = mode;
+    return mc;
+}
+
+static int slide_train_hs(const sc_config *c, const float *params, const int32_t *ids, int accum, int B, int T,
+                          const char *policy, int bf16, int master, sc_optim optim, sc_mode mode, int prefetch,
+                          int head_slice, float *losses, float *w, float *g)
+{
+    sc_model_config mc = train_mc(bf16, master, optim, mode);
     mc.slide_prefetch = prefetch;
     mc.head_slice = head_slice;
     mc.slide_keep_head = mode == SC_MODE_SLIDE && g_keep_head;
@@ -1057,14 +1064,8 @@ static void test_slide_options(const sc_config *c, int B, int T)
 static int norm_run(const sc_config *c, const float *params, const int32_t *ids, int B, int T, int bf16, float clip,
                     sc_mode mode, float *losses, double *norms, float *w)
 {
-    sc_model_config mc = sc_model_config_init();
-    mc.device = SC_DEVICE_CUDA;
-    mc.bf16 = bf16;
-    mc.master_weights = bf16;
-    mc.optim = SC_OPTIM_ADAMW;
-    mc.lr = 0.01f;
+    sc_model_config mc = train_mc(bf16, bf16, SC_OPTIM_ADAMW, mode);
     mc.clip_grad_norm = clip;
-    mc.mode = mode;
     sc_model *m = NULL;
     sc_plan plan;
     if (sc_plan_parse(&plan, "none", c->num_layers) != SC_SUCCESS) return 0;
