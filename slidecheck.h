@@ -9550,11 +9550,11 @@ static int sc__slide_split_rows(const sc_model *m, int *out)
     return u;
 }
 
-/* The norm's chunk sums and which of them the layer tasks summed (none yet). Only while no task
-   runs: they read sl->gn_part. */
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned);
 static void sc__host_free(sc_model *m, void *p, int pinned);
 
+/* The norm's chunk sums and which of them the layer tasks summed (none yet). Only while no task
+   runs: they read sl->gn_part. */
 static sc_result sc__slide_norm_sums(sc__slide *sl)
 {
     sc_model *m = sl->m;
