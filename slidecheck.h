@@ -1451,9 +1451,9 @@ SCDEF int sc_model_steps_done(const sc_model *m);
    every mode): the one the last update clipped with, else computed now (waits for the device
    or the host optimizer). In slide mode, one process, unclipped: once asked, the later updating
    steps sum each layer's part as its gradients land, ahead of its update, and the norm waits
-   for those sums and the head's and embedding's tasks only, not for the layers' updates. NaN
-   where the gradients are not all in one place (slide_device_update after an update, GPU
-   ZeRO-1). */
+   for those sums and the head's and embedding's tasks only, not for the layers' updates; the
+   parts kept on the device (slide_device_layers, slide_keep_head) are summed there. NaN where
+   the gradients are not all in one place (slide_device_update after an update, GPU ZeRO-1). */
 SCDEF double sc_model_grad_norm(sc_model *m);
 /* The optimizer's state as a safetensors file: "exp_avg" and "exp_avg_sq" (AdamW's m and v) and
    "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
@@ -9552,6 +9552,7 @@ static int sc__slide_split_rows(const sc_model *m, int *out)
 
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned);
 static void sc__host_free(sc_model *m, void *p, int pinned);
+static int sc__dev_layer(const sc_model *m, int l);
 
 /* The norm's chunk sums and which of them the layer tasks summed (none yet). Only while no task
    runs: they read sl->gn_part. */
@@ -9594,6 +9595,49 @@ static void sc__slide_norm_dev(sc_model *m, int l, const void *dev)
 #else
     (void)m, (void)l, (void)dev;
 #endif
+}
+
+/* The norm's parts whose gradients stay on the device: its layers (dg) and a kept embedding and
+   head (grads). The chunks inside each are summed there (on the GPU into the pinned gn_part),
+   and the rest of each, less than a chunk at either end that a neighbour shares, is copied into
+   hg, where sc__slide_norm_finish sums the chunks across. After the step, in one process. */
+static sc_result sc__slide_norm_kept(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    const sc_config *c = &m->cfg;
+    size_t C = SC_GRAD_NORM_CHUNK, gb = (size_t)m->gb, e = (size_t)c->vocab_size * c->hidden_size;
+    size_t no = sc_config_norm_offset(c);
+    int nt = sc__slide_threads(m);
+    for (int i = -2; i < c->num_layers; i++) { /* -2, -1: a kept embedding, final norm and head */
+        if (i < 0 ? !m->params : !sc__dev_layer(m, i)) continue;
+        size_t gs = i == -2 ? 0 : i == -1 ? no : sc_config_layer_base(c, i);
+        size_t n = i == -2 ? e : i == -1 ? m->nparams - no : sc__layer_numel(c);
+        const char *p = i < 0 ? (const char *)m->grads + (i == -2 ? 0 : e * gb) : (const char *)sl->dg[i];
+        size_t c0 = (gs + C - 1) / C, c1 = (gs + n) / C;
+        size_t a = c1 > c0 ? c0 * C - gs : n, b = c1 > c0 ? c1 * C - gs : n; /* [a, b): whole chunks */
+        size_t cut[2][2] = {{0, a}, {b, n}};
+        if (b > a) {
+#ifdef SLIDECHECK_CUDA
+            if (m->cu) sc_cuda_grad_norm_chunks(m->cu, sl->gn_part + c0, p + a * gb, m->gdt, b - a);
+            else
+#endif
+                sc__grad_norm_chunks(sl->gn_part + c0, p + a * gb, m->gdt, b - a, 0, c1 - c0, nt);
+            memset(sl->gn_done + c0, 1, c1 - c0);
+        }
+        for (int j = 0; j < 2; j++) {
+            char *dst = (char *)sl->hg + (gs + cut[j][0]) * gb;
+            size_t bytes = (cut[j][1] - cut[j][0]) * gb;
+            if (!bytes) continue;
+#ifdef SLIDECHECK_CUDA
+            if (m->cu) { sc_cuda_copy_async(m->cu, 0, dst, p + cut[j][0] * gb, bytes); continue; }
+#endif
+            memcpy(dst, p + cut[j][0] * gb, bytes);
+        }
+    }
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) return sc_cuda_synchronize(m->cu);
+#endif
+    return SC_SUCCESS;
 }
 
 /* The norm from the chunk sums: those the layer tasks left (the embedding, norm and head, and the
@@ -12053,7 +12097,7 @@ SCDEF double sc_model_grad_norm(sc_model *m)
 #endif
     if (m->sl) {
         sc__slide *sl = m->sl;
-        if (sl->no_host_grads || m->params || sl->ndev) return NAN; /* gradients on the device, or not all on the host */
+        if (sl->no_host_grads) return NAN; /* the layers' gradients were in the device's ring only */
         if (sl->gn_now) { /* the layers' sums and the head's and embedding's tasks, not the updates */
             SC__LOCK(sl);
             while (sl->gn_tasks) SC__WAIT(sl);
@@ -12068,6 +12112,7 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         if (one && !sl->gn_part && sc__slide_norm_sums(sl) != SC_SUCCESS) return NAN;
         sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
         if (one) {
+            if ((sl->ndev || m->params) && sc__slide_norm_kept(m) != SC_SUCCESS) return NAN;
             m->gnorm_step = m->t;
             return m->gnorm = sc__slide_norm_finish(m);
         }

@@ -1060,12 +1060,16 @@ static void test_slide_options(const sc_config *c, int B, int T)
 /* The gradient norm in slide mode against resident mode's, bitwise, at every one of 4 AdamW steps,
    unclipped and clipped, on the built-in tiny shape, whose layers hold whole norm chunks: the
    device sums those chunks into pinned host memory before the gradients go down (unclipped,
-   once the norm was asked for; clipped, every step). Losses and weights bitwise too. */
+   once the norm was asked for; clipped, every step). Unclipped also with layers 1 and 2 on the
+   device (place 1) and with layer 0, the embedding and the head there (place 2): their chunks
+   summed there, those they share with a neighbour on the host. Losses and weights bitwise too. */
 static int norm_run(const sc_config *c, const float *params, const int32_t *ids, int B, int T, int bf16, float clip,
-                    sc_mode mode, float *losses, double *norms, float *w)
+                    int place, sc_mode mode, float *losses, double *norms, float *w)
 {
     sc_model_config mc = train_mc(bf16, bf16, SC_OPTIM_ADAMW, mode);
     mc.clip_grad_norm = clip;
+    if (mode == SC_MODE_SLIDE && place == 1) mc.slide_device_layers[1] = mc.slide_device_layers[2] = 1;
+    if (mode == SC_MODE_SLIDE && place == 2) mc.slide_device_layers[0] = 1, mc.slide_keep_head = 1;
     sc_model *m = NULL;
     sc_plan plan;
     if (sc_plan_parse(&plan, "none", c->num_layers) != SC_SUCCESS) return 0;
@@ -1091,14 +1095,16 @@ static void test_slide_norm(void)
     int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 4 * B * T);
     for (int i = 0; i < 4 * B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c.vocab_size);
     for (int bf = 0; bf < 2; bf++)
-        for (int k = 0; k < 2; k++) {
-            float clip = k ? 0.5f : 0.0f, la[4], lb[4];
+        for (int k = 0; k < 4; k++) {
+            float clip = k == 1 ? 0.5f : 0.0f, la[4], lb[4];
+            int place = k < 2 ? 0 : k - 1;
             double na[4], nb[4];
-            int ok = norm_run(&c, params, ids, B, T, bf, clip, SC_MODE_RESIDENT, la, na, wa) &&
-                     norm_run(&c, params, ids, B, T, bf, clip, SC_MODE_SLIDE, lb, nb, wb);
+            int ok = norm_run(&c, params, ids, B, T, bf, clip, 0, SC_MODE_RESIDENT, la, na, wa) &&
+                     norm_run(&c, params, ids, B, T, bf, clip, place, SC_MODE_SLIDE, lb, nb, wb);
+            static const char *pl[3] = {"every layer streamed", "layers 1, 2 on the device", "layer 0, embedding, head on the device"};
             char nm[256];
-            snprintf(nm, sizeof nm, "tiny %s, clip %g: slide == resident bitwise at 4 AdamW steps (norms %.9g .. %.9g, "
-                     "losses, weights)", bf ? "bf16+master" : "fp32", (double)clip, ok ? na[0] : 0.0, ok ? na[3] : 0.0);
+            snprintf(nm, sizeof nm, "tiny %s, clip %g, %s: slide == resident bitwise at 4 AdamW steps (norms %.9g .. %.9g, "
+                     "losses, weights)", bf ? "bf16+master" : "fp32", (double)clip, pl[place], ok ? na[0] : 0.0, ok ? na[3] : 0.0);
             check(ok && na[0] > 0 && na[3] > 0 && !memcmp(na, nb, sizeof na) && !memcmp(la, lb, sizeof la) &&
                       !memcmp(wa, wb, 4 * np), nm, "differs (norms %.17g/%.17g %.17g/%.17g)", na[1], nb[1], na[3], nb[3]);
         }

@@ -322,41 +322,57 @@ static void test_clip_model(void)
 
     /* the norm without clipping in slide mode: the same bits as resident's, at every step; from
        the second the layer tasks sum their chunks beside the updates (asked at steps 1, 2 and 4
-       of one slide run, so that a step goes by unasked, and at every step of another) */
+       of one slide run, so that a step goes by unasked, and at every step of the others). With
+       layers on the device (1 and 2: a streamed layer on either side) and a kept embedding and
+       head with layer 0 (device parts side by side), the parts there are summed there and the
+       chunks they share with a neighbour on the host. */
     {
-        sc_model_config so = base_mc(SC_OPTIM_ADAMW, 0.0f, SC_MODE_SLIDE);
-        sc_model *r = make(&off, p0), *s = make(&so, p0), *e = make(&so, p0);
-        float lr_ = 0, ls = 0, le = 0;
-        int same = 1, stepped = r && s && e, at = 0;
-        double nr = NAN, ns = NAN, ne = NAN;
-        for (int k = 0; k < 4 && stepped && same; k++) {
-            const int32_t *ids = ids_all + (size_t)k * ACC * B * T;
-            stepped = sc_model_step(r, &plan, ids, ACC, B, T, 1, &lr_) == SC_SUCCESS &&
-                      sc_model_step(s, &plan, ids, ACC, B, T, 1, &ls) == SC_SUCCESS &&
-                      sc_model_step(e, &plan, ids, ACC, B, T, 1, &le) == SC_SUCCESS;
-            if (!stepped) break;
-            nr = sc_model_grad_norm(r), ne = sc_model_grad_norm(e);
-            ns = k == 2 ? nr : sc_model_grad_norm(s);
-            same = nr > 0 && !memcmp(&nr, &ns, 8) && !memcmp(&nr, &ne, 8) && !memcmp(&lr_, &ls, 4) && !memcmp(&lr_, &le, 4);
-            at = k + 1;
-        }
+        enum { NS = 4 };
+        sc_model_config so[NS];
+        for (int i = 0; i < NS; i++) so[i] = base_mc(SC_OPTIM_ADAMW, 0.0f, SC_MODE_SLIDE);
+        so[2].slide_device_layers[1] = so[2].slide_device_layers[2] = 1;
+        so[3].slide_device_layers[0] = 1, so[3].slide_keep_head = 1;
+        static const char *what[NS] = {"streamed, asked at steps 1, 2, 4", "streamed", "layers 1, 2 on the device",
+                                       "layer 0, embedding and head on the device"};
+        sc_model *r = make(&off, p0), *s[NS];
+        for (int i = 0; i < NS; i++) s[i] = make(&so[i], p0);
         float *wr = (float *)malloc(4 * np), *ws = (float *)malloc(4 * np);
-        same = same && stepped && wr && ws && sc_model_get_params(r, wr) == SC_SUCCESS &&
-               sc_model_get_params(s, ws) == SC_SUCCESS && !memcmp(wr, ws, 4 * np);
-        check(same, "sc_model_grad_norm: slide == resident bitwise at 4 AdamW steps (no clipping), the same weights",
-              "step %d: %.17g vs %.17g / %.17g (%s)", at, nr, ns, ne, sc_last_error());
-        free(wr), free(ws);
+        for (int i = 0; i < NS; i++) {
+            float lr_ = 0, ls = 0;
+            int same = r && s[i] && wr && ws, at = 0;
+            double nr = NAN, ns = NAN;
+            if (i > 0 && r) { sc_model_destroy(r); r = make(&off, p0); same = same && r; }
+            for (int k = 0; k < 4 && same; k++) {
+                const int32_t *ids = ids_all + (size_t)k * ACC * B * T;
+                same = sc_model_step(r, &plan, ids, ACC, B, T, 1, &lr_) == SC_SUCCESS &&
+                       sc_model_step(s[i], &plan, ids, ACC, B, T, 1, &ls) == SC_SUCCESS;
+                if (!same) break;
+                nr = sc_model_grad_norm(r);
+                ns = i == 0 && k == 2 ? nr : sc_model_grad_norm(s[i]);
+                same = nr > 0 && !memcmp(&nr, &ns, 8) && !memcmp(&lr_, &ls, 4);
+                at = k + 1;
+            }
+            same = same && sc_model_get_params(r, wr) == SC_SUCCESS && sc_model_get_params(s[i], ws) == SC_SUCCESS &&
+                   !memcmp(wr, ws, 4 * np);
+            char nm[200];
+            snprintf(nm, sizeof nm, "sc_model_grad_norm: slide (%s) == resident bitwise at 4 AdamW steps (no clipping), "
+                     "the same weights", what[i]);
+            check(same, nm, "step %d: %.17g vs %.17g (%s)", at, nr, ns, sc_last_error());
+        }
         /* the step's summary counts the host's updates, clipped (they follow the step) or not */
-        sc_model_config sc = base_mc(SC_OPTIM_ADAMW, 0.5f, SC_MODE_SLIDE);
+        sc_model_config sc = base_mc(SC_OPTIM_ADAMW, 0.0f, SC_MODE_SLIDE);
+        sc.clip_grad_norm = 0.5f;
         sc_model *c = make(&sc, p0);
-        size_t hs = stepped ? sc_model_slide_info(s).host_update_params : 0, hc = 0;
-        if (c && sc_model_step(c, &plan, ids_all, ACC, B, T, 1, &le) == SC_SUCCESS) hc = sc_model_slide_info(c).host_update_params;
+        float l = 0;
+        size_t hs = s[1] ? sc_model_slide_info(s[1]).host_update_params : 0, hc = 0;
+        if (c && sc_model_step(c, &plan, ids_all, ACC, B, T, 1, &l) == SC_SUCCESS) hc = sc_model_slide_info(c).host_update_params;
         check(hs == np && hc == np, "slide_info.host_update_params: every parameter, unclipped and clipped", "%zu and %zu of %zu",
               hs, hc, np);
+        free(wr), free(ws);
         if (c) sc_model_destroy(c);
         if (r) sc_model_destroy(r);
-        if (s) sc_model_destroy(s);
-        if (e) sc_model_destroy(e);
+        for (int i = 0; i < NS; i++)
+            if (s[i]) sc_model_destroy(s[i]);
     }
 
     /* refusals at create */
