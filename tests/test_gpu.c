@@ -1054,9 +1054,6 @@ static void test_slide_options(const sc_config *c, int B, int T)
     free(params); free(ids); free(wa); free(wb); free(ga); free(gb);
 }
 
-/* slide_device_layers: some layers stay on the device (weights, gradients, optimizer state, the
-   device optimizer), the others stream: resident mode's losses, gradients and weights bitwise for
-   every placement, storage mode, SGD and AdamW, several policies, accumulation, a kept head */
 /* The gradient norm in slide mode against resident mode's, bitwise, at every one of 4 AdamW steps,
    unclipped and clipped, on the built-in tiny shape, whose layers hold whole norm chunks: the
    device sums those chunks into pinned host memory before the gradients go down (unclipped,
@@ -1111,6 +1108,9 @@ static void test_slide_norm(void)
     free(params), free(wa), free(wb), free(ids);
 }
 
+/* slide_device_layers: some layers stay on the device (weights, gradients, optimizer state, the
+   device optimizer), the others stream: resident mode's losses, gradients and weights bitwise for
+   every placement, storage mode, SGD and AdamW, several policies, accumulation, a kept head */
 static void test_slide_placement(const sc_config *c, int B, int T)
 {
     size_t np = sc_config_num_params(c);
