@@ -9573,28 +9573,35 @@ static sc_result sc__slide_norm_sums(sc__slide *sl)
     return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (gradient norm)");
 }
 
-/* The chunks inside layer l: [*c0, *c1) */
-static int sc__layer_norm_chunks(const sc_config *c, int l, size_t *c0, size_t *c1)
+/* The whole chunks inside the gradients [gs, gs + n): [*c0, *c1), none when *c1 <= *c0 */
+static int sc__norm_chunks_in(size_t gs, size_t n, size_t *c0, size_t *c1)
 {
-    size_t C = SC_GRAD_NORM_CHUNK, base = sc_config_layer_base(c, l);
-    *c0 = (base + C - 1) / C, *c1 = (base + sc__layer_numel(c)) / C;
+    *c0 = (gs + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK, *c1 = (gs + n) / SC_GRAD_NORM_CHUNK;
     return *c1 > *c0;
 }
 
-/* Layer l's gradients on the device (dev, in the gradients' dtype) are final: its chunk sums
-   there, before they go down (sc__slide_grads_down follows on the compute stream's order) */
+/* The sums of chunks [c0, c1) into gn_part from p, the gradients from gs on where the backend
+   keeps them (on the GPU: device memory, and the kernel writes the pinned gn_part) */
+static void sc__slide_norm_sum(sc_model *m, const void *p, size_t gs, size_t c0, size_t c1)
+{
+    sc__slide *sl = m->sl;
+    const char *g = (const char *)p + (c0 * SC_GRAD_NORM_CHUNK - gs) * (size_t)m->gb;
+#ifdef SLIDECHECK_CUDA
+    if (m->cu) {
+        sc_cuda_grad_norm_chunks(m->cu, sl->gn_part + c0, g, m->gdt, (c1 - c0) * SC_GRAD_NORM_CHUNK);
+        return;
+    }
+#endif
+    sc__grad_norm_chunks(sl->gn_part + c0, g, m->gdt, (c1 - c0) * SC_GRAD_NORM_CHUNK, 0, c1 - c0, sc__slide_threads(m));
+}
+
+/* Layer l's gradients on the device (dev) are final: its chunk sums there, before they go down
+   (sc__slide_grads_down follows in the compute stream's order); its host task marks them */
 static void sc__slide_norm_dev(sc_model *m, int l, const void *dev)
 {
-#ifdef SLIDECHECK_CUDA
-    sc__slide *sl = m->sl;
-    size_t c0, c1;
-    if (!sl->gn_part || !sl->gn_dev || !sc__layer_norm_chunks(&m->cfg, l, &c0, &c1)) return;
-    size_t skip = c0 * SC_GRAD_NORM_CHUNK - sc_config_layer_base(&m->cfg, l);
-    sc_cuda_grad_norm_chunks(m->cu, sl->gn_part + c0, (const char *)dev + skip * m->gb, m->gdt,
-                             (c1 - c0) * SC_GRAD_NORM_CHUNK);
-#else
-    (void)m, (void)l, (void)dev;
-#endif
+    size_t c0, c1, base = sc_config_layer_base(&m->cfg, l);
+    if (m->sl->gn_part && m->sl->gn_dev && sc__norm_chunks_in(base, sc__layer_numel(&m->cfg), &c0, &c1))
+        sc__slide_norm_sum(m, dev, base, c0, c1);
 }
 
 /* The norm's parts whose gradients stay on the device: its layers (dg) and a kept embedding and
@@ -9606,22 +9613,17 @@ static sc_result sc__slide_norm_kept(sc_model *m)
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
     size_t C = SC_GRAD_NORM_CHUNK, gb = (size_t)m->gb, e = (size_t)c->vocab_size * c->hidden_size;
-    size_t no = sc_config_norm_offset(c);
-    int nt = sc__slide_threads(m);
+    size_t no = sc_config_norm_offset(c), c0, c1;
     for (int i = -2; i < c->num_layers; i++) { /* -2, -1: a kept embedding, final norm and head */
         if (i < 0 ? !m->params : !sc__dev_layer(m, i)) continue;
         size_t gs = i == -2 ? 0 : i == -1 ? no : sc_config_layer_base(c, i);
         size_t n = i == -2 ? e : i == -1 ? m->nparams - no : sc__layer_numel(c);
         const char *p = i < 0 ? (const char *)m->grads + (i == -2 ? 0 : e * gb) : (const char *)sl->dg[i];
-        size_t c0 = (gs + C - 1) / C, c1 = (gs + n) / C;
-        size_t a = c1 > c0 ? c0 * C - gs : n, b = c1 > c0 ? c1 * C - gs : n; /* [a, b): whole chunks */
+        int whole = sc__norm_chunks_in(gs, n, &c0, &c1);
+        size_t a = whole ? c0 * C - gs : n, b = whole ? c1 * C - gs : n; /* [a, b): the whole chunks */
         size_t cut[2][2] = {{0, a}, {b, n}};
-        if (b > a) {
-#ifdef SLIDECHECK_CUDA
-            if (m->cu) sc_cuda_grad_norm_chunks(m->cu, sl->gn_part + c0, p + a * gb, m->gdt, b - a);
-            else
-#endif
-                sc__grad_norm_chunks(sl->gn_part + c0, p + a * gb, m->gdt, b - a, 0, c1 - c0, nt);
+        if (whole) {
+            sc__slide_norm_sum(m, p, gs, c0, c1);
             memset(sl->gn_done + c0, 1, c1 - c0);
         }
         for (int j = 0; j < 2; j++) {
@@ -9677,7 +9679,7 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
         size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit), c0, c1;
         /* this layer's gradients are final: its norm sums here (or the device's landed with
            them), or in a task of their own */
-        if (sl->gn_part && (t->kind == SC__TASK_NORM || !t->update) && sc__layer_norm_chunks(c, t->unit, &c0, &c1)) {
+        if (sl->gn_part && (t->kind == SC__TASK_NORM || !t->update) && sc__norm_chunks_in(base, sc__layer_numel(c), &c0, &c1)) {
             if (!sl->gn_dev) sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
             memset(sl->gn_done + c0, 1, c1 - c0);
         }
@@ -12108,7 +12110,7 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         }
         /* one process, unclipped: asked once, the next updating steps sum each layer's
            chunks as it lands, and the norm no longer waits for the updates */
-        int one = sc_dist_comm_world(m->mc.comm) <= 1 && !m->nccl && !sl->zero;
+        int one = sc_dist_comm_world(m->mc.comm) <= 1 && !m->nccl; /* (ZeRO-1 is several) */
         if (one && !sl->gn_part && sc__slide_norm_sums(sl) != SC_SUCCESS) return NAN;
         sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
         if (one) {
