@@ -7980,6 +7980,7 @@ struct sc_model {
     /* activation slots of the current micro-batch (act_store + mb * (L + 1)) */
     float *(*acts)[SC__A_COUNT];
     float *(*act_store)[SC__A_COUNT];
+    float *bws;                    /* the layers' backward scratch during a backward pass (sc__bwd_scratch) */
     int accum, mb, accum_cap;      /* micro-batches of the step, the current one, slots held for */
     int gset;                      /* resident on the GPU, the first micro-batch: weight gradients are
                                       set by their first write (sc_cuda_grads_set), not zeroed first */
@@ -8706,8 +8707,11 @@ static void sc__act_drop(sc_model *m, int l, int a)
 }
 
 /* every micro-batch's activations */
+static void sc__bwd_scratch_free(sc_model *m);
+
 static void sc__model_drop_acts(sc_model *m)
 {
+    sc__bwd_scratch_free(m);
     size_t n = (size_t)m->accum_cap * (size_t)(m->cfg.num_layers + 1);
     for (size_t i = 0; i < n; i++)
         for (int a = 0; a < SC__A_COUNT; a++) {
@@ -9171,6 +9175,41 @@ static sc_result sc__layer_output(sc_model *m, int l, unsigned mask)
     return SC_SUCCESS;
 }
 
+/* The scratch of the layers' backward (W in the planner): dbig, dsmall, dc and attention's dS in
+   one block, taken at the first layer's backward of a pass and kept until sc__bwd_scratch_free
+   after its last. Taken and freed layer by layer, its holes went to the next layer's replay,
+   whose activations split them, and a plan at the planner's peak failed under its cap with 4.6%
+   of the cap free in pieces (Qwen3-1.7B shape under 16 GiB). Each part starts at a multiple of
+   the allocator's block size, so the block holds what four allocations held. */
+static sc_result sc__bwd_scratch(sc_model *m, float **dbig, float **dsmall, float **dc, float **dS)
+{
+    const sc_config *c = &m->cfg;
+    int N = m->B * m->T, C = c->hidden_size, I = c->intermediate_size;
+    int H = c->num_heads, KV = c->num_kv_heads, D = c->head_dim, Q = (H + 2 * KV) * D;
+    size_t ab = (size_t)m->ab;
+    size_t part[4];
+    part[0] = sc__allocator_round((size_t)N * (size_t)(2 * I > Q + (H + KV) * D ? 2 * I : Q + (H + KV) * D) * ab);
+    part[1] = sc__allocator_round((size_t)N * (size_t)(I > H * D ? I : H * D) * ab);
+    part[2] = sc__allocator_round((size_t)N * (size_t)C * ab);
+    part[3] = sc_attention_ds_bytes(m->B, m->T, H, D, m->ab);
+    if (!m->bws) {
+        float *p = NULL;
+        SC__TRY(sc__alloc_bytes(m, &p, part[0] + part[1] + part[2] + part[3], 1, "backward scratch"));
+        m->bws = p;
+    }
+    *dbig = m->bws;
+    *dsmall = (float *)((char *)m->bws + part[0]);
+    *dc = (float *)((char *)m->bws + part[0] + part[1]);
+    *dS = part[3] ? (float *)((char *)m->bws + part[0] + part[1] + part[2]) : NULL;
+    return SC_SUCCESS;
+}
+
+static void sc__bwd_scratch_free(sc_model *m)
+{
+    sc__free(m, m->bws);
+    m->bws = NULL;
+}
+
 /* Back-propagate layer l. dres holds dL/d(output of layer l) and becomes dL/d(its input). */
 static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
 {
@@ -9181,20 +9220,8 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     float **A = m->acts[l];
     float *dbig = NULL, *dsmall = NULL, *dc = NULL, *dS = NULL;
     int remat = A[SC__A_M] == NULL; /* the recompute left m to the SwiGLU backward */
-    size_t big = (size_t)N * (size_t)(2 * I > Q + (H + KV) * D ? 2 * I : Q + (H + KV) * D);
-    size_t small = (size_t)N * (size_t)(I > H * D ? I : H * D);
-    size_t dsb = sc_attention_ds_bytes(B, T, H, D, m->ab);
-    sc_result r;
-    if ((r = sc__alloc_act(m, &dbig, big, "backward scratch")) != SC_SUCCESS ||
-        (r = sc__alloc_act(m, &dsmall, small, "backward scratch")) != SC_SUCCESS ||
-        (r = sc__alloc_act(m, &dc, (size_t)N * C, "backward scratch")) != SC_SUCCESS ||
-        (dsb && (r = sc__alloc_bytes(m, &dS, dsb, 1, "attention dS (backward scratch)")) != SC_SUCCESS) ||
-        (remat && (r = sc__act_get(m, l, SC__A_M)) != SC_SUCCESS)) {
-        sc__free(m, dbig);
-        sc__free(m, dsmall);
-        sc__free(m, dc);
-        return r;
-    }
+    SC__TRY(sc__bwd_scratch(m, &dbig, &dsmall, &dc, &dS));
+    if (remat) SC__TRY(sc__act_get(m, l, SC__A_M));
     /* MLP: out = x2 + down(swiglu(gate_up(ln2(x2)))) */
     if (!remat) {
         SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wd), NULL, dres, A[SC__A_M], sc__lw(m, l, o.wd), N, I, C);
@@ -9211,7 +9238,7 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     SC__OP(m, matmul_backward, dsmall, sc__lg(m, l, o.wo), NULL, dres, A[SC__A_O], sc__lw(m, l, o.wo), N, H * D, C);
     float *dqkv = dbig, *dqk = sc__at(dbig, (size_t)N * Q, m->ab);
 #ifdef SLIDECHECK_CUDA
-    if (m->cu) sc_cuda_attention_workspace(m->cu, dS, dsb);
+    if (m->cu) sc_cuda_attention_workspace(m->cu, dS, sc_attention_ds_bytes(B, T, H, D, m->ab));
 #endif
     SC__OP(m, attention_backward, dqk, dqkv, dsmall, A[SC__A_QK], A[SC__A_QKV], A[SC__A_O], A[SC__A_LSE],
            B, T, H, KV, D);
@@ -9223,10 +9250,6 @@ static sc_result sc__layer_backward(sc_model *m, int l, float *dres)
     SC__OP(m, matmul_backward, dc, sc__lg(m, l, o.wqkv), sc__lg(m, l, o.bqkv), dqkv, A[SC__A_A],
            sc__lw(m, l, o.wqkv), N, C, Q);
     SC__OP(m, rmsnorm_backward, dres, sc__lg(m, l, o.ln1), dc, A[SC__A_X], sc__lw(m, l, o.ln1), A[SC__A_RSTD1], N, C);
-    sc__free(m, dbig);
-    sc__free(m, dsmall);
-    sc__free(m, dc);
-    sc__free(m, dS);
     return SC_SUCCESS;
 }
 
@@ -10684,6 +10707,7 @@ static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
     if (last && m->cfg.tie_embeddings && sc__emb_gathered(m)) sc__grads_sum(m, L + 1);
     for (int l = L - 1; l >= 0; l--) {
         SC__TRY(sc__layer_backward_step(m, plan, l, dres));
+        if (l == 0) sc__bwd_scratch_free(m);
 #ifdef SLIDECHECK_CUDA
         /* the optimizer of the buckets before layer 0's waits only for these: they finished while
            layer 0's backward ran, and layer 0's and the embedding's sums run under it */
@@ -11587,6 +11611,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         }
         if (r != SC_SUCCESS) goto done;
     }
+    sc__bwd_scratch_free(m);
 
     if (keep) { /* the kept embedding's backward and the head's update on the device, as resident mode */
         sc__embedding_backward(m);

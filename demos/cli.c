@@ -307,6 +307,20 @@ static void die(sc_result r, const char *what)
     exit(1);
 }
 
+/* DIR/memory_snapshot.json: the allocator's segments and blocks (sc_allocator_snapshot_json) */
+static void write_snapshot(const sc_allocator *al, const char *dir)
+{
+    char path[4096];
+    int n = sc_allocator_snapshot_json(al, NULL, 0);
+    char *buf = (char *)malloc((size_t)n + 1);
+    if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
+    sc_allocator_snapshot_json(al, buf, (size_t)n + 1);
+    snprintf(path, sizeof path, "%s/memory_snapshot.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+    free(buf);
+}
+
 static int parse_int(const char *flag, const char *v, int lo, int hi)
 {
     char *end;
@@ -1328,7 +1342,15 @@ static int cmd_train(int argc, char **argv)
             if ((r = sc_data_next(data, ids + (size_t)k * B * T)) != SC_SUCCESS) die(r, o.data);
         sc_allocator_reset_peak(al);
         sc_tracer_step_begin(&tr, 0, s);
-        if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) die(r, "training step");
+        if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) {
+            /* out of memory: what the device held when it failed, for the user to see where it went */
+            if (r == SC_ERROR_OUT_OF_MEMORY && my_out) {
+                fprintf(stderr, "slidecheck: the device allocator when step %d failed: %s/memory_snapshot.json\n",
+                        s + 1, my_out);
+                write_snapshot(al, my_out);
+            }
+            die(r, "training step");
+        }
         /* the norm the update clipped with; without clipping it is computed now, inside the step's
            time: a kernel over the gradients on the GPU, and in slide mode a wait for the host
            updates and a pass over the host gradients, which printing the norm costs there */
@@ -1470,14 +1492,7 @@ static int cmd_train(int argc, char **argv)
         FILE *f = fopen(path, "w");
         if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
         free(buf);
-        n = sc_allocator_snapshot_json(al, NULL, 0);
-        buf = (char *)malloc((size_t)n + 1);
-        if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
-        sc_allocator_snapshot_json(al, buf, (size_t)n + 1);
-        snprintf(path, sizeof path, "%s/memory_snapshot.json", o.out);
-        f = fopen(path, "w");
-        if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
-        free(buf);
+        write_snapshot(al, o.out);
         printf("wrote %s/{step_metrics,layer_metrics,mem_trace,summary}.csv, trace.json, memory_summary.txt, "
                "memory_snapshot.json\n", o.out);
     }
