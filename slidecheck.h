@@ -138,6 +138,7 @@ USAGE
      sc_allocator_live_bytes_tagged(a, prefix)   requested bytes of live blocks by tag prefix
      sc_allocator_summary(a, buf, cap)   memory_summary()'s table (snprintf semantics)
      sc_allocator_snapshot_json(a, buf, cap)   memory_snapshot()'s segments and blocks as JSON
+     sc_allocator_oom_snapshot(a)        the same JSON as the last failed request found it, or NULL
      sc_allocator_validate(a)            check every invariant; FORMAT naming the first broken
 
    Tracer and statistics (a NULL tracer makes every call a no-op; one thread drives it)
@@ -624,6 +625,7 @@ typedef struct sc_allocator {
     size_t seg_n, seg_cap;
     struct sc__allocator_block *spare_blocks; /* recycled structs, so the bookkeeping cannot fail mid-way */
     struct sc__allocator_segment *spare_segs;
+    char *oom_json;                      /* sc_allocator_snapshot_json at the last failed request */
 } sc_allocator;
 
 /* cfg may be NULL (host memory, no cap, no events). */
@@ -662,6 +664,10 @@ SCDEF int sc_allocator_summary(const sc_allocator *a, char *buf, size_t cap);
    "requested_size", "state", "tag"}]}]}; state is "active_allocated", "active_pending_free" or
    "inactive". snprintf semantics as above. */
 SCDEF int sc_allocator_snapshot_json(const sc_allocator *a, char *buf, size_t cap);
+/* The same JSON as the allocator stood when a request last failed (before the caller freed
+   anything), to see what the reserved memory held; NULL when none failed (or the host could not
+   hold the copy). Owned by the allocator, valid until the next failure or sc_allocator_uninit. */
+SCDEF const char *sc_allocator_oom_snapshot(const sc_allocator *a);
 /* Check every internal invariant (blocks tile their segments, pools sorted and complete, no two
    free neighbours, stats equal the sums over blocks, reserved <= cap). SC_ERROR_FORMAT with the
    first broken one. Costs O(blocks); for tests and debugging. */
@@ -2805,10 +2811,19 @@ static sc_result sc__allocator_oom(sc_allocator *a, size_t bytes, size_t size, s
 {
     const sc__allocator_block *top[10];
     int ntop = 0, len;
-    char msg[1024], h1[32], h2[32], h3[32], h4[32], h5[32];
+    char msg[1024], h1[32], h2[32], h3[32], h4[32], h5[32], h6[32];
     int64_t alloc = a->stats.allocated_bytes[SC_STAT_ALL].current;
     int64_t resv = a->stats.reserved_bytes[SC_STAT_ALL].current;
+    size_t largest = 0; /* the largest free block of the request's stream and pool */
+    int pool = size <= SC__ALLOCATOR_SMALL_SIZE ? 0 : 1;
+    for (size_t i = 0; i < a->pool_n[pool]; i++)
+        if (a->pool[pool][i]->stream == stream && a->pool[pool][i]->size > largest) largest = a->pool[pool][i]->size;
     a->stats.num_ooms++;
+    SC_FREE(a->oom_json);
+    a->oom_json = NULL;
+    int jn = sc_allocator_snapshot_json(a, NULL, 0);
+    if (jn > 0 && (a->oom_json = (char *)SC_MALLOC((size_t)jn + 1)) != NULL)
+        sc_allocator_snapshot_json(a, a->oom_json, (size_t)jn + 1);
     sc__allocator_emit(a, SC_MEM_OOM, NULL, size, bytes, stream, tag);
     /* the ten largest live blocks, by insertion into a sorted top list */
     for (size_t i = 0; i < a->active_n; i++) {
@@ -2826,13 +2841,14 @@ static sc_result sc__allocator_oom(sc_allocator *a, size_t bytes, size_t size, s
     sc__allocator_human(h4, sizeof h4, (uint64_t)(resv - alloc));
     if (a->cfg.mem_cap) sc__allocator_human(h5, sizeof h5, a->cfg.mem_cap);
     else snprintf(h5, sizeof h5, "none");
+    sc__allocator_human(h6, sizeof h6, largest);
     len = snprintf(msg, sizeof msg,
                    "%s out of memory: tried to allocate %s for %llu bytes \"%.48s\" on stream %d "
-                   "(%s); %s allocated, %s reserved (%s reserved but unallocated), cap %s. "
-                   "Largest live:",
+                   "(%s); %s allocated, %s reserved (%s reserved but unallocated, the largest free "
+                   "block of that stream %s), cap %s. Largest live:",
                    a->name, h1, (unsigned long long)bytes, tag ? tag : "", stream,
                    cap_hit ? "the cap would be exceeded" : "the raw allocator failed",
-                   h2, h3, h4, h5);
+                   h2, h3, h4, h6, h5);
     for (int i = 0; i < ntop && len > 0 && (size_t)len < sizeof msg; i++) {
         sc__allocator_human(h1, sizeof h1, top[i]->requested);
         len += snprintf(msg + len, sizeof msg - (size_t)len, "%s %s \"%.48s\"", i ? ";" : "", h1,
@@ -2910,6 +2926,7 @@ SCDEF void sc_allocator_uninit(sc_allocator *a)
     SC_FREE(a->pool[1]);
     SC_FREE(a->active);
     SC_FREE(a->segs);
+    SC_FREE(a->oom_json);
     memset(a, 0, sizeof *a);
 }
 
@@ -3161,6 +3178,8 @@ static void sc__allocator_json_string(char *buf, size_t cap, int *len, const cha
     }
     sc__allocator_appendf(buf, cap, len, "\"");
 }
+
+SCDEF const char *sc_allocator_oom_snapshot(const sc_allocator *a) { return a ? a->oom_json : NULL; }
 
 SCDEF int sc_allocator_snapshot_json(const sc_allocator *a, char *buf, size_t cap)
 {

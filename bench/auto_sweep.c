@@ -520,23 +520,20 @@ static void predict(sweep *S, sweep_cfg *c)
     set_pred(c, &res);
 }
 
-/* An out-of-memory step: the allocator's segments and blocks as they were when it failed, into
+/* An out-of-memory step: the allocator's segments and blocks as the failing request found them, into
    OUT/oom_NNN.json (NNN: the runs done before it), to see what the reserved memory held */
 static void oom_snapshot(const sweep *S, const sweep_cfg *c, const sc_allocator *al)
 {
     char path[4096];
-    int n = sc_allocator_snapshot_json(al, NULL, 0);
-    char *buf = n > 0 ? (char *)malloc((size_t)n + 1) : NULL;
-    if (!buf) return;
-    sc_allocator_snapshot_json(al, buf, (size_t)n + 1);
+    const char *js = sc_allocator_oom_snapshot(al);
+    if (!js) return;
     snprintf(path, sizeof path, "%s/oom_%03d.json", S->o.out, S->runs_done);
     FILE *f = fopen(path, "w");
     if (f) {
-        fputs(buf, f);
+        fputs(js, f);
         fclose(f);
         printf("  (%s: the allocator when a step of %s failed)\n", path, c->name);
     }
-    free(buf);
 }
 
 /* Train c under its cap: 1 warm-up + steps steps, batch s at step s. */

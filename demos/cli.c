@@ -104,7 +104,8 @@ static const cli_help cli_helps[] = {
     {"train", "model and data", "out", "--out DIR",
      "write step_metrics.csv, layer_metrics.csv, mem_trace.csv, summary.csv, trace.json, memory_summary.txt and "
      "memory_snapshot.json (data parallel: rank 0 adds dp_steps.csv, rank r > 0 writes its traces into "
-     "DIR/rank<r>/)"},
+     "DIR/rank<r>/); a step after the first out of memory writes memory_snapshot_oom.json, the allocator "
+     "as the failing request found it"},
     {"train", "model and data", "save", "--save DIR",
      "write the final weights as an HF checkpoint: config.json, model.safetensors"},
     {"train", "model and data", "save-every", "--save-every N", "with --save: also write the checkpoint every N steps"},
@@ -319,6 +320,19 @@ static void write_snapshot(const sc_allocator *al, const char *dir)
     FILE *f = fopen(path, "w");
     if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
     free(buf);
+}
+
+/* A step after the first ran out of memory: DIR/memory_snapshot_oom.json, the allocator as the
+   failing request found it, for the user to see what the reserved memory held */
+static void write_oom_snapshot(const sc_allocator *al, const char *dir, int step)
+{
+    char path[4096];
+    const char *js = sc_allocator_oom_snapshot(al);
+    if (!js) return;
+    snprintf(path, sizeof path, "%s/memory_snapshot_oom.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(js, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+    fprintf(stderr, "slidecheck: the allocator when step %d ran out of memory: %s\n", step, path);
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi)
@@ -1344,11 +1358,9 @@ static int cmd_train(int argc, char **argv)
         sc_tracer_step_begin(&tr, 0, s);
         if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) {
             /* out of memory: what the device held when it failed, for the user to see where it went */
-            if (r == SC_ERROR_OUT_OF_MEMORY && my_out) {
-                fprintf(stderr, "slidecheck: the device allocator when step %d failed: %s/memory_snapshot.json\n",
-                        s + 1, my_out);
-                write_snapshot(al, my_out);
-            }
+            /* at the first step the cap cannot hold the configuration: bad input, nothing written;
+               later (fragmentation, a leak) the allocator as it stood is what to look at */
+            if (r == SC_ERROR_OUT_OF_MEMORY && my_out && s > s0) write_oom_snapshot(al, my_out, s + 1);
             die(r, "training step");
         }
         /* the norm the update clipped with; without clipping it is computed now, inside the step's

@@ -547,6 +547,18 @@ static void test_oom(void)
     t_expect(E == D && s.reserved_bytes[0].current == (int64_t)(56 * MiB) && s.alloc_retries == 2,
              "after freeing: reserved %lld retries %lld", (long long)s.reserved_bytes[0].current,
              (long long)s.alloc_retries);
+    t_expect(sc_allocator_oom_snapshot(&e->a) && strstr(sc_allocator_oom_snapshot(&e->a), "\"logits\""),
+             "the snapshot of the failed request holds the block freed since");
+    /* fragmentation: 8 MiB free behind E, in a segment that cannot go back; 16 more MiB exceed
+       the cap. The message names the largest free block, the snapshot what held the memory */
+    void *F = NULL;
+    r = sc_allocator_alloc(&e->a, &F, 16 * MiB, 0, "layer 8 attn.probs");
+    msg = sc_last_error();
+    t_expect(r == SC_ERROR_OUT_OF_MEMORY && strstr(msg, "8.00 MiB reserved but unallocated") &&
+             strstr(msg, "the largest free block of that stream 8.00 MiB"), "fragmented OOM: %s", msg);
+    const char *js = sc_allocator_oom_snapshot(&e->a);
+    t_expect(js && strstr(js, "\"state\": \"inactive\"") && strstr(js, "\"layer 9 attn.probs\"") &&
+             !strstr(js, "\"logits\""), "the snapshot at the second OOM: %.300s", js ? js : "(none)");
     sc_allocator_free(&e->a, A);
     sc_allocator_free(&e->a, B);
     sc_allocator_free(&e->a, E);

@@ -48,6 +48,9 @@ expect 1 "sequence over max_position" $S train --model tiny --seq 300 --batch 1 
 expect 1 "memory cap too small (OOM)" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --mem-cap 30MiB
 if grep -q "Largest live" "$T/err" && grep -q "saved activation" "$T/err"; then ok "OOM message lists the largest live allocations"
 else bad "OOM message lists the largest live allocations: $(cat "$T/err")"; fi
+expect 1 "memory cap too small, with --out" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --mem-cap 30MiB --out "$T/oom"
+[ -n "$(ls -A "$T/oom" 2>/dev/null)" ] && bad "nothing written when the first step runs out of memory" \
+    || ok "nothing written when the first step runs out of memory"
 if command -v nvidia-smi > /dev/null 2>&1; then echo "SKIP --device cuda without a GPU (a GPU is present)"
 else expect 1 "--device cuda without a GPU" $S train --model tiny --seq 8 --batch 1 --steps 1 --device cuda; fi
 
