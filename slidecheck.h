@@ -9197,8 +9197,8 @@ static sc_result sc__layer_output(sc_model *m, int l, unsigned mask)
 /* The scratch of the layers' backward (W in the planner): dbig, dsmall, dc and attention's dS in
    one block, taken at the first layer's backward of a pass and kept until sc__bwd_scratch_free
    after its last. Taken and freed layer by layer, its holes went to the next layer's replay,
-   whose activations split them, and a plan at the planner's peak failed under its cap with 4.6%
-   of the cap free in pieces (Qwen3-1.7B shape under 16 GiB). Each part starts at a multiple of
+   whose activations split them, and a plan at the planner's peak failed under its cap with
+   0.72 GiB free in pieces (Qwen3-1.7B shape under 16 GiB). Each part starts at a multiple of
    the allocator's block size, so the block holds what four allocations held. */
 static sc_result sc__bwd_scratch(sc_model *m, float **dbig, float **dsmall, float **dc, float **dS)
 {

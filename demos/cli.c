@@ -1357,9 +1357,8 @@ static int cmd_train(int argc, char **argv)
         sc_allocator_reset_peak(al);
         sc_tracer_step_begin(&tr, 0, s);
         if ((r = sc_model_step(m, &plan, ids, o.accum, B, T, 1, &loss)) != SC_SUCCESS) {
-            /* out of memory: what the device held when it failed, for the user to see where it went */
-            /* at the first step the cap cannot hold the configuration: bad input, nothing written;
-               later (fragmentation, a leak) the allocator as it stood is what to look at */
+            /* out of memory at the first step: the cap cannot hold the configuration (bad input,
+               nothing written); later (fragmentation, a leak): the allocator as it stood */
             if (r == SC_ERROR_OUT_OF_MEMORY && my_out && s > s0) write_oom_snapshot(al, my_out, s + 1);
             die(r, "training step");
         }
