@@ -1360,6 +1360,12 @@ static int cmd_train(int argc, char **argv)
             /* out of memory at the first step: the cap cannot hold the configuration (bad input,
                nothing written); later (fragmentation, a leak): the allocator as it stood */
             if (r == SC_ERROR_OUT_OF_MEMORY && my_out && s > s0) write_oom_snapshot(al, my_out, s + 1);
+            if (r == SC_ERROR_OUT_OF_MEMORY && is_auto && mc.mem_cap && s > s0)
+                fprintf(stderr, "slidecheck: --mode auto planned a peak of %.3f GiB under the %.3f GiB cap and the "
+                                "first step ran in it; a later block found no free space of its size (most likely fragmentation: "
+                                "--out DIR writes memory_snapshot_oom.json). "
+                                "A slightly lower --mem-cap leaves the allocator more room.\n",
+                        (double)ares.peak_bytes / 1073741824.0, (double)mc.mem_cap / 1073741824.0);
             die(r, "training step");
         }
         /* the norm the update clipped with; without clipping it is computed now, inside the step's
