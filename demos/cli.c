@@ -308,17 +308,23 @@ static void die(sc_result r, const char *what)
     exit(1);
 }
 
+/* DIR/NAME holding text; exits 1 naming the path when it cannot be written */
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+}
+
 /* DIR/memory_snapshot.json: the allocator's segments and blocks (sc_allocator_snapshot_json) */
 static void write_snapshot(const sc_allocator *al, const char *dir)
 {
-    char path[4096];
     int n = sc_allocator_snapshot_json(al, NULL, 0);
     char *buf = (char *)malloc((size_t)n + 1);
     if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
     sc_allocator_snapshot_json(al, buf, (size_t)n + 1);
-    snprintf(path, sizeof path, "%s/memory_snapshot.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+    write_text(dir, "memory_snapshot.json", buf);
     free(buf);
 }
 
@@ -326,13 +332,11 @@ static void write_snapshot(const sc_allocator *al, const char *dir)
    failing request found it, for the user to see what the reserved memory held */
 static void write_oom_snapshot(const sc_allocator *al, const char *dir, int step)
 {
-    char path[4096];
     const char *js = sc_allocator_oom_snapshot(al);
     if (!js) return;
-    snprintf(path, sizeof path, "%s/memory_snapshot_oom.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(js, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
-    fprintf(stderr, "slidecheck: the allocator when step %d ran out of memory: %s\n", step, path);
+    write_text(dir, "memory_snapshot_oom.json", js);
+    fprintf(stderr, "slidecheck: the allocator when step %d ran out of memory: %s/memory_snapshot_oom.json\n", step,
+            dir);
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi)
@@ -1504,10 +1508,7 @@ static int cmd_train(int argc, char **argv)
         char *buf = (char *)malloc((size_t)n + 1);
         if (!buf) die(SC_ERROR_OUT_OF_MEMORY, "host memory");
         sc_allocator_summary(al, buf, (size_t)n + 1);
-        char path[4096];
-        snprintf(path, sizeof path, "%s/memory_summary.txt", o.out);
-        FILE *f = fopen(path, "w");
-        if (!f || fputs(buf, f) < 0 || fclose(f)) die(SC_ERROR_IO, path);
+        write_text(o.out, "memory_summary.txt", buf);
         free(buf);
         write_snapshot(al, o.out);
         printf("wrote %s/{step_metrics,layer_metrics,mem_trace,summary}.csv, trace.json, memory_summary.txt, "
