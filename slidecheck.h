@@ -1187,6 +1187,25 @@ SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint1
                          const sc_optim_consts *k, int threads);
 /* "avx512", "avx2" or "scalar": the path the range functions take on this CPU. */
 SCDEF const char *sc_cpu_optim_isa(void);
+/* How the host AdamW runs on this host (process-wide): software prefetch in its loops, and transparent huge pages
+   for slide mode's pageable host state (f32 master weights, m, v) allocated from then on. Neither changes a bit.
+   sc_cpu_optim_tune times the four pairs on n parameters (0: 24 Mi) laid out as slide's (f32 weights, m, v and
+   gradients, bf16 weights out; 18 B a parameter, once per page kind), interleaved over 5 rounds after one to warm
+   up, with `threads` threads (0: all), and keeps the fastest unless the pair in use is within 2% of it. Slide mode
+   calls it once per process, before allocating, where the host updates at least 64 Mi AdamW parameters. Out of
+   memory for the buffers: SC_ERROR_OUT_OF_MEMORY, the choice unchanged. Not to be called while an update runs.
+   sc_cpu_optim_choice: the pair in use (before any tuning: prefetch on, huge pages on) and the rates last
+   measured. */
+typedef struct sc_cpu_optim_tuning {
+    int tuned;              /* 1 once sc_cpu_optim_tune has measured this host */
+    int prefetch;           /* software prefetch in the AdamW loops (2 KiB of f32 ahead) */
+    int huge_pages;         /* transparent huge pages asked for slide's pageable host state */
+    int threads;            /* the threads it timed */
+    size_t n;               /* the parameters it timed */
+    double gparams_s[2][2]; /* [huge_pages][prefetch]: median AdamW rate, G parameters/s */
+} sc_cpu_optim_tuning;
+SCDEF sc_result sc_cpu_optim_tune(int threads, size_t n);
+SCDEF sc_cpu_optim_tuning sc_cpu_optim_choice(void);
 /* Gradient clipping, torch.nn.utils.clip_grad_norm_'s semantics. sc_grad_norm: the 2-norm of
    g[0, n) (dtype gt), summed in f64 in a fixed order that the CUDA kernel repeats (chunks of
    SC_GRAD_NORM_CHUNK; in each, 256 lanes of strided sums meet in a halving tree; the chunk sums
@@ -1218,6 +1237,8 @@ SCDEF int sc__cpu_optim_force(const char *isa);
 /* Test / bench hook (private): wout's stores, 1 non-temporal (the default), 0 ordinary; returns the previous
    setting. The bits are the same either way. Not to be called while an update runs. */
 SCDEF int sc__cpu_optim_stream(int on);
+/* Test / bench hook (private): the AdamW loops' software prefetch, 1 on, 0 off; returns the previous setting. */
+SCDEF int sc__cpu_optim_prefetch(int on);
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -7218,6 +7239,15 @@ static void sc__sgd_scalar(void *p, sc_dtype pt, const void *g, sc_dtype gt, uin
     }
 }
 
+/* Software prefetch distance of the AdamW loops' streams, in elements (0: off), and whether slide's pageable host
+   state asks for transparent huge pages. Which is faster differs between hosts: on eight H100 and H200 hosts
+   (bench/cpu_optim.sh) the prefetch ran 1.00-1.11x the loop without it, huge pages 0.85-1.23x. sc_cpu_optim_tune
+   times them on the host at hand. Neither changes a bit of the result. */
+#define SC__OPTIM_PF 512
+static size_t sc__optim_pf = SC__OPTIM_PF;
+static int sc__optim_huge = 1;
+static sc_cpu_optim_tuning sc__optim_tuned;
+
 /* ---- vector paths. The bodies take the dtypes as constants (P, G: bf16?, W: wout?) and are always inlined into a
    switch over the 8 combinations, so each combination gets its own branch-free loop. ---- */
 #if SC__OPTIM_X86
@@ -7275,6 +7305,17 @@ static size_t sc__optim_head(const uint16_t *wout, size_t n, size_t align, int *
     return h < n ? h : n;
 }
 
+/* a hint to bring the line d bytes past x into the cache: never faults, so past an array's end is harmless */
+SC__INL void sc__pf_at(const void *x, size_t d) { _mm_prefetch((const char *)((uintptr_t)x + d), _MM_HINT_T0); }
+/* the AdamW loop's four read streams, pf elements past element i (P, S, G: that stream is bf16) */
+SC__INL void sc__optim_prefetch(const void *p, const void *m, const void *v, const void *g, size_t i, size_t pf, int P,
+                                int S, int G)
+{
+    size_t j = i + pf;
+    sc__pf_at(p, j << (P ? 1 : 2)), sc__pf_at(m, j << (S ? 1 : 2)), sc__pf_at(v, j << (S ? 1 : 2));
+    sc__pf_at(g, j << (G ? 1 : 2));
+}
+
 /* AVX-512F, 16 lanes */
 SC__AVX512 SC__INL __m512 sc__mul16(__m512 a, __m512 b)
 {
@@ -7316,7 +7357,9 @@ SC__AVX512 SC__INL size_t sc__adamw16(void *p, void *m, void *v, const void *g, 
     const __m512 decay = _mm512_set1_ps(k->decay), b1 = _mm512_set1_ps(k->beta1), b2 = _mm512_set1_ps(k->beta2);
     const __m512 omb1 = _mm512_set1_ps(k->omb1), omb2 = _mm512_set1_ps(k->omb2), step = _mm512_set1_ps(k->step);
     const __m512 bc2s = _mm512_set1_ps(k->bc2s), eps = _mm512_set1_ps(k->eps), gs = _mm512_set1_ps(k->gscale);
+    const size_t pf = sc__optim_pf;
     for (; i + 16 <= n; i += 16) {
+        if (pf) sc__optim_prefetch(p, m, v, g, i, pf, P, S, G);
         __m512 gi = sc__mul16(sc__ld16(g, G, i), gs);
         __m512 pd = sc__mul16(sc__ld16(p, P, i), decay);
         __m512 mi = _mm512_add_ps(sc__mul16(b1, sc__ld16(m, S, i)), sc__mul16(omb1, gi));
@@ -7414,7 +7457,9 @@ SC__AVX2 SC__INL size_t sc__adamw8(void *p, void *m, void *v, const void *g, uin
     const __m256 decay = _mm256_set1_ps(k->decay), b1 = _mm256_set1_ps(k->beta1), b2 = _mm256_set1_ps(k->beta2);
     const __m256 omb1 = _mm256_set1_ps(k->omb1), omb2 = _mm256_set1_ps(k->omb2), step = _mm256_set1_ps(k->step);
     const __m256 bc2s = _mm256_set1_ps(k->bc2s), eps = _mm256_set1_ps(k->eps), gs = _mm256_set1_ps(k->gscale);
+    const size_t pf = sc__optim_pf;
     for (; i + 8 <= n; i += 8) {
+        if (pf) sc__optim_prefetch(p, m, v, g, i, pf, P, S, G);
         __m256 gi = sc__mul8(sc__ld8(g, G, i), gs);
         __m256 pd = sc__mul8(sc__ld8(p, P, i), decay);
         __m256 mi = _mm256_add_ps(sc__mul8(b1, sc__ld8(m, S, i)), sc__mul8(omb1, gi));
@@ -7509,6 +7554,13 @@ SCDEF int sc__cpu_optim_force(const char *isa)
     if (!want || want > sc__optim_best()) return 0;
     sc__optim_path = want;
     return 1;
+}
+
+SCDEF int sc__cpu_optim_prefetch(int on)
+{
+    int was = sc__optim_pf != 0;
+    sc__optim_pf = on ? SC__OPTIM_PF : 0;
+    return was;
 }
 
 SCDEF int sc__cpu_optim_stream(int on)
@@ -7651,6 +7703,98 @@ SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint1
     }
 }
 
+
+/* Pageable buffers the host optimizer streams (slide's master weights, AdamW's m and v) ask for transparent huge
+   pages before their first touch (huge = 1), or not to get them (0): on 4 KiB pages the optimizer takes a TLB miss,
+   and its hardware prefetchers stop, at every page, but on some hosts it ran faster there (sc_cpu_optim_tune). A
+   hint only (Linux, THP in "madvise" or "always" mode), on the whole 2 MiB pages inside the block; <sys/mman.h>
+   declares madvise only under _DEFAULT_SOURCE, hence the private name for the same symbol. */
+#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+extern int sc__madvise(void *addr, size_t len, int advice) __asm__("madvise");
+#endif
+static void sc__host_huge(void *p, size_t bytes, int huge)
+{
+#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+    const uintptr_t H = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1), e = ((uintptr_t)p + bytes) & ~(H - 1);
+    /* MADV_HUGEPAGE, MADV_NOHUGEPAGE (<asm-generic/mman-common.h>) */
+    if (e > a) (void)sc__madvise((void *)a, (size_t)(e - a), huge ? 14 : 15);
+#else
+    (void)p, (void)bytes, (void)huge;
+#endif
+}
+
+/* ---- the host AdamW's variants on this host ---- */
+SCDEF sc_cpu_optim_tuning sc_cpu_optim_choice(void)
+{
+    sc_cpu_optim_tuning t = sc__optim_tuned;
+    t.prefetch = sc__optim_pf != 0, t.huge_pages = sc__optim_huge;
+    return t;
+}
+
+static int sc__cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+SCDEF sc_result sc_cpu_optim_tune(int threads, size_t n)
+{
+    enum { R = 5 };
+    if (!n) n = (size_t)24 << 20;
+    int nt = sc__optim_threads(threads);
+    /* per page kind: f32 weights, m, v, gradients, then the bf16 weights out */
+    void *b[2][5];
+    int ok = 1;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 5; i++) {
+            size_t bytes = n * (i < 4 ? 4 : 2);
+            b[h][i] = ok ? SC_MALLOC(bytes) : NULL;
+            if (!b[h][i]) ok = 0;
+            else sc__host_huge(b[h][i], bytes, h);
+        }
+    if (!ok) {
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 5; i++)
+                if (b[h][i]) SC_FREE(b[h][i]);
+        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_cpu_optim_tune: host memory for %zu parameters", n);
+    }
+    for (int h = 0; h < 2; h++) { /* first touch, on the threads that will stream them */
+        float *p = (float *)b[h][0], *m = (float *)b[h][1], *v = (float *)b[h][2], *g = (float *)b[h][3];
+        SC__OMP(omp parallel for num_threads(nt) schedule(static))
+        for (long long i = 0; i < (long long)n; i++) {
+            p[i] = 0.02f * (float)(i % 97) - 1.0f, m[i] = v[i] = 0.0f;
+            g[i] = 1e-3f * (float)(i % 89 + 1);
+        }
+        memset(b[h][4], 0, n * 2);
+    }
+    sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, 1);
+    size_t pf_was = sc__optim_pf;
+    double t[4][R];
+    for (int r = 0; r <= R; r++) /* round 0 warms up; each round starts at another variant */
+        for (int q = 0; q < 4; q++) {
+            int var = (q + r) % 4, h = var >> 1;
+            sc__optim_pf = (var & 1) ? SC__OPTIM_PF : 0;
+            int64_t t0 = sc__trace_now_ns();
+            sc_cpu_adamw_mt(b[h][0], b[h][1], b[h][2], SC_F32, SC_F32, b[h][3], SC_F32, (uint16_t *)b[h][4], n, &k, nt);
+            if (r) t[var][r - 1] = (double)(sc__trace_now_ns() - t0) * 1e-9;
+        }
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 5; i++) SC_FREE(b[h][i]);
+    sc_cpu_optim_tuning *o = &sc__optim_tuned;
+    int cur = 2 * sc__optim_huge + (pf_was != 0), best = cur;
+    for (int var = 0; var < 4; var++) {
+        qsort(t[var], R, sizeof(double), sc__cmp_double);
+        o->gparams_s[var >> 1][var & 1] = t[var][R / 2] > 0 ? (double)n / t[var][R / 2] * 1e-9 : 0.0;
+    }
+    for (int var = 0; var < 4; var++)
+        if (o->gparams_s[var >> 1][var & 1] > o->gparams_s[best >> 1][best & 1]) best = var;
+    if (o->gparams_s[best >> 1][best & 1] < 1.02 * o->gparams_s[cur >> 1][cur & 1]) best = cur;
+    sc__optim_pf = (best & 1) ? SC__OPTIM_PF : 0;
+    sc__optim_huge = best >> 1;
+    o->tuned = 1, o->threads = nt, o->n = n;
+    return SC_SUCCESS;
+}
 
 /* 256 lane sums meeting in a halving tree: the order k_sumsq_chunks and k_grad_norm use */
 static double sc__tree256(double *s)
@@ -9890,28 +10034,6 @@ static const char *sc__slide_src(const sc__slide *sl)
     return (const char *)(sl->hw[sl->rb] ? sl->hw[sl->rb] : sl->hp);
 }
 
-/* Pageable slide buffers (the master weights, AdamW's m and v) ask for transparent huge pages before their first
-   touch: the host optimizer streams them, and on 4 KiB pages it takes a TLB miss, and its prefetchers stop, at
-   every page. A hint only (Linux, THP in "madvise" or "always" mode), on the whole 2 MiB pages inside the block;
-   <sys/mman.h> declares madvise only under _DEFAULT_SOURCE, hence the private name for the same symbol. */
-#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-extern int sc__madvise(void *addr, size_t len, int advice) __asm__("madvise");
-#endif
-static void sc__host_huge(void *p, size_t bytes)
-{
-#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-    const uintptr_t H = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1), e = ((uintptr_t)p + bytes) & ~(H - 1);
-#ifdef MADV_HUGEPAGE
-    if (e > a) (void)sc__madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
-#else
-    if (e > a) (void)sc__madvise((void *)a, (size_t)(e - a), 14); /* MADV_HUGEPAGE in <asm-generic/mman-common.h> */
-#endif
-#else
-    (void)p, (void)bytes;
-#endif
-}
-
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
 {
 #ifdef SLIDECHECK_CUDA
@@ -9923,7 +10045,7 @@ static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned)
 #endif
     (void)pinned;
     void *p = SC_MALLOC(bytes ? bytes : 1);
-    if (p) m->sl->host_bytes += bytes, sc__host_huge(p, bytes);
+    if (p) m->sl->host_bytes += bytes, sc__host_huge(p, bytes, sc__optim_huge);
     return p;
 }
 static void sc__host_free(sc_model *m, void *p, int pinned)
@@ -10189,6 +10311,12 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     if (m->mc.verbose)
         fprintf(stderr, "slide: allocating and touching %s pinned + %s pageable host memory up front "
                 "(weights, gradients, optimizer state)...\n", a, b);
+    /* which AdamW loop and page size run fastest on this host, once a process, where it matters (out of memory
+       for its buffers: the defaults) */
+    if (adam && ns >= ((size_t)64 << 20) && !sc_cpu_optim_choice().tuned) {
+        if (m->mc.verbose) fprintf(stderr, "slide: timing the host AdamW's loops and page sizes on this host...\n");
+        (void)sc_cpu_optim_tune(sc__slide_threads(m), 0);
+    }
     int ok = 1;
     for (int i = 0; i < nw; i++) ok = ok && (sl->hw[i] = sc__host_alloc(m, n * (size_t)m->pb, gpu)) != NULL;
     for (int i = 0; i < 1 + dpu; i++)

@@ -44,7 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #ifdef _OPENMP
@@ -697,8 +696,8 @@ static void ratio_range(double *lo, double *hi, double r)
 /* One cap and optimizer: auto, the hand configurations, the verdict lines into vd. Returns 1
    when auto is within 1.10x of the fastest hand configuration. */
 /* The host optimizer alone on this host: slide's update (its dtypes, the library's thread count)
-   over 64 M parameters (the 1.7B shape's layer is 50 M), huge pages hinted as slide's host state
-   is; the best of 3 after one warm-up. The floor a slide step's host updates cannot beat. */
+   over 64 M parameters (the 1.7B shape's layer is 50 M), on the pages and with the loop the library
+   runs on this host (sc_cpu_optim_tune); the best of 3 after one warm-up. The floor a slide step's host updates cannot beat. */
 static double host_rate_alone(sweep *S, sc_optim optim)
 {
     double *rate = &S->alone_pps[optim == SC_OPTIM_ADAMW];
@@ -713,12 +712,13 @@ static double host_rate_alone(sweep *S, sc_optim optim)
     int threads = omp_threads() > 1 ? omp_threads() - 1 : 1, adam = optim == SC_OPTIM_ADAMW;
     void *b[5] = {NULL, NULL, NULL, NULL, NULL}; /* p, m, v, g, w */
     size_t sz[5] = {n * 4, adam ? n * 4 : 0, adam ? n * 4 : 0, n * 4, gpu_bf16 && mc.master_weights ? n * 2 : 0};
+    /* the loop and page size the library runs on this host (slide mode tunes them once a process) */
+    if (adam && S->on_gpu && !sc_cpu_optim_choice().tuned) (void)sc_cpu_optim_tune(threads, 0);
+    int huge = sc_cpu_optim_choice().huge_pages;
     for (int i = 0; i < 5; i++) {
         if (!sz[i]) continue;
         if (posix_memalign(&b[i], (size_t)2 << 20, sz[i])) die("host memory for the host optimizer's rate");
-#ifdef MADV_HUGEPAGE
-        madvise(b[i], sz[i], MADV_HUGEPAGE);
-#endif
+        sc__host_huge(b[i], sz[i], huge);
         memset(b[i], 0, sz[i]);
     }
     sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
@@ -732,8 +732,9 @@ static double host_rate_alone(sweep *S, sc_optim optim)
     }
     for (int i = 0; i < 5; i++) free(b[i]);
     *rate = (double)n / best;
-    printf("host optimizer alone (%s, %d threads, %zu M parameters, best of 3): %.3f G params/s\n",
-           adam ? "adamw" : "sgd", threads, n >> 20, *rate * 1e-9);
+    printf("host optimizer alone (%s, %d threads, %zu M parameters, best of 3, %s pages, prefetch %s): %.3f G "
+           "params/s\n", adam ? "adamw" : "sgd", threads, n >> 20, huge ? "huge" : "4 KiB",
+           sc_cpu_optim_choice().prefetch ? "on" : "off", *rate * 1e-9);
     return *rate;
 }
 

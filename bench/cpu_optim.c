@@ -140,17 +140,19 @@ static void *page_alloc(size_t bytes) /* as pinned buffers are: page-aligned */
    candidates' runs alternating (as above, so that all see the same machine). Each changes only how the work is
    split, placed, stored or allocated, never the arithmetic: the end checks every kernel's bits against the
    library's. The "f32 mix" rows move torch's bytes (g f32, no wout: 28 B/param too). ==== */
-enum { K_LIB, K_DYN, K_STATIC, K_GUIDED, K_PREFETCH, K_LAYERS };
+enum { K_LIB, K_DYN, K_STATIC, K_GUIDED, K_LAYERS };
 typedef struct {
     const char *name;
     int kind, threads, set, nt, pin, f32; /* set: see the buffers below; nt: wout streamed; pin: 0 no, 1 compact,
                                              2 physical cores first; f32: torch's mix */
     size_t grab;                          /* K_DYN: elements a dynamic grab; K_LAYERS: elements a call */
+    int pf;                               /* the AdamW loops' software prefetch */
     double med, gps;
 } cand;
 
-/* set 0: state from malloc, g and wout page-aligned (as slide allocated them up to now: pinned g and wout);
-   set 1: the state as slide now allocates it (malloc + the library's huge-page hint), g and wout of set 0;
+/* set 0: state from malloc, advised not to take huge pages (as slide allocates it where sc_cpu_optim_tune chose
+   4 KiB pages), g and wout page-aligned (as slide's pinned g and wout);
+   set 1: the state with the library's huge-page hint (slide's default), g and wout of set 0;
    set 2: set 1's state with g and wout huge-page advised too (as if the pinned buffers had huge pages) */
 typedef struct { float *p, *m, *v; void *g; uint16_t *w; } bufset;
 static bufset B[3];
@@ -179,47 +181,6 @@ static void range(float *p, float *m, float *v, const void *g, sc_dtype gt, uint
                        w ? w + o : NULL, len, &K);
 }
 
-#if SC__OPTIM_X86
-/* sc__adamw16 (f32 p, m, v) with software prefetches PF elements ahead on every stream read */
-#define PF 512
-SC__AVX512 SC__INL size_t pf_adamw16(float *p, float *m, float *v, const void *g, uint16_t *wout, size_t i, size_t n,
-                                      int G, int W, int NT)
-{
-    const sc_optim_consts *k = &K;
-    const __m512 decay = _mm512_set1_ps(k->decay), b1 = _mm512_set1_ps(k->beta1), b2 = _mm512_set1_ps(k->beta2);
-    const __m512 omb1 = _mm512_set1_ps(k->omb1), omb2 = _mm512_set1_ps(k->omb2), step = _mm512_set1_ps(k->step);
-    const __m512 bc2s = _mm512_set1_ps(k->bc2s), eps = _mm512_set1_ps(k->eps), gs = _mm512_set1_ps(k->gscale);
-    for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)(p + i + PF), _MM_HINT_T0);
-        _mm_prefetch((const char *)(m + i + PF), _MM_HINT_T0);
-        _mm_prefetch((const char *)(v + i + PF), _MM_HINT_T0);
-        _mm_prefetch((const char *)g + (i + PF) * (G ? 2 : 4), _MM_HINT_T0);
-        __m512 gi = sc__mul16(sc__ld16(g, G, i), gs);
-        __m512 pd = sc__mul16(sc__ld16(p, 0, i), decay);
-        __m512 mi = _mm512_add_ps(sc__mul16(b1, sc__ld16(m, 0, i)), sc__mul16(omb1, gi));
-        __m512 vi = _mm512_add_ps(sc__mul16(b2, sc__ld16(v, 0, i)), sc__mul16(sc__mul16(omb2, gi), gi));
-        sc__st16(m, 0, i, mi);
-        sc__st16(v, 0, i, vi);
-        __m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bc2s), eps);
-        __m512 pn = _mm512_sub_ps(pd, sc__mul16(step, _mm512_div_ps(mi, den)));
-        sc__st16(p, 0, i, pn);
-        if (W) sc__stw16(wout + i, sc__bf16x16(pn), NT);
-    }
-    return i;
-}
-SC__AVX512 static void pf_range(float *p, float *m, float *v, const void *g, sc_dtype gt, uint16_t *w, size_t o,
-                                size_t n)
-{
-    p += o, m += o, v += o, g = (const char *)g + o * sc_dtype_size(gt), w = w ? w + o : NULL;
-    int nt;
-    size_t i = sc__optim_head(w, n, 32, &nt);
-    sc__adamw_scalar(p, m, v, SC_F32, SC_F32, g, gt, w, 0, i, &K);
-    if (gt == SC_BF16 && w) i = nt ? pf_adamw16(p, m, v, g, w, i, n, 1, 1, 1) : pf_adamw16(p, m, v, g, w, i, n, 1, 1, 0);
-    else if (gt == SC_F32 && !w) i = pf_adamw16(p, m, v, g, w, i, n, 0, 0, 0);
-    sc__adamw_scalar(p, m, v, SC_F32, SC_F32, g, gt, w, i, n, &K);
-    if (nt) _mm_sfence();
-}
-#endif
 
 static void cand_kernel(const cand *c, float *p, float *m, float *v, const void *g, uint16_t *w, size_t n)
 {
@@ -228,6 +189,7 @@ static void cand_kernel(const cand *c, float *p, float *m, float *v, const void 
     (void)T;
     if (c->f32) w = NULL;
     sc__cpu_optim_stream(c->nt);
+    int pf_was = sc__cpu_optim_prefetch(c->pf);
     long long nc = (long long)((n + SC__OPTIM_CHUNK - 1) / SC__OPTIM_CHUNK);
     if (c->kind == K_LIB) {
         sc_cpu_adamw_mt(p, m, v, SC_F32, SC_F32, g, gt, w, n, &K, T);
@@ -256,15 +218,8 @@ static void cand_kernel(const cand *c, float *p, float *m, float *v, const void 
             size_t o = (size_t)q * SC__OPTIM_CHUNK;
             range(p, m, v, g, gt, w, o, n - o < SC__OPTIM_CHUNK ? n - o : SC__OPTIM_CHUNK);
         }
-    } else {
-#if SC__OPTIM_X86
-        SC__OMP(omp parallel for num_threads(T) schedule(dynamic, 4))
-        for (long long q = 0; q < nc; q++) {
-            size_t o = (size_t)q * SC__OPTIM_CHUNK;
-            pf_range(p, m, v, g, gt, w, o, n - o < SC__OPTIM_CHUNK ? n - o : SC__OPTIM_CHUNK);
-        }
-#endif
     }
+    sc__cpu_optim_prefetch(pf_was);
 }
 
 /* ---- the machine: the affinity mask, its physical cores and NUMA nodes, the cgroup quota, THP ---- */
@@ -378,7 +333,11 @@ static int candidates(size_t n, int reps, int T)
     nthreads = T;
     static cand c[32];
     int nc = 0;
-#define ADD(nm, kd, th, st, ntv, pn, f, gr) c[nc++] = (cand){nm, kd, th, st, ntv, pn, f, gr, 0, 0}
+    /* what the library picks on this host: its tuning, timed here as slide mode times it */
+    if (sc_cpu_optim_tune(lib_t, 0) != SC_SUCCESS) fprintf(stderr, "%s\n", sc_last_error());
+    sc_cpu_optim_tuning tuned = sc_cpu_optim_choice();
+#define ADD(nm, kd, th, st, ntv, pn, f, gr) c[nc++] = (cand){nm, kd, th, st, ntv, pn, f, gr, 0, 0, 0}
+#define ADDPF(nm, kd, th, st, pf) c[nc++] = (cand){nm, kd, th, st, 1, 0, 0, 0, pf, 0, 0}
     ADD("today", K_LIB, T, 0, 1, 0, 0, 0);
     ADD("wout ordinary stores", K_LIB, T, 0, 0, 0, 0, 0);
     if (T > 1) ADD("threads T-1 (slide's)", K_LIB, T - 1, 0, 1, 0, 0, 0);
@@ -391,11 +350,12 @@ static int candidates(size_t n, int reps, int T)
     ADD("dynamic grabs 64K", K_DYN, T, 0, 1, 0, 0, (size_t)1 << 16);
     ADD("dynamic grabs 1M", K_DYN, T, 0, 1, 0, 0, (size_t)1 << 20);
     ADD("dynamic grabs 4M", K_DYN, T, 0, 1, 0, 0, (size_t)1 << 22);
-    if (!strcmp(sc_cpu_optim_isa(), "avx512")) ADD("sw prefetch 2 KiB", K_PREFETCH, T, 0, 1, 0, 0, 0);
+    ADDPF("prefetch", K_LIB, T, 0, 1);
+    ADDPF("prefetch + huge state", K_LIB, T, 1, 1);
     ADD("huge pages: state", K_LIB, T, 1, 1, 0, 0, 0);
     ADD("huge pages: all", K_LIB, T, 2, 1, 0, 0, 0);
     ADD("static + huge state", K_STATIC, T, 1, 1, 0, 0, 0);
-    ADD("library now", K_LIB, lib_t, 1, 1, 0, 0, 0);
+    ADDPF("library now", K_LIB, lib_t, tuned.huge_pages, tuned.prefetch);
     ADD("f32 mix: today", K_LIB, T, 0, 1, 0, 1, 0);
     ADD("f32 mix: static split", K_STATIC, T, 0, 1, 0, 1, 0);
     ADD("f32 mix: huge state", K_LIB, T, 1, 1, 0, 1, 0);
@@ -439,10 +399,12 @@ static int candidates(size_t n, int reps, int T)
 
     /* the big buffers; each first touched by fill's static split over T threads */
     B[0].p = (float *)malloc(n * 4), B[0].m = (float *)malloc(n * 4), B[0].v = (float *)malloc(n * 4);
+    if (B[0].p && B[0].m && B[0].v)
+        sc__host_huge(B[0].p, n * 4, 0), sc__host_huge(B[0].m, n * 4, 0), sc__host_huge(B[0].v, n * 4, 0);
     B[0].g = page_alloc(n * 2), B[0].w = (uint16_t *)page_alloc(n * 2);
     B[1].p = (float *)malloc(n * 4), B[1].m = (float *)malloc(n * 4), B[1].v = (float *)malloc(n * 4);
     if (B[1].p && B[1].m && B[1].v)
-        sc__host_huge(B[1].p, n * 4), sc__host_huge(B[1].m, n * 4), sc__host_huge(B[1].v, n * 4);
+        sc__host_huge(B[1].p, n * 4, 1), sc__host_huge(B[1].m, n * 4, 1), sc__host_huge(B[1].v, n * 4, 1);
     B[1].g = B[0].g, B[1].w = B[0].w;
     B[2] = B[1], B[2].g = huge_alloc(n * 2), B[2].w = (uint16_t *)huge_alloc(n * 2);
     GF = page_alloc(n * 4);
@@ -495,8 +457,11 @@ static int candidates(size_t n, int reps, int T)
            "cgroup CPU quota %d (0: none); THP enabled: %s; defrag: %s; on huge pages after setup: %.2f GiB\n",
            n_mask, cpus, n_phys, n_numa, omp_d, quota, thp, defrag, huge);
     printf("library picks: sc_cpu_adamw_mt(threads 0) -> %d threads (slide's optimizer: %d), path %s, chunks of %zu "
-           "in dynamic grabs of 4, wout streamed, huge-page hint on slide's pageable buffers (p, m, v)\n",
-           lib_t, lib_t > 1 ? lib_t - 1 : 1, sc_cpu_optim_isa(), (size_t)SC__OPTIM_CHUNK);
+           "in dynamic grabs of 4, wout streamed; sc_cpu_optim_tune (%d threads, %zu params): %.3f / %.3f G params/s "
+           "on 4 KiB pages (prefetch off / on), %.3f / %.3f on huge pages -> prefetch %s, huge pages %s\n",
+           lib_t, lib_t > 1 ? lib_t - 1 : 1, sc_cpu_optim_isa(), (size_t)SC__OPTIM_CHUNK, tuned.threads, tuned.n,
+           tuned.gparams_s[0][0], tuned.gparams_s[0][1], tuned.gparams_s[1][0], tuned.gparams_s[1][1],
+           tuned.prefetch ? "on" : "off", tuned.huge_pages ? "on" : "off");
     printf("bits: %s (every candidate's kernel against sc_cpu_adamw_range, n = %zu, both mixes)\n\n",
            bits_ok ? "all equal" : "DIFFER", nk);
     printf("n = %zu params, T = %d threads, %d reps (median), AdamW, slide mix: p m v f32, g bf16, wout bf16 "

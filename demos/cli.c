@@ -1297,6 +1297,12 @@ static int cmd_train(int argc, char **argv)
                mc.slide_device_update ? ", the layers' SGD on the device (updated weights go down)" : "");
         if (ndev) printf("slide: %d of %d layers on the device (%s) with their gradients and optimizer state\n", ndev,
                          cfg.num_layers, o.device_layers);
+        sc_cpu_optim_tuning ot = sc_cpu_optim_choice();
+        if (ot.tuned)
+            printf("slide: host AdamW timed here (%d threads, %.0fM parameters): %.2f / %.2f G params/s on 4 KiB "
+                   "pages (prefetch off / on), %.2f / %.2f on huge pages; runs with prefetch %s, huge pages %s\n",
+                   ot.threads, (double)ot.n / 1e6, ot.gparams_s[0][0], ot.gparams_s[0][1], ot.gparams_s[1][0],
+                   ot.gparams_s[1][1], ot.prefetch ? "on" : "off", ot.huge_pages ? "on" : "off");
     }
     sc_slide_info si;
     memset(&si, 0, sizeof si);

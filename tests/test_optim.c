@@ -327,6 +327,29 @@ int main(void)
                   isas[ii], runs);
         }
 
+        /* software prefetch off (sc_cpu_optim_tune may choose it): the reference's bits, as with it on */
+        {
+            const size_t ns[] = {33, 4099, 3 * 65536 + 1001};
+            int ok = 1, was = sc__cpu_optim_prefetch(0), runs = 0;
+            for (int pst = 0; pst < 3; pst++)
+                for (int gt = 0; gt < 2; gt++)
+                    for (size_t si = 0; si < sizeof ns / sizeof ns[0]; si++, runs++) {
+                        size_t n = ns[si];
+                        sc_dtype P = (sc_dtype)(pst == 2), G = (sc_dtype)gt;
+                        s_bf16 = pst == 1;
+                        sc_optim_consts k = sc_optim_consts_make(lr, b1, b2, eps, wd, 4);
+                        state a = make(P, G, n, 1), r = copy(a, P, G, n), x = copy(a, P, G, n);
+                        ref_adamw(r.p, r.m, r.v, P, r.g, G, r.w, n, lr, b1, b2, eps, wd, 4);
+                        sc_cpu_adamw_mt(x.p, x.m, x.v, P, sdt(P), x.g, G, x.w, n, &k, 3);
+                        ok &= same(x, r, P, n);
+                        drop(a), drop(r), drop(x);
+                    }
+            s_bf16 = 0;
+            CHECK(ok && was == 1 && sc__cpu_optim_prefetch(was) == 0,
+                  "%s adamw with software prefetch off == reference (%d dtype / size cases; on by default)", isas[ii],
+                  runs);
+        }
+
         s_bf16 = 0;
         /* specials: NaN / inf / huge gradients in vector lanes and in the tail */
         {
@@ -398,6 +421,27 @@ int main(void)
         }
     }
     caller_mxcsr(lr, b1, b2, eps, wd);
+
+    /* sc_cpu_optim_tune: the four pairs timed, the fastest kept unless the pair in use is within 2% of it */
+    {
+        sc_cpu_optim_tuning t0 = sc_cpu_optim_choice();
+        CHECK(!t0.tuned && t0.prefetch == 1 && t0.huge_pages == 1, "sc_cpu_optim_choice before tuning: the defaults "
+              "(prefetch on, huge pages on)");
+        sc_result r = sc_cpu_optim_tune(2, (size_t)1 << 20);
+        sc_cpu_optim_tuning t = sc_cpu_optim_choice();
+        double best = 0, mine = t.gparams_s[t.huge_pages][t.prefetch], def = t.gparams_s[1][1];
+        int rates = 1;
+        for (int h = 0; h < 2; h++)
+            for (int f = 0; f < 2; f++) {
+                rates &= t.gparams_s[h][f] > 0.0 && t.gparams_s[h][f] < 1e4;
+                best = t.gparams_s[h][f] > best ? t.gparams_s[h][f] : best;
+            }
+        int kept = (t.prefetch && t.huge_pages) ? best < 1.02 * def : mine == best && best >= 1.02 * def;
+        CHECK(r == SC_SUCCESS && t.tuned && t.threads == 2 && t.n == ((size_t)1 << 20) && rates && kept,
+              "sc_cpu_optim_tune: rates %.2f %.2f %.2f %.2f G params/s ([huge][prefetch]), chose prefetch %d, huge "
+              "pages %d", t.gparams_s[0][0], t.gparams_s[0][1], t.gparams_s[1][0], t.gparams_s[1][1], t.prefetch,
+              t.huge_pages);
+    }
     CHECK(sc__cpu_optim_force("nonsense") == 0 && sc__cpu_optim_force(NULL) == 1, "force hook: reject, reset");
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
