@@ -698,20 +698,31 @@ static void ratio_range(double *lo, double *hi, double r)
 /* The host optimizer alone on this host: slide's update (its dtypes, the library's thread count)
    over 64 M parameters (the 1.7B shape's layer is 50 M), on the pages and with the loop the library
    runs on this host (sc_cpu_optim_tune); the best of 3 after one warm-up. The floor a slide step's host updates cannot beat. */
-static double host_rate_alone(sweep *S, sc_optim optim)
+/* The dtypes of the host optimizer's arrays in slide mode (p, m and v, g) and whether it writes a bf16 copy of
+   the weights; returns the bytes of host memory one parameter's update reads and writes */
+static size_t host_dtypes(const sweep *S, sc_optim optim, sc_dtype *pt, sc_dtype *st, sc_dtype *gt, int *wout)
 {
-    double *rate = &S->alone_pps[optim == SC_OPTIM_ADAMW];
-    if (*rate > 0) return *rate;
     sc_model_config mc = S->base;
     mc.optim = optim;
     int pb, gb, ab, gpu_bf16 = mc.device == SC_DEVICE_CUDA && mc.bf16;
     sc_model_config_storage(&mc, &pb, &gb, &ab);
-    sc_dtype pt = gpu_bf16 && !mc.master_weights ? SC_BF16 : SC_F32, st = mc.state_bf16 ? SC_BF16 : pt;
-    sc_dtype gt = gb == 2 ? SC_BF16 : SC_F32;
+    *pt = gpu_bf16 && !mc.master_weights ? SC_BF16 : SC_F32, *st = mc.state_bf16 ? SC_BF16 : *pt;
+    *gt = gb == 2 ? SC_BF16 : SC_F32, *wout = gpu_bf16 && mc.master_weights;
+    return 2 * sc_dtype_size(*pt) + (optim == SC_OPTIM_ADAMW ? 4 * sc_dtype_size(*st) : 0) + sc_dtype_size(*gt) +
+           (*wout ? 2 : 0);
+}
+
+static double host_rate_alone(sweep *S, sc_optim optim)
+{
+    double *rate = &S->alone_pps[optim == SC_OPTIM_ADAMW];
+    if (*rate > 0) return *rate;
+    sc_dtype pt, st, gt;
+    int wout;
+    host_dtypes(S, optim, &pt, &st, &gt, &wout);
     size_t n = S->on_gpu ? (size_t)64 << 20 : (size_t)1 << 20;
     int threads = omp_threads() > 1 ? omp_threads() - 1 : 1, adam = optim == SC_OPTIM_ADAMW;
     void *b[5] = {NULL, NULL, NULL, NULL, NULL}; /* p, m, v, g, w */
-    size_t sz[5] = {n * 4, adam ? n * 4 : 0, adam ? n * 4 : 0, n * 4, gpu_bf16 && mc.master_weights ? n * 2 : 0};
+    size_t sz[5] = {n * 4, adam ? n * 4 : 0, adam ? n * 4 : 0, n * 4, wout ? n * 2 : 0};
     /* the loop and page size the library runs on this host (slide mode tunes them once a process) */
     if (adam && S->on_gpu && !sc_cpu_optim_choice().tuned) (void)sc_cpu_optim_tune(threads, 0);
     int huge = sc_cpu_optim_choice().huge_pages;
@@ -742,17 +753,25 @@ static double host_rate_alone(sweep *S, sc_optim optim)
    rates: the copies each way at the profile's bandwidths, side by side, and the host updates at
    the optimizer's fastest rate, alone or inside that run's step (a host whose rate alone came out
    slower than inside the steps would otherwise give a floor the step beats); 0 where the run has
-   none. */
-static void floors(sweep *S, sc_optim optim, const sweep_cfg *c, double *copy_ms, double *hopt_ms)
+   none. mem_ms: the two share the host's memory, which the copies read (up) and write (down) as
+   the update does its arrays: the update's bytes and the copies' at the bandwidth the update
+   reaches alone (its bytes a parameter x its rate alone). */
+static void floors(sweep *S, sc_optim optim, const sweep_cfg *c, double *copy_ms, double *hopt_ms, double *mem_ms,
+                   double *mem_gbs)
 {
     const sc_auto_profile *pf = &S->prof[optim == SC_OPTIM_ADAMW];
-    *copy_ms = *hopt_ms = 0.0;
+    *copy_ms = *hopt_ms = *mem_ms = *mem_gbs = 0.0;
     if (c->status != ST_RAN || c->mc.mode != SC_MODE_SLIDE || !pf->valid) return;
     double u = (double)c->h2d / pf->h2d_Bps, d = (double)c->d2h / pf->d2h_Bps;
     *copy_ms = (u > d ? u : d) * 1e3;
     if (c->hparams) {
         double alone = host_rate_alone(S, optim), inside = c->hopt_ms > 0 ? (double)c->hparams / (c->hopt_ms * 1e-3) : 0.0;
         *hopt_ms = (double)c->hparams / (alone > inside ? alone : inside) * 1e3;
+        sc_dtype pt, st, gt;
+        int wout;
+        double bpp = (double)host_dtypes(S, optim, &pt, &st, &gt, &wout);
+        *mem_gbs = alone * bpp * 1e-9;
+        *mem_ms = ((double)c->hparams * bpp + (double)c->h2d + (double)c->d2h) / (alone * bpp) * 1e3;
     }
 }
 
@@ -818,13 +837,16 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
         fmt_bytes(rv, sizeof rv, au.peak_resv);
         printf("auto: %s\n  predicted peak %s, step %.2f ms; measured peak %s (reserved %s), median %.2f ms (n=%d); %s\n",
                res.desc, a, au.pred_ms, pk, rv, au.median_ms, au.n, tail);
-        double fc, fh;
-        floors(S, optim, &au, &fc, &fh);
+        double fc, fh, fm, gbs;
+        floors(S, optim, &au, &fc, &fh, &fm, &gbs);
         if (fc > 0 || fh > 0)
             printf("  floors: copies %.2f ms (%.3f GB up, %.3f GB down), host updates %.2f ms (%.1f M parameters at the "
                    "faster of the rate alone and inside the steps, where they took %.2f ms); step / the higher floor %.3f\n", fc, (double)au.h2d * 1e-9,
                    (double)au.d2h * 1e-9, fh, (double)au.hparams * 1e-6, au.hopt_ms,
                    au.median_ms / (fc > fh ? fc : fh));
+        if (fm > 0)
+            printf("  host memory: %.2f ms for the update's and the copies' bytes at the %.1f GB/s the update reaches "
+                   "alone; step / that %.3f\n", fm, gbs, au.median_ms / fm);
     }
     else printf("auto: %s%s%s; %s\n", status_name(au.status), au.msg[0] ? ": " : "", au.msg, tail);
     fflush(stdout);
@@ -934,12 +956,15 @@ static int sweep_cell(sweep *S, int ci, sc_optim optim, sweep_cfg *list, int n, 
     len += snprintf(line + len, sizeof line - (size_t)len,
                     "; hand: %d of %d ran (%d do not fit as predicted, %d out of memory, %d failed, %d skipped)", ran, n,
                     nofit, oom, failed, skipped);
-    double fc, fh;
-    floors(S, optim, &au, &fc, &fh);
+    double fc, fh, fm, gbs;
+    floors(S, optim, &au, &fc, &fh, &fm, &gbs);
     if (fc > 0 || fh > 0)
         len += snprintf(line + len, sizeof line - (size_t)len,
                         "; auto's floors: copies %.2f ms, host updates %.2f ms (the optimizer's fastest rate), auto / the higher "
                         "%.3f", fc, fh, au.median_ms / (fc > fh ? fc : fh));
+    if (fm > 0)
+        len += snprintf(line + len, sizeof line - (size_t)len, "; host memory (both at %.1f GB/s) %.2f ms, auto / that %.3f",
+                        gbs, fm, au.median_ms / fm);
     if (slo <= shi)
         len += snprintf(line + len, sizeof line - (size_t)len,
                         "; over the runs, predicted / measured step %.2f..%.2f (%d hand runs without a prediction), "
