@@ -7703,7 +7703,6 @@ SCDEF void sc_cpu_sgd_mt(void *p, sc_dtype pt, const void *g, sc_dtype gt, uint1
     }
 }
 
-
 /* Pageable buffers the host optimizer streams (slide's master weights, AdamW's m and v) ask for transparent huge
    pages before their first touch (huge = 1), or not to get them (0): on 4 KiB pages the optimizer takes a TLB miss,
    and its hardware prefetchers stop, at every page, but on some hosts it ran faster there (sc_cpu_optim_tune). A
