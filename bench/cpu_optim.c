@@ -11,7 +11,7 @@
    over the plain triad's real GB/s. The streaming triad (12 B real) is the bandwidth with no such reads. As in
    slide mode, p, m and v come from malloc (pageable), g and wout are page-aligned (pinned there). */
 #define _GNU_SOURCE /* clock_gettime under -std=c11; sched_getaffinity, CPU_SET and madvise for --candidates */
-#define SLIDECHECK_TESTING 1 /* the sc__ test / bench hooks (sc__cpu_*_force, sc__cpu_optim_stream) */
+#define SLIDECHECK_TESTING 1 /* the sc__ test / bench hooks (sc__cpu_*_force, sc__cpu_optim_stream / _prefetch) */
 #define SLIDECHECK_IMPLEMENTATION
 #include "slidecheck.h"
 #include <stdlib.h>
@@ -338,7 +338,7 @@ static int candidates(size_t n, int reps, int T)
     sc_cpu_optim_tuning tuned = sc_cpu_optim_choice();
 #define ADD(nm, kd, th, st, ntv, pn, f, gr) c[nc++] = (cand){nm, kd, th, st, ntv, pn, f, gr, 0, 0, 0}
 #define ADDPF(nm, kd, th, st, pf) c[nc++] = (cand){nm, kd, th, st, 1, 0, 0, 0, pf, 0, 0}
-    ADD("today", K_LIB, T, 0, 1, 0, 0, 0);
+    ADD("today", K_LIB, T, 0, 1, 0, 0, 0); /* the loop without prefetch, the state on 4 KiB pages */
     ADD("wout ordinary stores", K_LIB, T, 0, 0, 0, 0, 0);
     if (T > 1) ADD("threads T-1 (slide's)", K_LIB, T - 1, 0, 1, 0, 0, 0);
     if (n_phys > 0 && n_phys < T) ADD("threads = physical cores", K_LIB, n_phys, 0, 1, 0, 0, 0);
