@@ -186,6 +186,8 @@ USAGE
                                                 arithmetic (subnormals kept) whatever the caller's MXCSR
      sc_cpu_adamw_mt / sc_cpu_sgd_mt            the same over threads; bits independent of them
      sc_cpu_optim_isa()                         the path the range functions take
+     sc_cpu_optim_tune / sc_cpu_optim_choice    AdamW's prefetch and page size timed on this host
+                                                (slide mode tunes once a process; the same bits)
 
    Checkpoint plans and the planner
      sc_plan_parse(plan, policy, L)      none | full | every:K | layers:a-b,c | selective |
