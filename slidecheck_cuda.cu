@@ -2935,11 +2935,11 @@ __global__ void __launch_bounds__(SC__DKV_THREADS, 1)
    dQ = scale * dS K with wgmma (sm_90a; head_dim 128), from the dS that k_fa_dkv_ws stored. A block
    owns a query tile of 64 WG rows: WG consumer warpgroups of 64 rows, each warp 16 rows (one
    query block of the dS layout); a warpgroup's 64 rows start at a multiple of 64 and take the
-   same key tiles whatever WG is, so WG does not change a bit. A producer thread streams 64-key tiles into a ring of
-   SC__DQS_STAGES stages: the K tile by TMA (64-row boxes, rows past T as zeros) and, per warp,
-   the dS blocks of its rows for those keys, which are consecutive in the dS layout (one bulk
-   copy of up to 2 KiB; blocks past the diagonal, which no one wrote, are not copied and the
-   consumer feeds zeros for them). Each warp turns its blocks into A fragments as k_fa_dqs does
+   same key tiles whatever WG is, so WG does not change a bit. A producer thread streams 64-key
+   tiles into a ring of SC__DQS_STAGES stages: the K tile by TMA (64-row boxes, rows past T as
+   zeros) and, per warp, the dS blocks of its rows for those keys, which are consecutive in the dS
+   layout (one bulk copy of up to 2 KiB; blocks past the diagonal, which no one wrote, are not
+   copied and the consumer feeds zeros for them). Each warp turns its blocks into A fragments as k_fa_dqs does
    (movmatrix) and the warpgroup adds dS K with K read N-major. The key tiles run in order: every
    dQ element is one thread's sum in a fixed order (not k_fa_dqs's: its 16-key products sum in
    wgmma's order, so dQ differs from PORTABLE's in the last bits and is checked against the CPU).

@@ -695,9 +695,6 @@ static void ratio_range(double *lo, double *hi, double r)
 
 /* One cap and optimizer: auto, the hand configurations, the verdict lines into vd. Returns 1
    when auto is within 1.10x of the fastest hand configuration. */
-/* The host optimizer alone on this host: slide's update (its dtypes, the library's thread count)
-   over 64 M parameters (the 1.7B shape's layer is 50 M), on the pages and with the loop the library
-   runs on this host (sc_cpu_optim_tune); the best of 3 after one warm-up. The floor a slide step's host updates cannot beat. */
 /* The dtypes of the host optimizer's arrays in slide mode (p, m and v, g) and whether it writes a bf16 copy of
    the weights; returns the bytes of host memory one parameter's update reads and writes */
 static size_t host_dtypes(const sweep *S, sc_optim optim, sc_dtype *pt, sc_dtype *st, sc_dtype *gt, int *wout)
@@ -712,6 +709,10 @@ static size_t host_dtypes(const sweep *S, sc_optim optim, sc_dtype *pt, sc_dtype
            (*wout ? 2 : 0);
 }
 
+/* The host optimizer alone on this host: slide's update (its dtypes, the library's thread count)
+   over 64 M parameters (the 1.7B shape's layer is 50 M), on the pages and with the loop the library
+   runs on this host (sc_cpu_optim_tune); the best of 3 after one warm-up. The floor a slide step's
+   host updates cannot beat. */
 static double host_rate_alone(sweep *S, sc_optim optim)
 {
     double *rate = &S->alone_pps[optim == SC_OPTIM_ADAMW];
