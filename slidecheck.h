@@ -7733,34 +7733,21 @@ SCDEF sc_cpu_optim_tuning sc_cpu_optim_choice(void)
     return t;
 }
 
-static int sc__cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 SCDEF sc_result sc_cpu_optim_tune(int threads, size_t n)
 {
     enum { R = 5 };
     if (!n) n = (size_t)24 << 20;
     int nt = sc__optim_threads(threads);
     /* per page kind: f32 weights, m, v, gradients, then the bf16 weights out */
-    void *b[2][5];
+    void *b[2][5] = {{NULL}};
     int ok = 1;
     for (int h = 0; h < 2; h++)
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 5 && ok; i++) {
             size_t bytes = n * (i < 4 ? 4 : 2);
-            b[h][i] = ok ? SC_MALLOC(bytes) : NULL;
-            if (!b[h][i]) ok = 0;
-            else sc__host_huge(b[h][i], bytes, h);
+            if ((b[h][i] = SC_MALLOC(bytes)) != NULL) sc__host_huge(b[h][i], bytes, h);
+            else ok = 0;
         }
-    if (!ok) {
-        for (int h = 0; h < 2; h++)
-            for (int i = 0; i < 5; i++)
-                if (b[h][i]) SC_FREE(b[h][i]);
-        return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_cpu_optim_tune: host memory for %zu parameters", n);
-    }
-    for (int h = 0; h < 2; h++) { /* first touch, on the threads that will stream them */
+    for (int h = 0; h < 2 && ok; h++) { /* first touch, on the threads that will stream them */
         float *p = (float *)b[h][0], *m = (float *)b[h][1], *v = (float *)b[h][2], *g = (float *)b[h][3];
         SC__OMP(omp parallel for num_threads(nt) schedule(static))
         for (long long i = 0; i < (long long)n; i++) {
@@ -7772,7 +7759,7 @@ SCDEF sc_result sc_cpu_optim_tune(int threads, size_t n)
     sc_optim_consts k = sc_optim_consts_make(1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, 1);
     size_t pf_was = sc__optim_pf;
     double t[4][R];
-    for (int r = 0; r <= R; r++) /* round 0 warms up; each round starts at another variant */
+    for (int r = 0; r <= R && ok; r++) /* round 0 warms up; each round starts at another variant */
         for (int q = 0; q < 4; q++) {
             int var = (q + r) % 4, h = var >> 1;
             sc__optim_pf = (var & 1) ? SC__OPTIM_PF : 0;
@@ -7782,11 +7769,13 @@ SCDEF sc_result sc_cpu_optim_tune(int threads, size_t n)
         }
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < 5; i++) SC_FREE(b[h][i]);
+    sc__optim_pf = pf_was;
+    if (!ok) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "sc_cpu_optim_tune: host memory for %zu parameters", n);
     sc_cpu_optim_tuning *o = &sc__optim_tuned;
     int cur = 2 * sc__optim_huge + (pf_was != 0), best = cur;
     for (int var = 0; var < 4; var++) {
-        qsort(t[var], R, sizeof(double), sc__cmp_double);
-        o->gparams_s[var >> 1][var & 1] = t[var][R / 2] > 0 ? (double)n / t[var][R / 2] * 1e-9 : 0.0;
+        double med = sc_stats_compute(t[var], R).median;
+        o->gparams_s[var >> 1][var & 1] = med > 0 ? (double)n / med * 1e-9 : 0.0;
     }
     for (int var = 0; var < 4; var++)
         if (o->gparams_s[var >> 1][var & 1] > o->gparams_s[best >> 1][best & 1]) best = var;
