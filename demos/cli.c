@@ -35,7 +35,7 @@ typedef struct cli_opts {
     size_t mem_cap, budget;
     const char *budget_text;
     const char *device_layers; /* --slide-device-layers SPEC */
-    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update;
+    int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update, bucket_mb;
     int ckpt_given; /* --ckpt on the command line (--mode auto then keeps that plan) */
     /* training on token shards */
     const char *data, *val_data, *lr_schedule, *resume;
@@ -237,6 +237,9 @@ static const cli_help cli_helps[] = {
      "the same bits as without. On the GPU: resident mode without --master-weights, or slide mode, where "
      "each host keeps the state of its 1/N of each layer"},
     {"plan", "data parallel", "zero", "--zero 1", "with --gpus N and AdamW: each GPU keeps 1/N of the AdamW state"},
+    {"train", "data parallel", "bucket-mb", "--bucket-mb N",
+     "on the GPU at 2 ranks (resident, without --zero 1): the gradients of consecutive layers are summed by one "
+     "all-reduce once they reach N MiB (default 640); the same bits whatever N. Elsewhere one sum a layer"},
     {"train", "data parallel", "rendezvous-timeout", "--rendezvous-timeout S",
      "seconds a rank waits for the others, at the start and in every exchange (default: "
      "SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)"},
@@ -442,6 +445,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--gpus")) o->gpus = parse_int(f, v, 1, 256);
         else if (!strcmp(f, "--zero")) o->zero = parse_int(f, v, 0, 1);
+        else if (!strcmp(f, "--bucket-mb")) o->bucket_mb = parse_int(f, v, 1, 1 << 20);
         else if (!strcmp(f, "--rendezvous-timeout")) {
             o->rdv_timeout = parse_double(f, v);
             if (!(o->rdv_timeout > 0 && o->rdv_timeout <= 86400)) die_usage("--rendezvous-timeout %s: need seconds in (0, 86400]", v);
@@ -1115,7 +1119,7 @@ static int cmd_train(int argc, char **argv)
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode slide-prefetch slide-cpu-threads pure-bf16 accum save-every "
                 "head-slice op-times state-bf16 slide-dpu slide-keep-head slide-device-update slide-head-once gpus zero "
-                "rendezvous-timeout cuda-graph data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
+                "bucket-mb rendezvous-timeout cuda-graph data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
                 "clip-grad-norm val-every val-batches slide-device-layers",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
@@ -1236,6 +1240,7 @@ static int cmd_train(int argc, char **argv)
     mc.clip_grad_norm = (float)o.clip;
     mc.comm = comm;
     mc.zero = o.zero;
+    mc.bucket_mb = o.bucket_mb;
     int ndev = 0;
     if (o.device_layers) {
         if (sc_layer_set_parse(mc.slide_device_layers, o.device_layers, cfg.num_layers) != SC_SUCCESS)

@@ -153,6 +153,7 @@ dt=$(( $(date +%s) - t0 ))
 [ "$dt" -le 20 ] && grep -q "missing: rank 1" "$T/err" && ok "the flag's timeout wins: stopped after ${dt} s" ||
     bad "--rendezvous-timeout: ${dt} s: $(cat "$T/err")"
 expect 2 "--rendezvous-timeout 0 is refused" $DP --batch 1 --rendezvous-timeout 0
+expect 2 "--bucket-mb 0 is refused" $DP --batch 1 --bucket-mb 0
 # two ranks started by hand with different learning rates: both stop at the start
 env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29513 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 --lr 2e-3 \
     > /dev/null 2> "$T/err1" &

@@ -1176,6 +1176,23 @@ static void test_data_parallel(void)
     free(wa), free(wb), free(w1);
 }
 
+/* sc_model_config.bucket_mb: a negative size is refused at create, naming the field */
+static void test_bucket_config(void)
+{
+    sc_config c;
+    sc_config_named(&c, "tiny");
+    sc_model_config mc = sc_model_config_init();
+    mc.bucket_mb = -1;
+    sc_model *m = NULL;
+    sc_result r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_ERROR_INVALID_ARGS && m == NULL && strstr(sc_last_error(), "bucket_mb -1"), "bucket_mb -1 refused: %s",
+          sc_last_error());
+    mc.bucket_mb = 1;
+    r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_SUCCESS, "bucket_mb 1 (one sum a layer) accepted: %s", r ? sc_last_error() : "ok");
+    if (m) sc_model_destroy(m);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1189,6 +1206,7 @@ int main(void)
     test_listen();
     test_two_node_kill();
     test_data_parallel();
+    test_bucket_config();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
 }
