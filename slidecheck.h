@@ -1380,17 +1380,17 @@ typedef struct sc_model_config {
                                   updated parameters; the same bits as plain data parallel. Slide mode: the host state of this rank's chunk of each
                                   layer (the split its host updates), the embedding, final norm and
                                   head's whole on every rank */
-    int bucket_mb;             /* data parallel over NCCL at two ranks, resident, without ZeRO-1: the
-                                  gradients of consecutive layers (from the last down) are summed by
-                                  one all-reduce once they reach bucket_mb MiB, and at layer 1; layer
-                                  0's alone, so that the update of the others starts under its
-                                  backward. Fewer collectives slow the backward less: at 2048 x 4 a
-                                  GPU, sums of 7 layers scaled 1.897x where one a layer scaled
-                                  1.878-1.885x (2 x H200). At two ranks each element's sum is one
-                                  addition: the same bits whatever the grouping. At more ranks and
-                                  with ZeRO-1 one bucket a layer: there the reduce-scatter's chunks
-                                  follow the bucket, and so would the order of the additions.
-                                  0: SC_BUCKET_MB; a size under one layer's gradients: one a layer */
+    int bucket_mb;             /* data parallel over NCCL at two ranks, resident: the gradients of
+                                  consecutive layers (from the last down) are summed by one NCCL
+                                  launch once they reach bucket_mb MiB, and at layer 1; layer 0's
+                                  alone, so that the update of the others starts under its backward
+                                  (one all-reduce of the range; ZeRO-1: each layer's reduce-scatter,
+                                  grouped). Fewer launches slow the backward less: at 2048 x 4 a
+                                  GPU, 7 layers a sum scaled 1.880-1.892x where one a layer scaled
+                                  1.861-1.866x (2 x H200). At two ranks each element's sum is one
+                                  addition: the same bits whatever the grouping. At more ranks one
+                                  bucket a layer, whose reduce-scatter's chunks set the order of the
+                                  additions. 0: SC_BUCKET_MB; a size under one layer's: one a layer */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
     float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
@@ -1628,6 +1628,9 @@ SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtyp
    over the ranks in this rank's chunk, allgather copies every rank's own chunk to all (in place) */
 SC_CUDA_DEF void sc_cuda_reduce_scatter_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
+/* comm_group(cu, 1) ... comm_group(cu, 0): the collectives between go as one NCCL launch, the same
+   sums; sc_cuda_comm_count counts the group as one */
+SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin);
 /* comm_count: the collectives queued since the last settle; comm_join(k): the compute stream
    waits for the first k of them (in queue order, so for everything queued before the k-th) */
 SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu);
@@ -10825,16 +10828,30 @@ static void sc__grads_sum(sc_model *m, int b)
 }
 
 /* Layer l's gradients are complete, those of l + 1 .. top too, unsummed: queue their sum as
-   sc_model_config.bucket_mb says (two ranks, no ZeRO-1: layers top .. l as one all-reduce once
-   they reach its size, and at layers 1 and 0; else layer l's bucket). Returns the new top. */
+   sc_model_config.bucket_mb says (two ranks: layers top .. l in one NCCL launch once they reach
+   its size, and at layers 1 and 0; else layer l's bucket). Returns the new top. */
 static int sc__grads_sum_layers(sc_model *m, int l, int top)
 {
 #ifdef SLIDECHECK_CUDA
-    if (m->nccl && !m->zero_gpu && sc_dist_comm_world(m->mc.comm) == 2) {
+    if (m->nccl && sc_dist_comm_world(m->mc.comm) == 2) {
         size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)(top - l + 1);
         double cap = (m->mc.bucket_mb > 0 ? m->mc.bucket_mb : SC_BUCKET_MB) * 1048576.0;
         if (l > 1 && (double)n * m->gb < cap) return top;
-        sc__dev_sum(m, (char *)m->grads + sc_config_layer_base(&m->cfg, l) * (size_t)m->gb, n, l);
+        if (!m->zero_gpu || m->mc.clip_grad_norm > 0.0f) /* the same all-reduces as sc__grads_sum */
+            sc__dev_sum(m, (char *)m->grads + sc_config_layer_base(&m->cfg, l) * (size_t)m->gb, n, l);
+        else { /* ZeRO-1: each layer's reduce-scatter (its chunks are the AdamW state's), in one launch */
+            sc_cuda_comm_wait(m->cu);
+            int sp = m->tr ? sc_tracer_span_begin(m->tr, "reduce-scatter", SC_PHASE_COMM, l, SC_STREAM_COMM) : -1;
+            if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
+            sc_cuda_comm_group(m->cu, 1);
+            for (int j = top; j >= l; j--) {
+                size_t off, nb;
+                sc__bucket(&m->cfg, m->nparams, m->cfg.num_layers - j, &off, &nb);
+                sc__sum_chunks(m, (char *)m->grads + off * (size_t)m->gb, nb, 0);
+            }
+            sc_cuda_comm_group(m->cu, 0);
+            if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+        }
         return l - 1;
     }
 #endif

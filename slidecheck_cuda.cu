@@ -118,6 +118,7 @@ struct sc_cuda {
     int rank;                                     /* this process's rank in it */
     std::vector<cudaEvent_t> *comm_done;          /* events after the step's collectives, kept for reuse */
     size_t comm_n;                                /* how many of them this step recorded */
+    int comm_grouped;                             /* inside sc_cuda_comm_group: one mark at its end */
     struct sc__graph *comm_graph;                 /* a launched graph's collectives, until settled */
     cudaEvent_t hand;                             /* handoff: compute -> comm stream (back: a capture's end) */
     cudaStream_t side;                            /* sc_cuda_memset0_behind's zeroing */
@@ -3380,6 +3381,8 @@ typedef struct sc__nccl_api {
     int (*comm_abort)(void *comm);
     int (*comm_get_async_error)(void *comm, int *result);
     const char *(*get_error_string)(int result);
+    int (*group_start)(void);
+    int (*group_end)(void);
 } sc__nccl_api;
 static sc__nccl_api sc__nccl;
 
@@ -3404,11 +3407,14 @@ static sc_result sc__nccl_load(void)
     *(void **)&a.comm_abort = dlsym(h, "ncclCommAbort");
     *(void **)&a.comm_get_async_error = dlsym(h, "ncclCommGetAsyncError");
     *(void **)&a.get_error_string = dlsym(h, "ncclGetErrorString");
+    *(void **)&a.group_start = dlsym(h, "ncclGroupStart");
+    *(void **)&a.group_end = dlsym(h, "ncclGroupEnd");
     if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.reduce_scatter || !a.all_gather ||
-        !a.comm_destroy || !a.comm_abort || !a.comm_get_async_error || !a.get_error_string)
+        !a.comm_destroy || !a.comm_abort || !a.comm_get_async_error || !a.get_error_string || !a.group_start ||
+        !a.group_end)
         return sc_set_error(SC_ERROR_UNSUPPORTED, "the NCCL library found lacks one of ncclGetUniqueId, "
                             "ncclCommInitRank, ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclCommDestroy, ncclCommAbort, "
-                            "ncclCommGetAsyncError, ncclGetErrorString");
+                            "ncclCommGetAsyncError, ncclGetErrorString, ncclGroupStart, ncclGroupEnd");
     sc__nccl = a;
     return SC_SUCCESS;
 #else
@@ -3544,6 +3550,7 @@ SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu)
 /* after each collective, an event (pooled across steps) for sc_cuda_comm_settle */
 static void sc__comm_mark(sc_cuda *cu)
 {
+    if (cu->comm_grouped) return; /* sc_cuda_comm_group's end marks the group */
     std::vector<cudaEvent_t> &ev = *cu->comm_done;
     if (cu->comm_n == ev.size()) {
         cudaEvent_t e = NULL;
@@ -3610,6 +3617,29 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
     SC__NCK(cu, sc__nccl.all_gather(b + (size_t)cu->rank * n * sc_dtype_size(t), b, n, sc__nccl_type(t), cu->nccl,
                                     cu->comm_stream));
     sc__comm_mark(cu);
+}
+
+/* The collectives queued between begin (1) and end (0) go as one NCCL launch (ncclGroupStart /
+   ncclGroupEnd): each keeps its own arguments, so the same sums in the same order. The end always
+   closes an open group, even on a failed context, and marks the group as one collective. */
+SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin)
+{
+    if (!cu) return;
+    if (begin) {
+        if (!sc__comm_ready(cu, "sc_cuda_comm_group")) return;
+        if (cu->comm_grouped) {
+            sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "sc_cuda_comm_group: a group is open already");
+            return;
+        }
+        SC__NCK(cu, sc__nccl.group_start());
+        cu->comm_grouped = sc__ok(cu);
+        return;
+    }
+    if (!cu->comm_grouped) return;
+    cu->comm_grouped = 0;
+    int e = sc__nccl.group_end();
+    if (e != 0 && sc__ok(cu)) sc__cu_fail(cu, SC_ERROR_CUDA, "ncclGroupEnd failed: %s", sc__nccl.get_error_string(e));
+    if (sc__ok(cu)) sc__comm_mark(cu);
 }
 
 /* ncclCommAbort, bounded. Where a peer died, NCCL's abort can wait for it without end (seen with
