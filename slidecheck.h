@@ -255,7 +255,7 @@ USAGE
 
    Data parallel (one process per rank; mc.comm makes sc_model_step data parallel, mc.zero = 1
    ZeRO-1; on the GPU the resident step's NCCL collectives are nodes of its CUDA graph; at two
-   ranks mc.bucket_mb sets how many layers one all-reduce sums). Every call ends in an error
+   ranks mc.bucket_mb sets how many layers one collective sums). Every call ends in an error
    naming a rank that died or stalled past the timeout.
      sc_dist_env_read(&e)                torchrun's RANK, WORLD_SIZE, GROUP_RANK, MASTER_ADDR, ...
                                          or srun's SLURM_PROCID, SLURM_NTASKS, ...; none: 1 process;
@@ -14235,7 +14235,7 @@ static sc_result sc__dist_serve(const sc_dist_env *e, struct sockaddr_storage *s
                          nodes[rank], sc__dist_peer(fds[rank], hb, sizeof hb), node, ha);
             else if (ck != check)
                 snprintf(msg, sizeof msg, "%s runs another configuration than rank 0 (check %016llx vs %016llx: model, "
-                         "shapes, optimizer or token file differ)", sc__rank_name(na, sizeof na, rank, node, multi),
+                         "shapes, optimizer, data-parallel settings or token file differ)", sc__rank_name(na, sizeof na, rank, node, multi),
                          (unsigned long long)ck, (unsigned long long)check);
             else snprintf(msg, sizeof msg, "%s: protocol mismatch", sc__rank_name(na, sizeof na, rank, node, multi));
             sc__dist_reply(c, SC_ERROR_INVALID_ARGS, msg, e->node, multi, NULL, 0, sc__trace_now_ns() + 2000000000ll);

@@ -1216,7 +1216,8 @@ static int cmd_train(int argc, char **argv)
     sc_dist_comm *comm = NULL;
     int32_t *gids = ids;
     if (W > 1) {
-        /* what every rank must agree on: the model, shapes, optimizer, policy and the global batch */
+        /* what every rank must agree on: the model, shapes, optimizer, policy, the global batch and
+           the data-parallel settings */
         uint64_t h = data ? sc_data_hash(data) : sc_hash_bytes(0, gids, sizeof(int32_t) * (size_t)o.accum * W * B * T);
         int shape[6] = {B, T, o.accum, o.steps, (int)sc_config_num_params(&cfg), cfg.vocab_size};
         h = sc_hash_bytes(h, shape, sizeof shape);
@@ -1224,6 +1225,8 @@ static int cmd_train(int argc, char **argv)
         for (int i = 0; i < 6; i++) h = sc_hash_bytes(h, strs[i], strlen(strs[i]) + 1);
         double nums[6] = {o.lr, o.beta1, o.beta2, o.eps, o.wd, (double)o.seed};
         h = sc_hash_bytes(h, nums, sizeof nums);
+        int dp[2] = {o.zero, o.bucket_mb}; /* how the ranks split the state and group the sums: alike */
+        h = sc_hash_bytes(h, dp, sizeof dp);
         unsigned char id[8] = {0};
         if ((r = sc_dist_comm_open(&comm, &de, h, id, sizeof id)) != SC_SUCCESS) die(r, "data-parallel rendezvous");
     }

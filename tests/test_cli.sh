@@ -162,6 +162,14 @@ wait $!; rc1=$?
 if [ "$rc1" -eq 1 ] && grep -q "another configuration" "$T/err" && grep -q "another configuration" "$T/err1"; then
     ok "a mismatched configuration is named on both ranks"
 else bad "mismatch: rank 1 exit $rc1: $(cat "$T/err1")"; fi
+# the same with --bucket-mb only on rank 1: the sums would be grouped differently
+env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29515 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 --bucket-mb 64 \
+    > /dev/null 2> "$T/err1" &
+expect 1 "ranks with other --bucket-mb stop" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29515 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1
+wait $!; rc1=$?
+if [ "$rc1" -eq 1 ] && grep -q "another configuration" "$T/err" && grep -q "another configuration" "$T/err1"; then
+    ok "a mismatched --bucket-mb is named on both ranks"
+else bad "--bucket-mb mismatch: rank 1 exit $rc1: $(cat "$T/err1")"; fi
 expect 0 "train under budget:60MiB" $S train --model tiny --seq 256 --batch 4 --steps 2 --device cpu --ckpt budget:60MiB
 peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 60) }'; then ok "budget:60MiB: measured peak allocated $peak GiB <= 60 MiB"
