@@ -166,10 +166,11 @@ test-gpu-slide: build/slidecheck
 	sh bench/gpu_slide_checks.sh build/gpu_slide
 
 # libFuzzer harnesses for the file readers (clang).
-#   make fuzz          build both harnesses, seed the corpora, run each FUZZ_RUNS executions
-#   make fuzz-build    only build build/fuzz_safetensors and build/fuzz_config
+#   make fuzz          build the three harnesses, seed the corpora, run each FUZZ_RUNS executions
+#   make fuzz-build    only build build/fuzz_safetensors, build/fuzz_config and build/fuzz_data
 # Seeds: the files tests/test_io.c writes under build/tmp_io/, and tests/fixtures/*/ when
-# present. The corpora grow in $(FUZZ_CORPUS)/ (git-ignored); crashes land in build/.
+# present; for the token shards, those tests/test_data.c writes under build/tmp_data/, each with
+# an options byte after it (see tests/fuzz_data.c). The corpora grow in $(FUZZ_CORPUS)/ (git-ignored); crashes land in build/.
 FUZZ_CC     ?= clang
 FUZZ_FLAGS  ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_DEFS   ?=
@@ -184,8 +185,9 @@ fuzz: fuzz-build fuzz-seeds
 	    -dict=build/fuzz_safetensors.dict $(FUZZ_ARGS)
 	build/fuzz_config $(FUZZ_CORPUS)/config -runs=$(FUZZ_RUNS) -max_len=8192 \
 	    -dict=build/fuzz_config.dict $(FUZZ_ARGS)
+	build/fuzz_data $(FUZZ_CORPUS)/data -runs=$(FUZZ_RUNS) -max_len=16384 $(FUZZ_ARGS)
 
-fuzz-build: build/fuzz_safetensors build/fuzz_config
+fuzz-build: build/fuzz_safetensors build/fuzz_config build/fuzz_data
 
 build/fuzz_safetensors: tests/fuzz_safetensors.c slidecheck.h
 	@mkdir -p build
@@ -195,12 +197,20 @@ build/fuzz_config: tests/fuzz_config.c slidecheck.h
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
 
+build/fuzz_data: tests/fuzz_data.c slidecheck.h
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
+
 # Seed corpora and dictionaries. build/fuzz_seedgen is tests/test_io.c, run for the sample
 # files it writes (its own pass/fail output is not the point here).
 fuzz-seeds:
-	@mkdir -p build $(FUZZ_CORPUS)/safetensors $(FUZZ_CORPUS)/config
+	@mkdir -p build $(FUZZ_CORPUS)/safetensors $(FUZZ_CORPUS)/config $(FUZZ_CORPUS)/data
 	gcc -std=c11 -O1 -DSLIDECHECK_TESTING -I. $(FUZZ_DEFS) tests/test_io.c -o build/fuzz_seedgen -lm
 	./build/fuzz_seedgen > /dev/null 2>&1 || true
+	gcc -std=c11 -O1 -DSLIDECHECK_TESTING -I. $(FUZZ_DEFS) tests/test_data.c -o build/fuzz_seedgen_data -lm
+	./build/fuzz_seedgen_data > /dev/null 2>&1 || true
+	@for f in build/tmp_data/*; do [ -f "$$f" ] || continue; for k in 0 21 43 63; do \
+	    { cat "$$f"; printf "\\$$(printf %o $$k)"; } > "$(FUZZ_CORPUS)/data/$$(basename "$$f")_$$k"; done; done; true
 	@for f in build/tmp_io/*.safetensors build/tmp_io/*/*.safetensors tests/fixtures/*/*.safetensors; do \
 	    [ -f "$$f" ] && cp "$$f" "$(FUZZ_CORPUS)/safetensors/$$(echo "$$f" | tr / _)"; done; true
 	@for f in build/tmp_io/*.json build/tmp_io/*/*.json tests/fixtures/*/*.json; do \
