@@ -401,7 +401,7 @@ SCDEF const char *sc_result_string(sc_result r);
    stbi_failure_reason(): valid until the next failing call on the same thread. */
 SCDEF const char *sc_last_error(void);
 /* Record a message as this thread's last error and return r (for code outside the header's
-   implementation, e.g. the CUDA file). */
+   implementation, e.g. the CUDA file). Its arguments may include sc_last_error() itself. */
 SCDEF sc_result sc_set_error(sc_result r, const char *fmt, ...);
 
 /* ------------------------------------------------------------------------------------------
@@ -1501,8 +1501,8 @@ SCDEF double sc_model_grad_norm(sc_model *m);
 /* The optimizer's state as a safetensors file: "exp_avg" and "exp_avg_sq" (AdamW's m and v) and
    "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
    parameter order, with the step count, optimizer and sizes as metadata. load checks them against
-   the model (a mismatch is an error naming the file) and restores the exact bits, so training
-   goes on as if never stopped. Not with slide_keep_head. Written to path.tmp, then renamed. Data
+   the model (a mismatch is an error naming the file, and changes nothing) and restores the exact
+   bits, so training goes on as if never stopped. Not with slide_keep_head. Written to path.tmp, then renamed. Data
    parallel: every rank calls save (the parts of ZeRO-1 and of slide's chunks are gathered) and
    rank 0 writes path (NULL on the others); every rank loads the file and takes its part. */
 SCDEF sc_result sc_model_save_optimizer(sc_model *m, const char *path);
@@ -2075,10 +2075,13 @@ SCDEF const char *sc_last_error(void) { return sc__errbuf; }
 
 SCDEF sc_result sc_set_error(sc_result r, const char *fmt, ...)
 {
+    /* formatted aside first: an argument may be sc_last_error() itself (a message that wraps the last one) */
+    char msg[sizeof sc__errbuf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(sc__errbuf, sizeof sc__errbuf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(sc__errbuf, msg, sizeof msg);
     return r;
 }
 
@@ -12522,10 +12525,21 @@ SCDEF sc_result sc_model_load_optimizer(sc_model *m, const char *path)
     if (r == SC_SUCCESS && !buf) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "%s: host malloc failed", path);
     const char *names[3] = {"exp_avg", "exp_avg_sq", "master"};
     int64_t shape[1] = {(int64_t)m->nparams};
+    /* every tensor checked before any is read: a refused file leaves the state as it was (the
+       header was checked against the file's size at open; only an I/O error while reading can
+       still stop it part-way) */
     for (int w = 0; w < 3 && r == SC_SUCCESS; w++) {
         if ((w < 2 && !adam) || (w == 2 && !master)) continue;
-        r = sc_safetensors_read_f32(&st, names[w], buf, 1, shape);
-        if (r != SC_SUCCESS) r = sc__fail(r, "%s: %s", path, sc_last_error());
+        const sc_st_tensor *t = sc_safetensors_find(&st, names[w]);
+        if (!t) r = sc__fail(SC_ERROR_FORMAT, "%s: tensor '%s' is missing", path, names[w]);
+        else if (t->ndim != 1 || t->shape[0] != shape[0] || (strcmp(t->dtype, "F32") && strcmp(t->dtype, "BF16") &&
+                                                              strcmp(t->dtype, "F16")))
+            r = sc__fail(SC_ERROR_SHAPE, "%s: tensor '%s' is %s with %d dims; the model needs one dim of %zu (F32, BF16 "
+                         "or F16)", path, names[w], t->dtype, t->ndim, m->nparams);
+    }
+    for (int w = 0; w < 3 && r == SC_SUCCESS; w++) {
+        if ((w < 2 && !adam) || (w == 2 && !master)) continue;
+        r = sc_safetensors_read_f32(&st, names[w], buf, 1, shape); /* its errors name the file */
         if (r == SC_SUCCESS) r = sc__opt_state_io(m, w, buf, 1);
     }
     SC_FREE(buf);

@@ -10,6 +10,11 @@ static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 int main(void)
 {
+    /* an error message that wraps the last one (sc_set_error's argument is sc_last_error()) */
+    sc_set_error(SC_ERROR_IO, "inner %d", 7);
+    sc_result er = sc_set_error(SC_ERROR_FORMAT, "outer: %s", sc_last_error());
+    CHECK(er == SC_ERROR_FORMAT && !strcmp(sc_last_error(), "outer: inner 7"), "a message wrapping sc_last_error(): '%s'",
+          sc_last_error());
     /* bf16: round to nearest, ties to even */
     CHECK(sc_f32_to_bf16(1.0f) == 0x3f80, "bf16(1.0) = 0x3f80");
     CHECK(sc_f32_to_bf16(from_bits(0x3f808000u)) == 0x3f80, "tie below goes to even (0x3f80)");

@@ -559,6 +559,31 @@ static void test_save_load(void)
     check(ok && !memcmp(wa, wb, 4 * np), "after a refused load the model trains as a fresh one (bitwise)", "ok %d", ok);
     if (f1) sc_model_destroy(f1);
     if (f2) sc_model_destroy(f2);
+    /* the same for a state whose metadata is right but one tensor is missing (exp_avg_sq), or of
+       another length: checked before any tensor is read */
+    for (int v = 0; v < 2; v++) {
+        sc_safetensors sa;
+        ok = sc_safetensors_open(&sa, fa) == SC_SUCCESS;
+        float *ea = (float *)malloc(4 * np + 4);
+        int64_t shp[1] = {(int64_t)np};
+        ok = ok && ea && sc_safetensors_read_f32(&sa, "exp_avg", ea, 1, shp) == SC_SUCCESS;
+        const char *kv[12];
+        for (int i = 0; ok && i < sa.n_meta && i < 6; i++) kv[2 * i] = sa.meta_keys[i], kv[2 * i + 1] = sa.meta_values[i];
+        sc_st_entry e[2] = {{"exp_avg", "F32", 1, {shp[0]}, ea, 1}, {"exp_avg_sq", "F32", 1, {shp[0] - 1}, ea, 1}};
+        ok = ok && sc_safetensors_write(ft, e, v + 1, kv, sa.n_meta < 6 ? sa.n_meta : 6) == SC_SUCCESS;
+        if (ok) sc_safetensors_close(&sa);
+        free(ea);
+        f1 = make(&mc, p0), f2 = make(&mc, p0);
+        r = ok && f1 ? sc_model_load_optimizer(f1, ft) : SC_SUCCESS;
+        int nm = strstr(sc_last_error(), v ? "exp_avg_sq' is F32 with 1 dims" : "tensor 'exp_avg_sq' is missing") != NULL;
+        ok = ok && f2 && r != SC_SUCCESS && nm && train(f1, "none", 0, 2, NULL, NULL) && train(f2, "none", 0, 2, NULL, NULL) &&
+             sc_model_get_params(f1, wa) == SC_SUCCESS && sc_model_get_params(f2, wb) == SC_SUCCESS;
+        check(ok && !memcmp(wa, wb, 4 * np), v ? "a state with exp_avg_sq of another length is refused and changes nothing"
+                                               : "a state without exp_avg_sq is refused and changes nothing",
+              "ok %d: %s", ok, sc_last_error());
+        if (f1) sc_model_destroy(f1);
+        if (f2) sc_model_destroy(f2);
+    }
     const char *tok = DIR "/tokens.safetensors";
     sc_tokens_write(tok, ids_all, B, T);
     r = load_into(&cfg, &mc, tok, &named, &st);
