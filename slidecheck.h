@@ -1628,8 +1628,9 @@ SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtyp
    over the ranks in this rank's chunk, allgather copies every rank's own chunk to all (in place) */
 SC_CUDA_DEF void sc_cuda_reduce_scatter_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
-/* comm_group(cu, 1) ... comm_group(cu, 0): the collectives between go as one NCCL launch, the same
-   sums; sc_cuda_comm_count counts the group as one */
+/* comm_group(cu, 1) ... comm_group(cu, 0): the collectives between go as one NCCL launch and run
+   together (none may read what another writes); at two ranks the same sums; sc_cuda_comm_count
+   counts the group as one */
 SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin);
 /* comm_count: the collectives queued since the last settle; comm_join(k): the compute stream
    waits for the first k of them (in queue order, so for everything queued before the k-th) */

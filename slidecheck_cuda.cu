@@ -3620,8 +3620,10 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 }
 
 /* The collectives queued between begin (1) and end (0) go as one NCCL launch (ncclGroupStart /
-   ncclGroupEnd): each keeps its own arguments, so the same sums in the same order. The end always
-   closes an open group, even on a failed context, and marks the group as one collective. */
+   ncclGroupEnd), each with its own arguments. NCCL runs them together: none may read what another
+   writes. At two ranks each sum is one addition, so a group keeps the bits; at more, NCCL's order
+   of the additions may follow the group (not checked). The end always closes an open group, even
+   on a failed context, and marks the group as one collective. */
 SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin)
 {
     if (!cu) return;
