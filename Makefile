@@ -191,19 +191,7 @@ fuzz: fuzz-build fuzz-seeds
 
 fuzz-build: build/fuzz_safetensors build/fuzz_config build/fuzz_data build/fuzz_optim
 
-build/fuzz_safetensors: tests/fuzz_safetensors.c slidecheck.h
-	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
-
-build/fuzz_config: tests/fuzz_config.c slidecheck.h
-	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
-
-build/fuzz_data: tests/fuzz_data.c slidecheck.h
-	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
-
-build/fuzz_optim: tests/fuzz_optim.c slidecheck.h
+build/fuzz_%: tests/fuzz_%.c slidecheck.h
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
 

@@ -154,22 +154,19 @@ dt=$(( $(date +%s) - t0 ))
     bad "--rendezvous-timeout: ${dt} s: $(cat "$T/err")"
 expect 2 "--rendezvous-timeout 0 is refused" $DP --batch 1 --rendezvous-timeout 0
 expect 2 "--bucket-mb 0 is refused" $DP --batch 1 --bucket-mb 0
-# two ranks started by hand with different learning rates: both stop at the start
-env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29513 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 --lr 2e-3 \
-    > /dev/null 2> "$T/err1" &
-expect 1 "ranks with other configurations stop" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29513 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1
-wait $!; rc1=$?
-if [ "$rc1" -eq 1 ] && grep -q "another configuration" "$T/err" && grep -q "another configuration" "$T/err1"; then
-    ok "a mismatched configuration is named on both ranks"
-else bad "mismatch: rank 1 exit $rc1: $(cat "$T/err1")"; fi
-# the same with --bucket-mb only on rank 1: the sums would be grouped differently
-env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29515 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 --bucket-mb 64 \
-    > /dev/null 2> "$T/err1" &
-expect 1 "ranks with other --bucket-mb stop" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29515 SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1
-wait $!; rc1=$?
-if [ "$rc1" -eq 1 ] && grep -q "another configuration" "$T/err" && grep -q "another configuration" "$T/err1"; then
-    ok "a mismatched --bucket-mb is named on both ranks"
-else bad "--bucket-mb mismatch: rank 1 exit $rc1: $(cat "$T/err1")"; fi
+# two ranks started by hand, rank 1 with other flags (PORT WHAT FLAGS...): both stop at the start, named
+mismatch() {
+    port=$1 what=$2; shift 2
+    env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1 "$@" \
+        > /dev/null 2> "$T/err1" &
+    expect 1 "ranks with other $what stop" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port SLIDECHECK_RENDEZVOUS_TIMEOUT=20 $DP --batch 1
+    wait $!; rc1=$?
+    if [ "$rc1" -eq 1 ] && grep -q "another configuration" "$T/err" && grep -q "another configuration" "$T/err1"; then
+        ok "a mismatched $what is named on both ranks"
+    else bad "$what mismatch: rank 1 exit $rc1: $(cat "$T/err1")"; fi
+}
+mismatch 29513 "learning rate" --lr 2e-3
+mismatch 29515 "--bucket-mb (the sums would be grouped differently)" --bucket-mb 64
 expect 0 "train under budget:60MiB" $S train --model tiny --seq 256 --batch 4 --steps 2 --device cpu --ckpt budget:60MiB
 peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 60) }'; then ok "budget:60MiB: measured peak allocated $peak GiB <= 60 MiB"
