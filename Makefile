@@ -93,12 +93,12 @@ check_extra  = $(if $(filter $(check_cuda),$<),-DSLIDECHECK_CUDA -I$(CUDA_HOME)/
 .PHONY: check-compilers
 check-compilers: $(CHECK_SRCS:%.c=build/check/gcc/%.ok) $(CHECK_SRCS:%.c=build/check/clang/%.ok)
 
-build/check/gcc/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h
+build/check/gcc/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h tests/fuzz.h
 	@mkdir -p $(dir $@)
 	$(CHECK_GCC) $(CHECK_WARN) -Wformat -Wformat-security -I. $(STB_CFLAGS) $(check_extra) -fsyntax-only $<
 	@touch $@
 
-build/check/clang/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h
+build/check/clang/%.ok: %.c $(HDRS) $(DEMO_HDRS) tests/check.h tests/fuzz.h
 	@mkdir -p $(dir $@)
 	$(CHECK_CLANG) $(CHECK_WARN) -I. $(STB_CFLAGS) $(check_extra) -fsyntax-only $<
 	@touch $@
@@ -166,12 +166,12 @@ test-gpu-slide: build/slidecheck
 	sh bench/gpu_slide_checks.sh build/gpu_slide
 
 # libFuzzer harnesses for the file readers (clang).
-#   make fuzz          build the four harnesses, seed the corpora, run each FUZZ_RUNS executions
-#   make fuzz-build    only build build/fuzz_{safetensors,config,data,optim}
+#   make fuzz          build the five harnesses, seed the corpora, run each FUZZ_RUNS executions
+#   make fuzz-build    only build build/fuzz_{safetensors,config,data,optim,hf}
 # Seeds: the files tests/test_io.c writes under build/tmp_io/, and tests/fixtures/*/ when
 # present; for the token shards, those tests/test_data.c writes under build/tmp_data/, each with
-# an options byte after it (see tests/fuzz_data.c); for the optimizer state, one that
-# tests/fuzz_optim.c saves. The corpora grow in $(FUZZ_CORPUS)/ (git-ignored); crashes land in build/.
+# an options byte after it (see tests/fuzz_data.c); for the optimizer state and a checkpoint's
+# weights (index or single file), the files tests/fuzz_optim.c and tests/fuzz_hf.c write. The corpora grow in $(FUZZ_CORPUS)/ (git-ignored); crashes land in build/.
 FUZZ_CC     ?= clang
 FUZZ_FLAGS  ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_DEFS   ?=
@@ -188,18 +188,21 @@ fuzz: fuzz-build fuzz-seeds
 	    -dict=build/fuzz_config.dict $(FUZZ_ARGS)
 	build/fuzz_data $(FUZZ_CORPUS)/data -runs=$(FUZZ_RUNS) -max_len=16384 $(FUZZ_ARGS)
 	build/fuzz_optim $(FUZZ_CORPUS)/optim -runs=$(FUZZ_RUNS) -max_len=32768 $(FUZZ_ARGS)
+	build/fuzz_hf $(FUZZ_CORPUS)/hf -runs=$(FUZZ_RUNS) -max_len=65536 $(FUZZ_ARGS)
 
-fuzz-build: build/fuzz_safetensors build/fuzz_config build/fuzz_data build/fuzz_optim
+fuzz-build: build/fuzz_safetensors build/fuzz_config build/fuzz_data build/fuzz_optim build/fuzz_hf
 
-build/fuzz_%: tests/fuzz_%.c slidecheck.h
+build/fuzz_%: tests/fuzz_%.c tests/fuzz.h slidecheck.h
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS) -DSLIDECHECK_TESTING -I. $< -o $@ -lm
 
 # Seed corpora and dictionaries. build/fuzz_seedgen is tests/test_io.c, run for the sample
 # files it writes (its own pass/fail output is not the point here).
-fuzz-seeds: build/fuzz_optim
-	@mkdir -p build $(FUZZ_CORPUS)/safetensors $(FUZZ_CORPUS)/config $(FUZZ_CORPUS)/data $(FUZZ_CORPUS)/optim
+fuzz-seeds: build/fuzz_optim build/fuzz_hf
+	@mkdir -p build $(FUZZ_CORPUS)/safetensors $(FUZZ_CORPUS)/config $(FUZZ_CORPUS)/data $(FUZZ_CORPUS)/optim \
+	    $(FUZZ_CORPUS)/hf
 	FUZZ_OPTIM_SEED=$(FUZZ_CORPUS)/optim/seed.safetensors ./build/fuzz_optim -runs=0 > /dev/null 2>&1
+	FUZZ_HF_SEED=$(FUZZ_CORPUS)/hf ./build/fuzz_hf -runs=0 > /dev/null 2>&1
 	gcc -std=c11 -O1 -DSLIDECHECK_TESTING -I. $(FUZZ_DEFS) tests/test_io.c -o build/fuzz_seedgen -lm
 	./build/fuzz_seedgen > /dev/null 2>&1 || true
 	gcc -std=c11 -O1 -DSLIDECHECK_TESTING -I. $(FUZZ_DEFS) tests/test_data.c -o build/fuzz_seedgen_data -lm

@@ -4,6 +4,7 @@
    obey the promise: in [0, vocab) when a vocabulary was given, in [0, 2^31) always. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
+#include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
        bytes before it are the file */
     int k = data[size - 1];
     size--;
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    if (size && fwrite(data, 1, size, f) != size) {
-        fclose(f);
-        return 0;
-    }
-    fclose(f);
+    if (!fz_write(path, -1, data, size)) return 0;
     sc_data_config dc;
     memset(&dc, 0, sizeof dc);
     dc.B = 1 + (k & 1), dc.T = 2 + ((k >> 1) & 3), dc.shuffle = (k >> 3) & 1, dc.shuffle_seed = 7;

@@ -5,6 +5,7 @@
    FUZZ_OPTIM_SEED=path: the first call also writes a valid state there (make fuzz's seed). */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
+#include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,20 +33,6 @@ static sc_model *fz_model(void)
     return m;
 }
 
-static unsigned char *fz_read(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) abort();
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = (unsigned char *)malloc((size_t)len + 1);
-    if (!b || fread(b, 1, (size_t)len, f) != (size_t)len) abort();
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
-
 #ifdef __cplusplus
 extern "C"
 #endif
@@ -59,21 +46,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(after, sizeof after, "/tmp/sc_fuzz_optim_%d.b", pid);
     }
     sc_model *m = fz_model();
-    FILE *f = fopen(in, "wb");
-    if (!f) return 0;
-    if (size && fwrite(data, 1, size, f) != size) {
-        fclose(f);
-        return 0;
-    }
-    fclose(f);
+    if (!fz_write(in, -1, data, size)) return 0;
     if (sc_model_save_optimizer(m, before) != SC_SUCCESS) abort();
     if (sc_model_load_optimizer(m, in) != SC_SUCCESS) {
         if (!*sc_last_error()) abort(); /* a refusal says why */
         if (sc_model_save_optimizer(m, after) != SC_SUCCESS) abort();
         size_t na, nb;
-        unsigned char *a = fz_read(before, &na), *b = fz_read(after, &nb);
+        char *a, *b;
+        if (sc__read_file(before, (size_t)1 << 30, &a, &na) || sc__read_file(after, (size_t)1 << 30, &b, &nb)) abort();
         if (na != nb || memcmp(a, b, na)) abort(); /* a refused file changed the state */
-        free(a), free(b);
+        SC_FREE(a), SC_FREE(b);
     }
     unlink(in);
     return 0;
