@@ -12526,17 +12526,13 @@ SCDEF sc_result sc_model_load_optimizer(sc_model *m, const char *path)
     if (r == SC_SUCCESS && !buf) r = sc__fail(SC_ERROR_OUT_OF_MEMORY, "%s: host malloc failed", path);
     const char *names[3] = {"exp_avg", "exp_avg_sq", "master"};
     int64_t shape[1] = {(int64_t)m->nparams};
-    /* every tensor checked before any is read: a refused file leaves the state as it was (the
-       header was checked against the file's size at open; only an I/O error while reading can
-       still stop it part-way) */
+    /* every tensor checked (as sc_safetensors_read_f32 checks it) before any is read: a refused file
+       leaves the state as it was (the header was checked against the file's size at open; only an
+       I/O error while reading can still stop it part-way) */
     for (int w = 0; w < 3 && r == SC_SUCCESS; w++) {
-        if ((w < 2 && !adam) || (w == 2 && !master)) continue;
-        const sc_st_tensor *t = sc_safetensors_find(&st, names[w]);
-        if (!t) r = sc__fail(SC_ERROR_FORMAT, "%s: tensor '%s' is missing", path, names[w]);
-        else if (t->ndim != 1 || t->shape[0] != shape[0] || (strcmp(t->dtype, "F32") && strcmp(t->dtype, "BF16") &&
-                                                              strcmp(t->dtype, "F16")))
-            r = sc__fail(SC_ERROR_SHAPE, "%s: tensor '%s' is %s with %d dims; the model needs one dim of %zu (F32, BF16 "
-                         "or F16)", path, names[w], t->dtype, t->ndim, m->nparams);
+        const sc_st_tensor *t;
+        if ((w < 2 && adam) || (w == 2 && master))
+            r = sc__st_prepare(&st, names[w], buf, 1, shape, "F32 BF16 F16", "I32 I64", &t);
     }
     for (int w = 0; w < 3 && r == SC_SUCCESS; w++) {
         if ((w < 2 && !adam) || (w == 2 && !master)) continue;

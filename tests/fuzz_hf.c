@@ -27,9 +27,7 @@ static void fz_setup(void)
     if (fz_params) return;
     snprintf(fz_dir, sizeof fz_dir, "/tmp/sc_fuzz_hf_%d", (int)getpid());
     mkdir(fz_dir, 0777);
-    if (sc_config_named(&fz_cfg, "tiny") != SC_SUCCESS) abort();
-    fz_cfg.vocab_size = 32, fz_cfg.hidden_size = 16, fz_cfg.intermediate_size = 32, fz_cfg.num_layers = 1;
-    fz_cfg.num_heads = 2, fz_cfg.num_kv_heads = 1, fz_cfg.head_dim = 8;
+    fz_small_config(&fz_cfg);
     int n = sc_config_params(&fz_cfg, NULL, 0);
     sc_param_info *tab = (sc_param_info *)malloc((size_t)n * sizeof *tab);
     sc_st_entry *e = (sc_st_entry *)calloc((size_t)n, sizeof *e);

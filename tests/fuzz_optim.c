@@ -17,9 +17,7 @@ static sc_model *fz_model(void)
     static sc_model *m;
     if (m) return m;
     sc_config c;
-    if (sc_config_named(&c, "tiny") != SC_SUCCESS) abort();
-    c.vocab_size = 32, c.hidden_size = 16, c.intermediate_size = 32, c.num_layers = 1;
-    c.num_heads = 2, c.num_kv_heads = 1, c.head_dim = 8;
+    fz_small_config(&c);
     sc_model_config mc = sc_model_config_init();
     mc.optim = SC_OPTIM_ADAMW, mc.lr = 1e-3f;
     if (sc_model_create(&m, &c, &mc, NULL) != SC_SUCCESS) abort();

@@ -575,7 +575,7 @@ static void test_save_load(void)
         free(ea);
         f1 = make(&mc, p0), f2 = make(&mc, p0);
         r = ok && f1 ? sc_model_load_optimizer(f1, ft) : SC_SUCCESS;
-        int nm = strstr(sc_last_error(), v ? "exp_avg_sq' is F32 with 1 dims" : "tensor 'exp_avg_sq' is missing") != NULL;
+        int nm = strstr(sc_last_error(), v ? "tensor 'exp_avg_sq': shape" : "tensor 'exp_avg_sq' is missing") != NULL;
         ok = ok && f2 && r != SC_SUCCESS && nm && train(f1, "none", 0, 2, NULL, NULL) && train(f2, "none", 0, 2, NULL, NULL) &&
              sc_model_get_params(f1, wa) == SC_SUCCESS && sc_model_get_params(f2, wb) == SC_SUCCESS;
         check(ok && !memcmp(wa, wb, 4 * np), v ? "a state with exp_avg_sq of another length is refused and changes nothing"
