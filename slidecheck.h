@@ -254,8 +254,8 @@ USAGE
                                          sc_layer_set_parse(mark, "all|none|first:K|last:K|a-b,c", L)
 
    Data parallel (one process per rank; mc.comm makes sc_model_step data parallel, mc.zero = 1
-   ZeRO-1; on the GPU the resident step's NCCL collectives are nodes of its CUDA graph; at two
-   ranks mc.bucket_mb sets how many layers one collective sums). Every call ends in an error
+   ZeRO-1; on the GPU the resident step's NCCL collectives are nodes of its CUDA graph;
+   mc.bucket_mb sets how many layers one NCCL launch sums). Every call ends in an error
    naming a rank that died or stalled past the timeout.
      sc_dist_env_read(&e)                torchrun's RANK, WORLD_SIZE, GROUP_RANK, MASTER_ADDR, ...
                                          or srun's SLURM_PROCID, SLURM_NTASKS, ...; none: 1 process;
@@ -1380,17 +1380,18 @@ typedef struct sc_model_config {
                                   updated parameters; the same bits as plain data parallel. Slide mode: the host state of this rank's chunk of each
                                   layer (the split its host updates), the embedding, final norm and
                                   head's whole on every rank */
-    int bucket_mb;             /* data parallel over NCCL at two ranks, resident: the gradients of
-                                  consecutive layers (from the last down) are summed by one NCCL
-                                  launch once they reach bucket_mb MiB, and at layer 1; layer 0's
-                                  alone, so that the update of the others starts under its backward
-                                  (one all-reduce of the range; ZeRO-1: each layer's reduce-scatter,
-                                  grouped). Fewer launches slow the backward less: at 2048 x 4 a
-                                  GPU, 7 layers a sum scaled 1.880-1.892x where one a layer scaled
-                                  1.861-1.866x (2 x H200). At two ranks each element's sum is one
-                                  addition: the same bits whatever the grouping. At more ranks one
-                                  bucket a layer, whose reduce-scatter's chunks set the order of the
-                                  additions. 0: SC_BUCKET_MB; a size under one layer's: one a layer */
+    int bucket_mb;             /* data parallel over NCCL, resident: the gradients of consecutive
+                                  layers (from the last down) are summed by one NCCL launch once
+                                  they reach bucket_mb MiB, and at layer 1; layer 0's alone, so that
+                                  the update of the others starts under its backward. Two ranks,
+                                  plain: one all-reduce of the range; else each layer's
+                                  reduce-scatter and remainder grouped in one launch (and plain data
+                                  parallel's all-gathers in a second), each adding as it would
+                                  alone: the same bits whatever bucket_mb. Fewer launches slow the
+                                  backward less: at 2048 x 4 a GPU, 7 layers a sum scaled
+                                  1.880-1.892x where one a layer scaled 1.861-1.866x (2 x H200), and
+                                  3.689x against 3.643x at 4 GPUs (4 x H200). 0: SC_BUCKET_MB; a
+                                  size under one layer's: one a layer */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
     float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
@@ -10804,63 +10805,70 @@ static void sc__d2h_after_comm(sc_model *m)
 }
 #endif
 
-/* Data parallel on the GPU: sum bucket b's gradients over the ranks with NCCL, on the
-   communication stream, as soon as the compute stream has finished them (the last micro-batch's
-   backward of a layer), so the sums overlap the backward of the layers below. ZeRO-1: only this
-   rank's chunk (and the remainder) is summed. */
-static void sc__grads_sum(sc_model *m, int b)
+/* Data parallel on the GPU: sum buckets b0 .. b1 (adjacent: one range of the gradients) over the
+   ranks with NCCL, on the communication stream, once the compute stream has finished them (the
+   last micro-batch's backward of a layer), so that the sums overlap the backward of the layers
+   below. Plain data parallel (and clipping, whose norm reads every sum) gives every rank the sums;
+   ZeRO-1 only this rank's chunks and the remainders (sc__sum_chunks). At W = 2 plain data parallel
+   is one all-reduce of the range. Else each bucket's reduce-scatter and remainder go in one NCCL
+   launch, the all-gathers in a second: an all-gather reads the chunk its reduce-scatter writes, and
+   NCCL runs a group's collectives together. Either way each sum adds as one bucket's would. */
+static void sc__grads_sum_range(sc_model *m, int b0, int b1, int layer)
 {
 #ifdef SLIDECHECK_CUDA
     if (!m->nccl) return;
-    size_t off, n;
-    int L = m->cfg.num_layers;
-    sc__bucket(&m->cfg, m->nparams, b, &off, &n);
-    char *g = (char *)m->grads + off * (size_t)m->gb;
-    int layer = b >= 1 && b <= L ? L - b : -1;
-    if (!m->zero_gpu || m->mc.clip_grad_norm > 0.0f) { /* clipping: the norm reads every sum */
-        sc__dev_sum(m, g, n, layer);
+    int W = sc_dist_comm_world(m->mc.comm);
+    int gather = !m->zero_gpu || m->mc.clip_grad_norm > 0.0f;
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int b = b0; b <= b1; b++) {
+        size_t off, n;
+        sc__bucket(&m->cfg, m->nparams, b, &off, &n);
+        if (off < lo) lo = off;
+        if (off + n > hi) hi = off + n;
+    }
+    if (W == 2 && gather) {
+        sc__dev_sum(m, (char *)m->grads + lo * (size_t)m->gb, hi - lo, layer);
         return;
     }
-    sc_cuda_comm_wait(m->cu); /* first, so that the span measures the collective, not the wait */
-    int sp = m->tr ? sc_tracer_span_begin(m->tr, "reduce-scatter", SC_PHASE_COMM, layer, SC_STREAM_COMM) : -1;
-    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
-    sc__sum_chunks(m, g, n, 0);
+    sc_cuda_comm_wait(m->cu); /* first, so that the span measures the collectives, not the wait */
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, gather ? "allreduce" : "reduce-scatter", SC_PHASE_COMM, layer,
+                                          SC_STREAM_COMM)
+                   : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)((hi - lo) * (size_t)m->gb));
+    for (int pass = 0; pass <= gather; pass++) {
+        sc_cuda_comm_group(m->cu, 1);
+        for (int b = b0; b <= b1; b++) {
+            size_t off, n;
+            sc__bucket(&m->cfg, m->nparams, b, &off, &n);
+            char *g = (char *)m->grads + off * (size_t)m->gb;
+            if (!pass) sc__sum_chunks(m, g, n, 0);
+            else if (n / (size_t)W) sc_cuda_allgather(m->cu, g, n / (size_t)W, m->gdt);
+        }
+        sc_cuda_comm_group(m->cu, 0);
+    }
     if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 #else
-    (void)m, (void)b;
+    (void)m, (void)b0, (void)b1, (void)layer;
 #endif
 }
 
-/* Layer l's gradients are complete, those of l + 1 .. top too, unsummed: queue their sum as
-   sc_model_config.bucket_mb says (two ranks: layers top .. l in one NCCL launch once they reach
-   its size, and at layers 1 and 0; else layer l's bucket). Returns the new top. */
+/* bucket b alone: the final norm and untied LM head (0), layer L - b, the embedding (L + 1) */
+static void sc__grads_sum(sc_model *m, int b)
+{
+    int L = m->cfg.num_layers;
+    sc__grads_sum_range(m, b, b, b >= 1 && b <= L ? L - b : -1);
+}
+
+/* Layer l's gradients are complete, those of l + 1 .. top too, unsummed: queue the sum of layers
+   top .. l once they reach sc_model_config.bucket_mb, and at layers 1 and 0 (layer 0 alone, so
+   that the first optimizer piece starts under the embedding's backward). Returns the new top. */
 static int sc__grads_sum_layers(sc_model *m, int l, int top)
 {
-#ifdef SLIDECHECK_CUDA
-    if (m->nccl && sc_dist_comm_world(m->mc.comm) == 2) {
-        size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)(top - l + 1);
-        double cap = (m->mc.bucket_mb > 0 ? m->mc.bucket_mb : SC_BUCKET_MB) * 1048576.0;
-        if (l > 1 && (double)n * m->gb < cap) return top;
-        if (!m->zero_gpu || m->mc.clip_grad_norm > 0.0f) /* the same all-reduces as sc__grads_sum */
-            sc__dev_sum(m, (char *)m->grads + sc_config_layer_base(&m->cfg, l) * (size_t)m->gb, n, l);
-        else { /* ZeRO-1: each layer's reduce-scatter (its chunks are the AdamW state's), in one launch */
-            sc_cuda_comm_wait(m->cu);
-            int sp = m->tr ? sc_tracer_span_begin(m->tr, "reduce-scatter", SC_PHASE_COMM, l, SC_STREAM_COMM) : -1;
-            if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(n * (size_t)m->gb));
-            sc_cuda_comm_group(m->cu, 1);
-            for (int j = top; j >= l; j--) {
-                size_t off, nb;
-                sc__bucket(&m->cfg, m->nparams, m->cfg.num_layers - j, &off, &nb);
-                sc__sum_chunks(m, (char *)m->grads + off * (size_t)m->gb, nb, 0);
-            }
-            sc_cuda_comm_group(m->cu, 0);
-            if (sp >= 0) sc_tracer_span_end(m->tr, sp);
-        }
-        return l - 1;
-    }
-#endif
-    (void)top;
-    sc__grads_sum(m, m->cfg.num_layers - l);
+    int L = m->cfg.num_layers;
+    size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)(top - l + 1);
+    double cap = (m->mc.bucket_mb > 0 ? m->mc.bucket_mb : SC_BUCKET_MB) * 1048576.0;
+    if (l > 1 && (double)n * m->gb < cap) return top;
+    sc__grads_sum_range(m, L - top, L - l, l);
     return l - 1;
 }
 

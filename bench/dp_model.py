@@ -38,11 +38,11 @@ NVSwitch gives each GPU the same links whatever W). Inter-node: the socket fit (
 one host over loopback TCP: a floor, not a cluster), and, with --inter-gbps / --inter-lat-us, an
 assumed cluster network (per GPU: G Gbit/s, L us a hop), printed as an assumption.
 
-At W = 2 the layers' sums go in groups (sc__grads_sum_layers, --bucket-mb as the library's, default
+The layers' sums go in groups (sc__grads_sum_layers, --bucket-mb as the library's, default
 640 MiB): consecutive layers from L-1 down until they reach that size, and at layer 1; layer 0
-alone. A group is one collective (plain: the all-reduce of the range; ZeRO-1: its layers'
-reduce-scatters in one NCCL launch, counted as one of the whole), ready when its lowest layer's
-backward ends. At W > 2 one a layer.
+alone. A group is one collective (W = 2, plain: the all-reduce of the range; else its layers'
+reduce-scatters in one NCCL launch, and plain data parallel's all-gathers in a second, each counted
+as one of the whole), ready when its lowest layer's backward ends.
 A bucket's sum (sc__sum_chunks) at W = 2: one all-reduce; at W > 2: a reduce-scatter of the first
 W (n / W) elements, an all-reduce of the remainder (none where W divides n, as for every W here at
 Qwen3-1.7B), then an all-gather, one interval on the stream.
@@ -279,15 +279,15 @@ def ready_times(tr, slow):
     return ready, t
 
 
-def layer_groups(sizes, W, L, eb, cap):
+def layer_groups(sizes, L, eb, cap):
     """the layers' buckets (1 .. L: layers L-1 .. 0) in the groups slidecheck sums them in
-    (sc__grads_sum_layers): at W = 2 consecutive layers from L-1 down until they reach cap bytes, and
-    at layer 1; layer 0 alone; at other W one a layer"""
+    (sc__grads_sum_layers): consecutive layers from L-1 down until they reach cap bytes, and at
+    layer 1; layer 0 alone"""
     groups, cur, nb = [], [], 0
     for b in range(1, L + 1):
         cur.append(b)
         nb += sizes[b] * eb
-        if W != 2 or L - b <= 1 or nb >= cap:
+        if L - b <= 1 or nb >= cap:
             groups.append(cur)
             cur, nb = [], 0
     return groups
@@ -335,7 +335,7 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
     # the communication stream's order: [norm | head], a tied embedding's head part (when gathering),
     # layers L-1 .. 0; then the gather, or (past the crossing) the embedding's sum after its backward
     g = gathers(m, W)
-    order = [[0]] + ([[L + 1]] if m['tied'] and g else []) + layer_groups(sizes, W, L, eb, m.get('bucket', 0))
+    order = [[0]] + ([[L + 1]] if m['tied'] and g else []) + layer_groups(sizes, L, eb, m.get('bucket', 0))
     slow = [U if W > 1 else 0.0] * L
     for _ in range(8 if F > 0 and W > 1 else 1):  # fixed point: the layers a collective runs beside are slower
         ready, tb = ready_times(tr, slow)
@@ -451,8 +451,8 @@ def report(args, tr, m, L, intra, inters, out):
     say('buckets: %d (norm/head %d, %d layers of %d, embedding %d elements%s; %s gradients, %.3f GB a step)' % (
         len(sizes), sizes[0], L, sizes[1], sizes[-1], ': tied, its head part summed at the head\'s end' if m['tied']
         else ': untied, never summed', args.dtype, sum(sizes) * m['eb'] / 1e9))
-    grp = layer_groups(sizes, 2, L, m['eb'], m['bucket'])
-    say('at W = 2 the layers\' sums go in %d groups (--bucket-mb %d: %s layers); at W > 2 one a layer' % (
+    grp = layer_groups(sizes, L, m['eb'], m['bucket'])
+    say('the layers\' sums go in %d groups (--bucket-mb %d: %s layers)' % (
         len(grp), args.bucket_mb, ' + '.join(str(len(x)) for x in grp)))
     say('after the backward: all-gather of every rank\'s dL/dx_0, batch %d x seq %d x hidden %d (%.1f MB a rank) '
         'and ids, then the embedding backward over W ranks\' rows (W x %.2f ms)' % (
@@ -553,7 +553,7 @@ def main(argv=None):
                     help='the part of each fitted alpha that is paid once a collective, not per hop')
     ap.add_argument('--skip', type=int, default=2, help='warm-up steps of the trace to drop')
     ap.add_argument('--bucket-mb', type=int, default=640,
-                    help='as train --bucket-mb: at W = 2 the layers summed together up to this many MiB (1: one a layer)')
+                    help='as train --bucket-mb: the layers summed by one NCCL launch up to this many MiB (1: one a layer)')
     ap.add_argument('--ws', default=','.join(map(str, WS)))
     ap.add_argument('--logs', help='bench/gpu_dp_checks.sh output dir: measured steps from its logs')
     ap.add_argument('--measured', nargs='*', default=[], help='KEY=MS: 1, 2 (W GPUs), z2 (ZeRO-1), sock2')
@@ -711,17 +711,16 @@ def selftest():
     r3 = summarize(tr, m, 2, 'dp', fast, 0.0, 0.1)
     ok(abs(r3['step'] - 23.8) < 0.02, '--bwd-slowdown 0.1, fast collectives: step %.3f ms (23.8)' % r3['step'])
     # the layers' groups: 5 layers of 12000 bytes, 30000 a group: layers 4, 3, 2 (36000), 1, 0; at
-    # W = 4, or with a cap of one layer, one a layer; the 2-layer model above: 1, 0 whatever the cap
+    # with a cap of one layer, one a layer; the 2-layer model above: 1, 0 whatever the cap
     sz = [1000] + [6000] * 5 + [12000]
-    ok(layer_groups(sz, 2, 5, 2, 30000) == [[1, 2, 3], [4], [5]] and
-       layer_groups(sz, 4, 5, 2, 30000) == [[1], [2], [3], [4], [5]] and
-       layer_groups(sz, 2, 5, 2, 1) == [[1], [2], [3], [4], [5]] and layer_groups(m['sizes'], 2, 2, 2, 1e12) == [[1], [2]],
-       'layer groups at W = 2: up to the cap, layer 1 closes one, layer 0 alone; one a layer at W = 4')
+    ok(layer_groups(sz, 5, 2, 30000) == [[1, 2, 3], [4], [5]] and
+       layer_groups(sz, 5, 2, 1) == [[1], [2], [3], [4], [5]] and layer_groups(m["sizes"], 2, 2, 1e12) == [[1], [2]],
+       'layer groups: up to the cap, layer 1 closes one, layer 0 alone')
     # bucket sizes of the real model: slidecheck prints params 1720574976 for qwen3-1.7b
     s, L = buckets(MODELS['qwen3-1.7b'])
     ok(sum(s) == 1720574976 and L == 28 and len(s) == 30, 'qwen3-1.7b buckets: %d parameters, %d buckets' % (
         sum(s), len(s)))
-    g7 = layer_groups(s, 2, L, 2, 640 * 1048576)
+    g7 = layer_groups(s, L, 2, 640 * 1048576)
     ok([len(x) for x in g7] == [7, 7, 7, 6, 1], 'qwen3-1.7b in bf16 at 640 MiB: groups of %s layers (7, 7, 7, 6, 1)' % (
         [len(x) for x in g7]))
     # the whole report on the synthetic files, with a measured 2-GPU step

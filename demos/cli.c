@@ -238,8 +238,8 @@ static const cli_help cli_helps[] = {
      "each host keeps the state of its 1/N of each layer"},
     {"plan", "data parallel", "zero", "--zero 1", "with --gpus N and AdamW: each GPU keeps 1/N of the AdamW state"},
     {"train", "data parallel", "bucket-mb", "--bucket-mb N",
-     "on the GPU at 2 ranks (resident): the gradients of consecutive layers are summed by one NCCL launch once "
-     "they reach N MiB (default 640); the same bits whatever N. Elsewhere one sum a layer"},
+     "on the GPU (resident): the gradients of consecutive layers are summed by one NCCL launch once they "
+     "reach N MiB (default 640); the same bits whatever N. Slide mode: one sum a layer"},
     {"train", "data parallel", "rendezvous-timeout", "--rendezvous-timeout S",
      "seconds a rank waits for the others, at the start and in every exchange (default: "
      "SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)"},
