@@ -1390,8 +1390,8 @@ typedef struct sc_model_config {
                                   alone: the same bits whatever bucket_mb. Fewer launches slow the
                                   backward less: at 2048 x 4 a GPU, 7 layers a sum scaled
                                   1.880-1.892x where one a layer scaled 1.861-1.866x (2 x H200), and
-                                  3.689x against 3.643x at 4 GPUs (4 x H200). 0: SC_BUCKET_MB; a
-                                  size under one layer's: one a layer */
+                                  3.689x against 3.643x at 4 GPUs (4 x H200). 0: SC_BUCKET_MB;
+                                  SC_BUCKET_LAYER (or a size under one layer's): one a layer */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
     float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
@@ -1405,6 +1405,7 @@ typedef struct sc_model_config {
 } sc_model_config;
 
 #define SC_BUCKET_MB 640 /* sc_model_config.bucket_mb's default: 7 layers of Qwen3-1.7B in bf16 */
+#define SC_BUCKET_LAYER (-1) /* sc_model_config.bucket_mb: one sum a layer, whatever its size */
 
 typedef struct sc_model sc_model; /* opaque */
 typedef struct sc_cuda sc_cuda;
@@ -9060,9 +9061,10 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_UNSUPPORTED, "slide_keep_head and slide_dpu together are not supported");
         goto fail;
     }
-    if (mc.bucket_mb < 0) {
-        r = sc__fail(SC_ERROR_INVALID_ARGS, "bucket_mb %d: must be 0 (the default, %d MiB) or a size in MiB", mc.bucket_mb,
-                     SC_BUCKET_MB);
+    if (mc.bucket_mb < SC_BUCKET_LAYER) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS,
+                     "bucket_mb %d: must be 0 (the default, %d MiB), SC_BUCKET_LAYER (%d: one sum a layer) or a size in MiB",
+                     mc.bucket_mb, SC_BUCKET_MB, SC_BUCKET_LAYER);
         goto fail;
     }
     if (!(mc.clip_grad_norm >= 0.0f) || mc.clip_grad_norm > 1e30f) {
@@ -10866,7 +10868,7 @@ static int sc__grads_sum_layers(sc_model *m, int l, int top)
 {
     int L = m->cfg.num_layers;
     size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)(top - l + 1);
-    double cap = (m->mc.bucket_mb > 0 ? m->mc.bucket_mb : SC_BUCKET_MB) * 1048576.0;
+    double cap = (m->mc.bucket_mb > 0 ? m->mc.bucket_mb : m->mc.bucket_mb ? 0 : SC_BUCKET_MB) * 1048576.0;
     if (l > 1 && (double)n * m->gb < cap) return top;
     sc__grads_sum_range(m, L - top, L - l, l);
     return l - 1;

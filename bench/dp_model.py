@@ -553,7 +553,7 @@ def main(argv=None):
                     help='the part of each fitted alpha that is paid once a collective, not per hop')
     ap.add_argument('--skip', type=int, default=2, help='warm-up steps of the trace to drop')
     ap.add_argument('--bucket-mb', type=int, default=640,
-                    help='as train --bucket-mb: the layers summed by one NCCL launch up to this many MiB (1: one a layer)')
+                    help='as train --bucket-mb: the layers summed by one NCCL launch up to this many MiB (0: one a layer)')
     ap.add_argument('--ws', default=','.join(map(str, WS)))
     ap.add_argument('--logs', help='bench/gpu_dp_checks.sh output dir: measured steps from its logs')
     ap.add_argument('--measured', nargs='*', default=[], help='KEY=MS: 1, 2 (W GPUs), z2 (ZeRO-1), sock2')

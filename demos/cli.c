@@ -239,7 +239,7 @@ static const cli_help cli_helps[] = {
     {"plan", "data parallel", "zero", "--zero 1", "with --gpus N and AdamW: each GPU keeps 1/N of the AdamW state"},
     {"train", "data parallel", "bucket-mb", "--bucket-mb N",
      "on the GPU (resident): the gradients of consecutive layers are summed by one NCCL launch once they "
-     "reach N MiB (default 640); the same bits whatever N. Slide mode: one sum a layer"},
+     "reach N MiB (default 640; 0: one sum a layer); the same bits whatever N. Slide mode: one sum a layer"},
     {"train", "data parallel", "rendezvous-timeout", "--rendezvous-timeout S",
      "seconds a rank waits for the others, at the start and in every exchange (default: "
      "SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)"},
@@ -445,7 +445,10 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--save-every")) o->save_every = parse_int(f, v, 1, 1 << 24);
         else if (!strcmp(f, "--gpus")) o->gpus = parse_int(f, v, 1, 256);
         else if (!strcmp(f, "--zero")) o->zero = parse_int(f, v, 0, 1);
-        else if (!strcmp(f, "--bucket-mb")) o->bucket_mb = parse_int(f, v, 1, 1 << 20);
+        else if (!strcmp(f, "--bucket-mb")) { /* 0: one sum a layer (0 in o: the library's default) */
+            int mb = parse_int(f, v, 0, 1 << 20);
+            o->bucket_mb = mb ? mb : SC_BUCKET_LAYER;
+        }
         else if (!strcmp(f, "--rendezvous-timeout")) {
             o->rdv_timeout = parse_double(f, v);
             if (!(o->rdv_timeout > 0 && o->rdv_timeout <= 86400)) die_usage("--rendezvous-timeout %s: need seconds in (0, 86400]", v);

@@ -153,7 +153,7 @@ dt=$(( $(date +%s) - t0 ))
 [ "$dt" -le 20 ] && grep -q "missing: rank 1" "$T/err" && ok "the flag's timeout wins: stopped after ${dt} s" ||
     bad "--rendezvous-timeout: ${dt} s: $(cat "$T/err")"
 expect 2 "--rendezvous-timeout 0 is refused" $DP --batch 1 --rendezvous-timeout 0
-expect 2 "--bucket-mb 0 is refused" $DP --batch 1 --bucket-mb 0
+expect 2 "--bucket-mb -1 is refused" $DP --batch 1 --bucket-mb -1
 # two ranks started by hand, rank 1 with other flags (PORT WHAT FLAGS...): both stop at the start, named
 mismatch() {
     port=$1 what=$2; shift 2

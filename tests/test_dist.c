@@ -1176,21 +1176,26 @@ static void test_data_parallel(void)
     free(wa), free(wb), free(w1);
 }
 
-/* sc_model_config.bucket_mb: a negative size is refused at create, naming the field */
+/* sc_model_config.bucket_mb: a negative size other than SC_BUCKET_LAYER is refused at create,
+   naming the field */
 static void test_bucket_config(void)
 {
     sc_config c;
     sc_config_named(&c, "tiny");
     sc_model_config mc = sc_model_config_init();
-    mc.bucket_mb = -1;
+    mc.bucket_mb = -2;
     sc_model *m = NULL;
     sc_result r = sc_model_create(&m, &c, &mc, NULL);
-    CHECK(r == SC_ERROR_INVALID_ARGS && m == NULL && strstr(sc_last_error(), "bucket_mb -1"), "bucket_mb -1 refused: %s",
+    CHECK(r == SC_ERROR_INVALID_ARGS && m == NULL && strstr(sc_last_error(), "bucket_mb -2"), "bucket_mb -2 refused: %s",
           sc_last_error());
-    mc.bucket_mb = 1;
-    r = sc_model_create(&m, &c, &mc, NULL);
-    CHECK(r == SC_SUCCESS, "bucket_mb 1 (one sum a layer) accepted: %s", r ? sc_last_error() : "ok");
-    if (m) sc_model_destroy(m);
+    int ok[2] = {1, SC_BUCKET_LAYER};
+    for (int i = 0; i < 2; i++) {
+        mc.bucket_mb = ok[i];
+        r = sc_model_create(&m, &c, &mc, NULL);
+        CHECK(r == SC_SUCCESS, "bucket_mb %d accepted: %s", ok[i], r ? sc_last_error() : "ok");
+        if (m) sc_model_destroy(m);
+        m = NULL;
+    }
 }
 
 int main(void)

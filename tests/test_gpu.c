@@ -1233,7 +1233,7 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
         mc.lr = 0.01f;
         mc.comm = d ? comm : NULL;
         mc.zero = d == 2;
-        mc.bucket_mb = 1; /* one sum a layer, so that the spans count the layers */
+        mc.bucket_mb = SC_BUCKET_LAYER; /* one sum a layer, so that the spans count the layers */
         mc.mode = slide ? SC_MODE_SLIDE : SC_MODE_RESIDENT;
         sc_model *m = NULL;
         sc_tracer tr;
