@@ -10796,6 +10796,22 @@ static void sc__dev_sum(sc_model *m, void *g, size_t n, int layer)
     if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 }
 
+/* slide over NCCL: the head's gradient [LM head rows (lm) | final norm] summed in resident mode's
+   buckets, so that each element adds in the same order at any W (sc__sum_chunks): a tied head's
+   rows as the embedding's bucket, the norm alone as bucket 0. Resident mode's bucket 0 of an untied
+   head is [norm | LM head], this one sum [LM head | norm]: the same bits at two ranks (one
+   addition), other chunks past that. */
+static void sc__slide_head_sum(sc_model *m, size_t lm)
+{
+    size_t C = (size_t)m->cfg.hidden_size;
+    if (!m->cfg.tie_embeddings || !lm) {
+        sc__dev_sum(m, m->sl->head_g, lm + C, -1);
+        return;
+    }
+    sc__dev_sum(m, m->sl->head_g, lm, -1);
+    sc__dev_sum(m, (char *)m->sl->head_g + lm * (size_t)m->gb, C, -1);
+}
+
 /* slide over NCCL: a device buffer is summed (or gathered) before the download stream reads it */
 static void sc__d2h_after_comm(sc_model *m)
 {
@@ -11777,7 +11793,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
         size_t lm = sl->hs_pergrad ? 0 : (size_t)V * C; /* per-slice gradients went down already */
         sc__d2h_after_compute(m);
 #ifdef SLIDECHECK_CUDA
-        if (dpn) sc__dev_sum(m, sl->head_g, lm + (size_t)C, -1), sc__d2h_after_comm(m);
+        if (dpn) sc__slide_head_sum(m, lm), sc__d2h_after_comm(m);
 #endif
         /* the head's rows in parts where one host task would otherwise wait for all of them
            (not over NCCL or ZeRO-1, whose head tasks stay whole) */

@@ -1272,10 +1272,10 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
     sc_dist_comm_close(comm);
     char nm[400];
     /* per step: [norm | head] after the head's backward, one per layer, the all-gather of every
-       rank's dL/dx_0 (and ids) last, and in resident mode a tied head's part of the embedding
-       summed after the head's backward (ZeRO-1: the same reduce-scatters and as many all-gathers
-       of the weights; slide: the head's, the layers' and the gather, plus one all-gather per
-       layer upload) */
+       rank's dL/dx_0 (and ids) last, and a tied head's part of the embedding summed after the
+       head's backward (ZeRO-1: the same reduce-scatters and as many all-gathers of the weights;
+       slide: the head's (a tied head's rows and norm apart, as resident's buckets), the layers' and
+       the gather, plus one all-gather per layer upload) */
     for (int d = 1; d < nv; d++) {
         snprintf(nm, sizeof nm, "%s %s data parallel on the GPU, one rank (NCCL%s), %s: 3 AdamW steps == no comm "
                  "bitwise; %d collective spans (%d of layers; %d uploads gathered), %.3f ms of comm in step 3; "
@@ -1283,7 +1283,7 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
                  master ? "f32 master weights" : "bf16 weights", nspans[d], nlayer[d], nup, comm_ms[d],
                  (long long)gsteps[d]);
         int same = ok && !memcmp(l[0], l[d], sizeof l[0]) && !memcmp(w[0], w[d], 4 * np);
-        int tied = !slide && c->tie_embeddings; /* the tied head's early sum */
+        int tied = c->tie_embeddings; /* resident: the tied head's early sum; slide: its rows and norm apart */
         check(same && nspans[d] == 3 * ((L + 2) * (d == 2 ? zc : 1) + tied) &&
                   nlayer[d] == 3 * L * (d == 2 ? zc : 1) &&
                   (slide ? nup >= 3 * L : nup == 0) && gsteps[d] == (slide ? 0 : 2),
