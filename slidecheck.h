@@ -10884,7 +10884,8 @@ static int sc__grads_sum_layers(sc_model *m, int l, int top)
 {
     int L = m->cfg.num_layers;
     size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)(top - l + 1);
-    double cap = (m->mc.bucket_mb > 0 ? m->mc.bucket_mb : m->mc.bucket_mb ? 0 : SC_BUCKET_MB) * 1048576.0;
+    int mb = m->mc.bucket_mb == SC_BUCKET_LAYER ? 0 : m->mc.bucket_mb ? m->mc.bucket_mb : SC_BUCKET_MB;
+    double cap = mb * 1048576.0;
     if (l > 1 && (double)n * m->gb < cap) return top;
     sc__grads_sum_range(m, L - top, L - l, l);
     return l - 1;
