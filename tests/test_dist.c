@@ -1101,7 +1101,12 @@ static void test_data_parallel(void)
     int ok3 = dp_run("build/tmp_dp_3z.bin", l3z, &w3z, &np, h3z, &ps, &fs, NULL);
     g_zero = 0;
     ok3 = ok3 && dp_run("build/tmp_dp_3.bin", l3, &w3, &np, h3, &ps, &fs, NULL);
-    g_world = 2, g_untied = 1, g_slide = 0;
+    /* and resident mode on 3 ranks: a sum of three adds in an order, which slide's must share */
+    float l3r[DP_STEPS], *w3r = NULL;
+    uint64_t h3r[2];
+    g_slide = 0;
+    int ok3r = dp_run("build/tmp_dp_3r.bin", l3r, &w3r, &np, h3r, &ps, &fs, NULL);
+    g_world = 2, g_untied = 1;
     int okr = dp_run("build/tmp_dp_r.bin", lr, &wr, &npu, hr, &pr, &fs, NULL);
     g_untied = 0;
     /* two "nodes" of one rank each (GROUP_RANK 0 and 1): a sum of two is a + b whatever carries it */
@@ -1156,7 +1161,10 @@ static void test_data_parallel(void)
     CHECK(ok3 && !memcmp(l3z, l3, sizeof l3) && !memcmp(w3z, w3, np * sizeof(float)) &&
               h3z[0] == sc_hash_bytes(0, w3z, np * sizeof(float)) && h3[0] == sc_hash_bytes(0, w3, np * sizeof(float)),
           "the same on 3 ranks (a remainder in each layer), on every replica");
-    free(ws), free(wr), free(wu), free(wsz), free(wv), free(wb16), free(wc), free(w3), free(w3z);
+    CHECK(ok3 && ok3r && !memcmp(l3r, l3, sizeof l3) && !memcmp(w3r, w3, np * sizeof(float)) &&
+              h3r[0] == sc_hash_bytes(0, w3r, np * sizeof(float)),
+          "slide mode on 3 ranks: losses and weights equal resident data parallel's bit for bit, on every replica");
+    free(ws), free(wr), free(wu), free(wsz), free(wv), free(wb16), free(wc), free(w3), free(w3z), free(w3r);
     CHECK(ok && okn && !memcmp(ln, la, sizeof la) && !memcmp(wn, wa, np * sizeof(float)) &&
               hn[0] == sc_hash_bytes(0, wn, np * sizeof(float)),
           "two nodes x 1 rank (torchrun --nnodes 2: GROUP_RANK 0/1, the agent's store): losses and weights equal one "
