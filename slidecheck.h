@@ -1631,8 +1631,8 @@ SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtyp
 SC_CUDA_DEF void sc_cuda_reduce_scatter_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
 /* comm_group(cu, 1) ... comm_group(cu, 0): the collectives between go as one NCCL launch and run
-   together (none may read what another writes); at two ranks the same sums; sc_cuda_comm_count
-   counts the group as one */
+   together (none may read what another writes); each gives the sums it gives alone (the layers'
+   groups saved one-a-layer's bytes at 2 and 4 ranks); sc_cuda_comm_count counts the group as one */
 SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin);
 /* comm_count: the collectives queued since the last settle; comm_join(k): the compute stream
    waits for the first k of them (in queue order, so for everything queued before the k-th) */
