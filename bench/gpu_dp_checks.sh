@@ -3,7 +3,8 @@
 #  1. equality: NG ranks x batch 4/NG against 1 GPU x batch 4 (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two NG-rank runs save byte-identical checkpoints;
 #     ZeRO-1 saves the same bytes as plain data parallel; slide mode the same checks as resident
-#     (slide's ZeRO-1: the same bytes as slide without it);
+#     (slide's ZeRO-1: the same bytes as slide without it), and slide the bytes of resident (bf16: with
+#     --master-weights, as slide keeps them); one sum a layer (--bucket-mb 0) the default groups' bytes;
 #     resident NG-rank runs replay the whole-step CUDA graph (collectives inside) and save the bytes of
 #     --cuda-graph off (plain and ZeRO-1, fp32 and bf16);
 #     a rank killed mid-run stops the other within the timeout, with a message (graph and eager);
@@ -87,6 +88,23 @@ for dt in fp32 bf16; do
     if cmp -s "$O/save_slide_${dt}_a/model.safetensors" "$O/save_slide_${dt}_z/model.safetensors"; then
         echo "slide $dt: ZeRO-1 saved the same weights as slide's plain data parallel (bitwise): PASS"
     else echo "slide $dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
+    # slide and resident: the same sums in the same order (bf16: slide keeps f32 master weights, so
+    # resident here with them too); one sum a layer (--bucket-mb 0) against the default groups
+    rs="$O/save_resident_${dt}_a" mw=""
+    [ $dt = bf16 ] && rs="$O/save_resident_bf16_m" mw=--master-weights
+    for v in "$mw" "$mw --bucket-mb 0"; do
+        sv="$O/save_resident_${dt}_m"; [ "$v" = "$mw" ] || sv="$O/save_resident_${dt}_layer"
+        [ -z "$v" ] && continue # fp32: the run is resident_fp32_a
+        # shellcheck disable=SC2086 # v: flags
+        "$BIN/slidecheck" $tiny --dtype $dt --batch $EB --gpus $NG $v --save "$sv" > "$sv.log" 2>&1 ||
+            { echo "$NG ranks resident $dt $v: exit $?"; tail -n 5 "$sv.log"; fail=1; }
+    done
+    if cmp -s "$rs/model.safetensors" "$O/save_slide_${dt}_a/model.safetensors"; then
+        echo "slide $dt: the same weights as resident data parallel${mw:+ with $mw} (bitwise): PASS"
+    else echo "slide $dt: slide and resident data parallel differ: FAIL"; fail=1; fi
+    if cmp -s "$rs/model.safetensors" "$O/save_resident_${dt}_layer/model.safetensors"; then
+        echo "resident $dt: one sum a layer (--bucket-mb 0) saved the default groups' weights (bitwise): PASS"
+    else echo "resident $dt: --bucket-mb 0 and the default groups differ: FAIL"; fail=1; fi
     "$BIN/slidecheck" $tiny --dtype $dt --batch $EB --gpus $NG --zero 1 --save "$O/save_${dt}_z" > "$O/two_${dt}_z.log" 2>&1 ||
         { echo "$NG ranks ZeRO-1 $dt: exit $?"; tail -n 5 "$O/two_${dt}_z.log"; fail=1; }
     if cmp -s "$O/save_resident_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
