@@ -3621,9 +3621,9 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 
 /* The collectives queued between begin (1) and end (0) go as one NCCL launch (ncclGroupStart /
    ncclGroupEnd), each with its own arguments. NCCL runs them together: none may read what another
-   writes. At two ranks each sum is one addition, so a group keeps the bits; at more, NCCL's order
-   of the additions may follow the group (not checked). The end always closes an open group, even
-   on a failed context, and marks the group as one collective. */
+   writes. Each gives the sums it gives alone: at two ranks a sum is one addition, and at four the
+   layers' grouped reduce-scatters saved one-a-layer's bytes (4 x H200, fp32 and bf16). The end
+   always closes an open group, even on a failed context, and marks the group as one collective. */
 SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin)
 {
     if (!cu) return;
