@@ -1462,6 +1462,11 @@ typedef struct sc_slide_info {
 } sc_slide_info;
 SCDEF sc_slide_info sc_model_slide_info(const sc_model *m);
 SCDEF size_t sc_slide_window_bytes(const sc_config *cfg, const sc_model_config *mc, const sc_plan *plan);
+#ifdef SLIDECHECK_TESTING
+/* Test hook (private): 1 lays out slide's gradient of an untied head as over NCCL, [final norm | LM head],
+   on any backend (resident's bits either way); returns the previous setting. */
+SCDEF int sc__slide_norm_first_force(int on);
+#endif
 /* The weights sc_model_create makes when given params NULL, into dst (sc_config_num_params
    floats, flat order): HF's init (normal(0, init_std) for linear and embedding weights, 1 for
    norms, 0 for biases) from mc.seed = seed, the same values on any machine and thread count.
@@ -8598,6 +8603,9 @@ typedef struct sc__slide {
     int nslots;
     float *lw[SC_MAX_LAYERS + 1], *lg[SC_MAX_LAYERS + 1];
     float *head_g;
+    /* head_g's layout: [LM head | final norm], or [final norm | LM head] (norm_first: an untied head
+       summed over NCCL, so that its one sum is resident mode's bucket 0, element for element) */
+    int norm_first;
     /* layers kept on the device (mc.slide_device_layers): weights, gradients, f32 master and
        AdamW state of their own, outside the window; ndev of them */
     float *dw[SC_MAX_LAYERS], *dg[SC_MAX_LAYERS], *dmw[SC_MAX_LAYERS], *dm[SC_MAX_LAYERS], *dv[SC_MAX_LAYERS];
@@ -9239,6 +9247,7 @@ static float *sc__head_ptr(sc_model *m, int grad, int norm)
     if (m->sl && !m->params) { /* a sliced head's slot holds only the norm, as does its gradient with per-slice gradients */
         int lm = grad ? !m->sl->hs_pergrad : sc__head_rows(m) == c->vocab_size || m->mc.slide_head_once;
         size_t off = norm && lm ? (size_t)c->vocab_size * c->hidden_size : 0;
+        if (grad && lm && m->sl->norm_first) off = norm ? 0 : (size_t)c->hidden_size;
         return grad ? sc__at(m->sl->head_g, off, m->gb) : sc__at(m->sl->head.w, off, m->pb);
     }
     size_t off = norm ? sc_config_norm_offset(c) : sc_config_lm_head_offset(c);
@@ -10796,11 +10805,10 @@ static void sc__dev_sum(sc_model *m, void *g, size_t n, int layer)
     if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 }
 
-/* slide over NCCL: the head's gradient [LM head rows (lm) | final norm] summed in resident mode's
-   buckets, so that each element adds in the same order at any W (sc__sum_chunks): a tied head's
-   rows as the embedding's bucket, the norm alone as bucket 0. Resident mode's bucket 0 of an untied
-   head is [norm | LM head], this one sum [LM head | norm]: the same bits at two ranks (one
-   addition), other chunks past that. */
+/* slide over NCCL: the head's gradient summed in resident mode's buckets, so that each element
+   adds in the same order at any W (sc__sum_chunks): a tied head's [LM head rows (lm) | final norm]
+   as the embedding's bucket's rows and the norm alone (bucket 0); an untied head's
+   [final norm | LM head] (norm_first) as bucket 0, in one sum. */
 static void sc__slide_head_sum(sc_model *m, size_t lm)
 {
     size_t C = (size_t)m->cfg.hidden_size;
@@ -11309,18 +11317,32 @@ static size_t sc__slide_ring_at(const sc_model *m, int k)
     return m->sl->gbytes - (size_t)(k + 1) * sc__allocator_round(sc__layer_numel(&m->cfg) * (size_t)m->gb);
 }
 
+static int sc__norm_first_force; /* sc__slide_norm_first_force */
+#ifdef SLIDECHECK_TESTING
+SCDEF int sc__slide_norm_first_force(int on)
+{
+    int was = sc__norm_first_force;
+    sc__norm_first_force = on != 0;
+    return was;
+}
+#endif
+
 /* Bytes [a, b) of the head's gradients on the device (the LM head's lm elements, then the final
-   norm's) down into their places among the host gradients. */
+   norm's; norm_first: the other way round) down into their places among the host gradients. */
 static void sc__slide_head_range_down(sc_model *m, size_t a, size_t b, size_t lm)
 {
     const sc_config *c = &m->cfg;
-    size_t gb = (size_t)m->gb, e = lm * gb;
+    size_t gb = (size_t)m->gb, e = lm * gb, off[2] = {sc_config_lm_head_offset(c), sc_config_norm_offset(c)};
     char *hg = (char *)m->sl->hg;
     const char *d = (const char *)m->sl->head_g;
-    if (a < e) sc__copy_async(m, 2, hg + sc_config_lm_head_offset(c) * gb + a, d + a, (b < e ? b : e) - a, SC_PHASE_D2H, -1);
+    if (m->sl->norm_first && lm) {
+        size_t t = off[0];
+        e = (size_t)c->hidden_size * gb, off[0] = off[1], off[1] = t;
+    }
+    if (a < e) sc__copy_async(m, 2, hg + off[0] * gb + a, d + a, (b < e ? b : e) - a, SC_PHASE_D2H, -1);
     if (b > e) {
         size_t s = a > e ? a : e;
-        sc__copy_async(m, 2, hg + sc_config_norm_offset(c) * gb + (s - e), d + s, b - s, SC_PHASE_D2H, -1);
+        sc__copy_async(m, 2, hg + off[1] * gb + (s - e), d + s, b - s, SC_PHASE_D2H, -1);
     }
 }
 
@@ -11721,6 +11743,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sl->devup = update && m->mc.slide_device_update;
     sl->no_host_grads = sl->devup;
     sl->hs_pergrad = !keep && !dpn && sc__head_rows(m) < V && M == 1 && N <= 1024; /* one pass over the head */
+    sl->norm_first = (dpn || sc__norm_first_force) && !c->tie_embeddings;
     sl->devhead = sl->devup && m->mc.slide_head_once && sl->hs_pergrad;
     if (sl->hfresh && !sl->devhead) { /* the host updates the head this step, or reads it: bring it down */
         sc__slide_wait_unit(m, sl->wp, L);
@@ -11798,7 +11821,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
 #endif
         /* the head's rows in parts where one host task would otherwise wait for all of them
            (not over NCCL or ZeRO-1, whose head tasks stay whole) */
-        int parts = !dp && !dpn && !sl->zero && lm > 0 && sl->update;
+        int parts = !dp && !dpn && !sl->zero && lm > 0 && sl->update && !sl->norm_first; /* (parts' rows: lm first) */
         sc__slide_head_grads_down(m, lm, parts);
         sl->head_g = NULL;
         if (!dp) sc__slide_queue_ex(m, SC__TASK_HEAD_EARLY, L, sc__ev_record(m, 2), 0, 0, parts);

@@ -141,9 +141,12 @@ transformers.Qwen3ForCausalLM(c).save_pretrained(sys.argv[1])
 PY
     ut=$(echo "$tiny" | sed "s#--model tiny#--hf $O/untied#")
     "$BIN/slidecheck" $ut --dtype fp32 --batch 4 > "$O/untied_one.log" 2>&1 || { echo "untied, 1 GPU: exit $?"; fail=1; }
-    for zf in "" "--zero 1"; do
-        "$BIN/slidecheck" $ut --dtype fp32 --batch $EB --gpus $NG $zf --save "$O/save_untied${zf:+_z}" \
-            > "$O/untied${zf:+_z}.log" 2>&1 || { echo "untied, $NG ranks $zf: exit $?"; tail -n 5 "$O/untied${zf:+_z}.log"; fail=1; }
+    for md in resident slide; do
+        for zf in "" "--zero 1"; do
+            u=untied; [ $md = slide ] && u=${u}_slide; [ -n "$zf" ] && u=${u}_z
+            "$BIN/slidecheck" $ut --mode $md --dtype fp32 --batch $EB --gpus $NG $zf --save "$O/save_$u" \
+                > "$O/$u.log" 2>&1 || { echo "untied, $md, $NG ranks $zf: exit $?"; tail -n 5 "$O/$u.log"; fail=1; }
+        done
     done
     losses "$O/untied_one.log" > "$O/l1"; losses "$O/untied.log" > "$O/l2"
     paste "$O/l1" "$O/l2" | awk -v g=$NG '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > w) w = r; n++ }
@@ -152,6 +155,12 @@ PY
     if cmp -s "$O/save_untied/model.safetensors" "$O/save_untied_z/model.safetensors"; then
         echo "untied head fp32: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "untied head fp32: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
+    # slide sums the untied head's gradient as resident's bucket [final norm | LM head]: the same chunks at any W
+    for u in untied_slide untied_slide_z; do
+        if cmp -s "$O/save_untied/model.safetensors" "$O/save_$u/model.safetensors"; then
+            echo "untied head fp32, $NG ranks: $u saved resident's weights (bitwise): PASS"
+        else echo "untied head fp32, $NG ranks: $u and resident differ: FAIL"; fail=1; fi
+    done
 fi
 # launched by torchrun (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) instead of --gpus:
 # the same bytes as the --gpus 2 run

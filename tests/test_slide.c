@@ -215,6 +215,17 @@ int main(void)
         compare(fixtures[f], &cfg, params, ids, B, T, h1);
         compare(fixtures[f], &cfg, params, ids, B, T, h2);
         compare(fixtures[f], &cfg, params, ids2, B, T, h3);
+        /* an untied head's gradient laid out [final norm | LM head], as slide sums it over NCCL (resident
+           mode's bucket): its downloads put each part in its place */
+        if (!cfg.tie_embeddings) {
+            char nm[96];
+            snprintf(nm, sizeof nm, "%s, norm first", fixtures[f]);
+            run_cfg n1 = {"none", 0, 1, 0, SC_OPTIM_ADAMW, 0, 0}, n2 = {"full", 1, 2, 2, SC_OPTIM_ADAMW, 0, 0};
+            sc__slide_norm_first_force(1);
+            compare(nm, &cfg, params, ids, B, T, n1);
+            compare(nm, &cfg, params, ids2, B, T, n2);
+            sc__slide_norm_first_force(0);
+        }
         /* the delayed parameter update against resident mode by hand (other tokens each step) */
         {
             run_x dx = {1, 3, 0, 0, 0, 0};
