@@ -255,6 +255,19 @@ static void test_add_rmsnorm(tctx *t)
     check_rel(nm, gz, z, n, t->bf16 ? t->tol : 0.0, t->bf16);
     free(x); free(y); free(z); free(gz);
     dfree(t, dx); dfree(t, dy); dfree(t, dz);
+    /* a multiple of 8 elements (bf16: 16-byte vectors) gives the bits of an element-by-element add:
+       the same inputs with one element fewer take the scalar kernel */
+    n = 8 * 1031;
+    x = hrand(n, 1, 0), y = hrand(n, 1, 0), z = hnan(n);
+    dx = dupd(t, x, n, t->adt), dy = dupd(t, y, n, t->adt), dz = dupd(t, z, n, t->adt);
+    void *dz1 = dupd(t, z, n, t->adt);
+    sc_cuda_add_forward(t->cu, dz, dx, dy, n);
+    sc_cuda_add_forward(t->cu, dz1, dx, dy, n - 1);
+    float *gv = dget(t, dz, n, t->adt), *gs = dget(t, dz1, n, t->adt);
+    name_of(nm, sizeof nm, t, "add_forward vectors == elements bitwise");
+    check(!memcmp(gv, gs, (n - 1) * 4) && gv[n - 1] == gv[n - 1], nm, "the vector kernel's bits differ");
+    free(x); free(y); free(z); free(gv); free(gs);
+    dfree(t, dx); dfree(t, dy); dfree(t, dz); dfree(t, dz1);
 }
 
 static void test_matmul_shape(tctx *t, int N, int IC, int OC, int with_bias)
