@@ -171,8 +171,8 @@ if command -v torchrun > /dev/null; then
         echo "torchrun --nproc_per_node=$NG --no-python: the same weights as --gpus $NG (bitwise): PASS"
     else echo "torchrun launch and --gpus $NG differ: FAIL"; fail=1; fi
 fi
-# a rank killed mid-run: rank 0 must stop with a message within the timeout (never hang), with the
-# CUDA graph (its collectives polled through the graph's event nodes) and without
+# a rank killed mid-run (the last one --gpus forked: rank NG - 1): rank 0 must stop with a message within
+# the timeout (never hang), with the CUDA graph (its collectives polled through the graph's event nodes) and without
 for kg in auto off; do
     "$BIN/slidecheck" $tiny --dtype bf16 --batch $EB --steps 1000000 --gpus $NG --rendezvous-timeout 15 --cuda-graph $kg \
         > "$O/kill_$kg.log" 2>&1 &
@@ -181,8 +181,8 @@ for kg in auto off; do
     [ -n "$R1" ] && kill -9 "$R1"
     wait $L; rc=$?; dt=$(( $(date +%s) - t0 ))
     if [ -n "$R1" ] && [ $rc -ne 0 ] && [ $dt -le 45 ]; then
-        echo "a killed rank 1 (--cuda-graph $kg): the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill_$kg.log" | cut -c1-200))"
-    else echo "a killed rank 1 (--cuda-graph $kg): exit $rc after $dt s (rank 1 pid '$R1'): FAIL"; fail=1; fi
+        echo "a killed rank $((NG - 1)) (--cuda-graph $kg): the run stopped after $dt s, exit $rc: PASS ($(grep -m1 'slidecheck' "$O/kill_$kg.log" | cut -c1-200))"
+    else echo "a killed rank $((NG - 1)) (--cuda-graph $kg): exit $rc after $dt s (its pid '$R1'): FAIL"; fail=1; fi
 done
 fi # TWO_NODE_ONLY
 # (compared with the 2-rank run: with NG > 2 ranks the NVLink sums need not equal the socket ones)
