@@ -6,6 +6,9 @@
    the layers' SGD on the device (slide_device_update) against resident mode.
    Then accumulation against one large batch, and bad input.
    Run from the repository root. */
+#ifndef SLIDECHECK_TESTING
+#define SLIDECHECK_TESTING 1 /* the sc__ test hooks (the Makefile's test builds define it too) */
+#endif
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 #include <math.h>
