@@ -359,6 +359,29 @@ __device__ __forceinline__ void st8(bf16 *p, const float (&x)[8])
     for (int k = 0; k < 4; k++) h[k] = __floats2bfloat162_rn(x[2 * k], x[2 * k + 1]);
     *reinterpret_cast<uint4 *>(p) = u;
 }
+/* Eight elements as loaded, converted later (cv8): a load issued now whose data is first used after
+   a barrier does not stall the warp before it */
+template <typename T> struct raw8;
+template <> struct raw8<float> { float4 a, b; };
+template <> struct raw8<bf16> { uint4 u; };
+__device__ __forceinline__ void ld8raw(raw8<float> &r, const float *p)
+{
+    r.a = reinterpret_cast<const float4 *>(p)[0], r.b = reinterpret_cast<const float4 *>(p)[1];
+}
+__device__ __forceinline__ void ld8raw(raw8<bf16> &r, const bf16 *p) { r.u = *reinterpret_cast<const uint4 *>(p); }
+__device__ __forceinline__ void cv8(float (&x)[8], const raw8<float> &r)
+{
+    x[0] = r.a.x, x[1] = r.a.y, x[2] = r.a.z, x[3] = r.a.w, x[4] = r.b.x, x[5] = r.b.y, x[6] = r.b.z, x[7] = r.b.w;
+}
+__device__ __forceinline__ void cv8(float (&x)[8], const raw8<bf16> &r)
+{
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&r.u);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float2 f = __bfloat1622float2(h[k]);
+        x[2 * k] = f.x, x[2 * k + 1] = f.y;
+    }
+}
 __device__ __forceinline__ void ld2(float (&x)[2], const float *p) { x[0] = p[0], x[1] = p[1]; }
 __device__ __forceinline__ void ld2(float (&x)[2], const bf16 *p)
 {
@@ -827,7 +850,7 @@ __global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_dx(T *dinp, co
    and the weight-gradient reduction read dy and x once instead of twice (the partials are
    summed by sc__colsum). Thread j owns columns (j + k blockDim) W .. + W - 1, k < NI. */
 template <typename T, int W, int NI>
-__global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_fused(T *dinp, float *part, const T *dout, const T *inp,
+__global__ void __launch_bounds__(SC__NORM_THREADS, NI == 1 ? 4 : 1) k_rmsnorm_bwd_fused(T *dinp, float *part, const T *dout, const T *inp,
                                                                        const T *w, const float *rstd, int N, int C, int R)
 {
     float vw[NI][W], acc[NI][W];
@@ -839,6 +862,22 @@ __global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_fused(T *dinp,
         if (c < C) ldv<W>(vw[i], w + c);
     }
     const int r0 = blockIdx.x * R, r1 = min(N, r0 + R);
+    /* W = 8, NI = 1 (hidden sizes up to 2048): the next row's loads go out before this row's block
+       sum (raw8: their first use is the next row's), so that they overlap its barriers; the
+       arithmetic is the same. Four blocks an SM (64 registers): 512 blocks run in one wave. */
+    constexpr bool PF = W == 8 && NI == 1;
+    raw8<T> ny[NI], nx[NI], nd[NI];
+    auto fetch = [&](int row) {
+#pragma unroll
+        for (int i = 0; i < NI; i++) {
+            int c = (threadIdx.x + i * blockDim.x) * W;
+            if (c >= C) continue;
+            const size_t o = (size_t)row * C + c;
+            ld8raw(ny[i], dout + o), ld8raw(nx[i], inp + o), ld8raw(nd[i], dinp + o);
+        }
+    };
+    if constexpr (PF)
+        if (r0 < r1) fetch(r0);
     for (int row = r0; row < r1; row++) {
         const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
         T *dx = dinp + (size_t)row * C;
@@ -847,12 +886,18 @@ __global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_fused(T *dinp,
         for (int i = 0; i < NI; i++) {
             int c = (threadIdx.x + i * blockDim.x) * W;
             if (c >= C) continue;
-            ldv<W>(vy[i], dy + c);
-            ldv<W>(vx[i], x + c);
-            ldv<W>(vd[i], dx + c);
+            if constexpr (PF) {
+                cv8(vy[i], ny[i]), cv8(vx[i], nx[i]), cv8(vd[i], nd[i]);
+            } else {
+                ldv<W>(vy[i], dy + c);
+                ldv<W>(vx[i], x + c);
+                ldv<W>(vd[i], dx + c);
+            }
 #pragma unroll
             for (int k = 0; k < W; k++) dot += vy[i][k] * vw[i][k] * vx[i][k];
         }
+        if constexpr (PF)
+            if (row + 1 < r1) fetch(row + 1);
         dot = block_sum(dot);
         float kk = dot * r * r * r / (float)C;
 #pragma unroll

@@ -205,6 +205,33 @@ static void test_rmsnorm(tctx *t)
     free(x); free(w); free(out); free(rstd); free(dy); free(dinp); free(dw);
     dfree(t, dx); dfree(t, dwt); dfree(t, dout); dfree(t, drstd); dfree(t, ddy); dfree(t, ddinp); dfree(t, ddw);
     dfree(t, drs2);
+    /* more than 512 rows: the fused kernel takes several rows a block (the next row's loads go out
+       before this row's sum); its dinp has the bits of the dinp-only kernel's (dw NULL) */
+    N = 1100, C = 72, NC = (size_t)N * C;
+    x = hrand(NC, 1, 0.3f), w = hrand(C, 0.2f, 1), dy = hrand(NC, 1, 0), dinp = hrand(NC, 1, 0), dw = hrand(C, 1, 0);
+    rstd = hnan(N), out = hnan(NC);
+    rnd(t, t->adt, x, NC); rnd(t, t->adt, w, C); rnd(t, t->adt, dy, NC); rnd(t, t->adt, dinp, NC); rnd(t, t->gdt, dw, C);
+    sc_cpu_rmsnorm_forward(out, rstd, x, w, N, C, eps);
+    dx = dupd(t, x, NC, t->adt), dwt = dupd(t, w, C, t->adt), ddy = dupd(t, dy, NC, t->adt);
+    drs2 = (float *)dupd(t, rstd, N, SC_F32);
+    ddinp = dupd(t, dinp, NC, t->adt), ddw = dupd(t, dw, C, t->gdt);
+    void *ddinp2 = dupd(t, dinp, NC, t->adt);
+    sc_cuda_rmsnorm_backward(t->cu, ddinp, ddw, ddy, dx, dwt, drs2, N, C);
+    sc_cuda_rmsnorm_backward(t->cu, ddinp2, NULL, ddy, dx, dwt, drs2, N, C);
+    sc_cpu_rmsnorm_backward(dinp, dw, dy, x, w, rstd, N, C);
+    got = dget(t, ddinp, NC, t->adt);
+    float *got2 = dget(t, ddinp2, NC, t->adt);
+    name_of(nm, sizeof nm, t, "rmsnorm_backward 1100 rows: fused dinp == dinp-only bitwise");
+    check(!memcmp(got, got2, NC * 4), nm, "the fused kernel's dinp differs");
+    name_of(nm, sizeof nm, t, "rmsnorm_backward 1100 rows dinp (+=)");
+    check_rel(nm, got, dinp, NC, t->tol, t->bf16);
+    free(got); free(got2);
+    got = dget(t, ddw, C, t->gdt);
+    name_of(nm, sizeof nm, t, "rmsnorm_backward 1100 rows dw (+=)");
+    check_rel(nm, got, dw, C, t->tol, t->bf16);
+    free(got);
+    free(x); free(w); free(out); free(rstd); free(dy); free(dinp); free(dw);
+    dfree(t, dx); dfree(t, dwt); dfree(t, ddy); dfree(t, ddinp); dfree(t, ddinp2); dfree(t, ddw); dfree(t, drs2);
 }
 
 static void test_add_rmsnorm(tctx *t)
