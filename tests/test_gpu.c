@@ -164,6 +164,37 @@ static void test_embedding(tctx *t)
     dfree(t, dw); dfree(t, dout); dfree(t, dids); dfree(t, dg); dfree(t, ddw);
 }
 
+/* rmsnorm backward on N x C (dinp +=, dw +=) against the CPU; the fused kernel's dinp (with dw)
+   has the bits of the dinp-only kernel's (dw NULL) */
+static void test_rmsnorm_backward(tctx *t, int N, int C, float eps)
+{
+    char nm[160], what[96];
+    size_t NC = (size_t)N * C;
+    float *x = hrand(NC, 1, 0.3f), *w = hrand(C, 0.2f, 1), *out = hnan(NC), *rstd = hnan(N);
+    float *dy = hrand(NC, 1, 0), *dinp = hrand(NC, 1, 0), *dw = hrand(C, 1, 0);
+    rnd(t, t->adt, x, NC); rnd(t, t->adt, w, C); rnd(t, t->adt, dy, NC); rnd(t, t->adt, dinp, NC); rnd(t, t->gdt, dw, C);
+    sc_cpu_rmsnorm_forward(out, rstd, x, w, N, C, eps);
+    void *dx = dupd(t, x, NC, t->adt), *dwt = dupd(t, w, C, t->adt), *ddy = dupd(t, dy, NC, t->adt);
+    void *ddinp = dupd(t, dinp, NC, t->adt), *ddinp2 = dupd(t, dinp, NC, t->adt), *ddw = dupd(t, dw, C, t->gdt);
+    float *drs = (float *)dupd(t, rstd, N, SC_F32);
+    sc_cuda_rmsnorm_backward(t->cu, ddinp, ddw, ddy, dx, dwt, drs, N, C);
+    sc_cuda_rmsnorm_backward(t->cu, ddinp2, NULL, ddy, dx, dwt, drs, N, C);
+    sc_cpu_rmsnorm_backward(dinp, dw, dy, x, w, rstd, N, C);
+    float *got = dget(t, ddinp, NC, t->adt), *got2 = dget(t, ddinp2, NC, t->adt), *gw = dget(t, ddw, C, t->gdt);
+    snprintf(what, sizeof what, "rmsnorm_backward %dx%d dinp (+=)", N, C);
+    name_of(nm, sizeof nm, t, what);
+    check_rel(nm, got, dinp, NC, t->tol, t->bf16);
+    snprintf(what, sizeof what, "rmsnorm_backward %dx%d dw (+=)", N, C);
+    name_of(nm, sizeof nm, t, what);
+    check_rel(nm, gw, dw, C, t->tol, t->bf16);
+    snprintf(what, sizeof what, "rmsnorm_backward %dx%d: dinp with dw == dinp alone, bitwise", N, C);
+    name_of(nm, sizeof nm, t, what);
+    check(!memcmp(got, got2, NC * 4), nm, "the fused kernel's dinp differs");
+    free(got); free(got2); free(gw);
+    free(x); free(w); free(out); free(rstd); free(dy); free(dinp); free(dw);
+    dfree(t, dx); dfree(t, dwt); dfree(t, ddy); dfree(t, ddinp); dfree(t, ddinp2); dfree(t, ddw); dfree(t, drs);
+}
+
 static void test_rmsnorm(tctx *t)
 {
     int N = 37, C = 40;
@@ -185,53 +216,12 @@ static void test_rmsnorm(tctx *t)
     name_of(nm, sizeof nm, t, "rmsnorm_forward rstd");
     check_rel(nm, gr, rstd, N, t->bf16 ? t->tol : 1e-6, t->bf16);
     free(got); free(gr);
-    /* backward: dinp +=, dw += */
-    float *dy = hrand(NC, 1, 0), *dinp = hrand(NC, 1, 0), *dw = hrand(C, 1, 0);
-    rnd(t, t->adt, dy, NC);
-    rnd(t, t->adt, dinp, NC);
-    rnd(t, t->gdt, dw, C);
-    void *ddy = dupd(t, dy, NC, t->adt), *ddinp = dupd(t, dinp, NC, t->adt), *ddw = dupd(t, dw, C, t->gdt);
-    sc_cpu_rmsnorm_backward(dinp, dw, dy, x, w, rstd, N, C);
-    float *drs2 = (float *)dupd(t, rstd, N, SC_F32);
-    sc_cuda_rmsnorm_backward(t->cu, ddinp, ddw, ddy, dx, dwt, drs2, N, C);
-    got = dget(t, ddinp, NC, t->adt);
-    name_of(nm, sizeof nm, t, "rmsnorm_backward dinp (+=)");
-    check_rel(nm, got, dinp, NC, t->tol, t->bf16);
-    free(got);
-    got = dget(t, ddw, C, t->gdt);
-    name_of(nm, sizeof nm, t, "rmsnorm_backward dw (+=)");
-    check_rel(nm, got, dw, C, t->tol, t->bf16);
-    free(got);
-    free(x); free(w); free(out); free(rstd); free(dy); free(dinp); free(dw);
-    dfree(t, dx); dfree(t, dwt); dfree(t, dout); dfree(t, drstd); dfree(t, ddy); dfree(t, ddinp); dfree(t, ddw);
-    dfree(t, drs2);
+    free(x); free(w); free(out); free(rstd);
+    dfree(t, dx); dfree(t, dwt); dfree(t, dout); dfree(t, drstd);
+    test_rmsnorm_backward(t, 37, 40, eps);
     /* more than 512 rows: the fused kernel takes several rows a block (the next row's loads go out
-       before this row's sum); its dinp has the bits of the dinp-only kernel's (dw NULL) */
-    N = 1100, C = 72, NC = (size_t)N * C;
-    x = hrand(NC, 1, 0.3f), w = hrand(C, 0.2f, 1), dy = hrand(NC, 1, 0), dinp = hrand(NC, 1, 0), dw = hrand(C, 1, 0);
-    rstd = hnan(N), out = hnan(NC);
-    rnd(t, t->adt, x, NC); rnd(t, t->adt, w, C); rnd(t, t->adt, dy, NC); rnd(t, t->adt, dinp, NC); rnd(t, t->gdt, dw, C);
-    sc_cpu_rmsnorm_forward(out, rstd, x, w, N, C, eps);
-    dx = dupd(t, x, NC, t->adt), dwt = dupd(t, w, C, t->adt), ddy = dupd(t, dy, NC, t->adt);
-    drs2 = (float *)dupd(t, rstd, N, SC_F32);
-    ddinp = dupd(t, dinp, NC, t->adt), ddw = dupd(t, dw, C, t->gdt);
-    void *ddinp2 = dupd(t, dinp, NC, t->adt);
-    sc_cuda_rmsnorm_backward(t->cu, ddinp, ddw, ddy, dx, dwt, drs2, N, C);
-    sc_cuda_rmsnorm_backward(t->cu, ddinp2, NULL, ddy, dx, dwt, drs2, N, C);
-    sc_cpu_rmsnorm_backward(dinp, dw, dy, x, w, rstd, N, C);
-    got = dget(t, ddinp, NC, t->adt);
-    float *got2 = dget(t, ddinp2, NC, t->adt);
-    name_of(nm, sizeof nm, t, "rmsnorm_backward 1100 rows: fused dinp == dinp-only bitwise");
-    check(!memcmp(got, got2, NC * 4), nm, "the fused kernel's dinp differs");
-    name_of(nm, sizeof nm, t, "rmsnorm_backward 1100 rows dinp (+=)");
-    check_rel(nm, got, dinp, NC, t->tol, t->bf16);
-    free(got); free(got2);
-    got = dget(t, ddw, C, t->gdt);
-    name_of(nm, sizeof nm, t, "rmsnorm_backward 1100 rows dw (+=)");
-    check_rel(nm, got, dw, C, t->tol, t->bf16);
-    free(got);
-    free(x); free(w); free(out); free(rstd); free(dy); free(dinp); free(dw);
-    dfree(t, dx); dfree(t, dwt); dfree(t, ddy); dfree(t, ddinp); dfree(t, ddinp2); dfree(t, ddw); dfree(t, drs2);
+       before this row's sum) */
+    test_rmsnorm_backward(t, 1100, 72, eps);
 }
 
 static void test_add_rmsnorm(tctx *t)
