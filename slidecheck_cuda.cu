@@ -850,8 +850,8 @@ __global__ void __launch_bounds__(SC__NORM_THREADS) k_rmsnorm_bwd_dx(T *dinp, co
    and the weight-gradient reduction read dy and x once instead of twice (the partials are
    summed by sc__colsum). Thread j owns columns (j + k blockDim) W .. + W - 1, k < NI. */
 template <typename T, int W, int NI>
-__global__ void __launch_bounds__(SC__NORM_THREADS, NI == 1 ? 4 : 1) k_rmsnorm_bwd_fused(T *dinp, float *part, const T *dout, const T *inp,
-                                                                       const T *w, const float *rstd, int N, int C, int R)
+__global__ void __launch_bounds__(SC__NORM_THREADS, NI == 1 ? 4 : 1)
+    k_rmsnorm_bwd_fused(T *dinp, float *part, const T *dout, const T *inp, const T *w, const float *rstd, int N, int C, int R)
 {
     float vw[NI][W], acc[NI][W];
 #pragma unroll
