@@ -396,6 +396,17 @@ static void test_qknorm_rope(tctx *t, int B, int T, int H, int KV, int D, int wi
         name_of(nm, sizeof nm, t, what);
         check_rel(nm, got, dkw_h, D, t->tol, t->bf16);
         free(got);
+        /* dqkv alone (no weight gradients: the unfused kernel) has the fused kernel's bits, which
+           past 1024 rows takes several rows a block, two at a time */
+        void *ddqkv2 = dupd(t, dqkv_gpu_init, (size_t)N * Q, t->adt);
+        sc_cuda_qknorm_rope_backward(t->cu, ddqkv2, NULL, NULL, dg, dqkv_in, dqw, dkw, drs2, dcs, dsn, B, T, H, KV, D);
+        got = dget(t, ddqkv, (size_t)N * Q, t->adt);
+        float *got2 = dget(t, ddqkv2, (size_t)N * Q, t->adt);
+        snprintf(what, sizeof what, "qknorm_rope_backward dqkv with weight grads == alone, bitwise, N=%d H=%d D=%d", N, H, D);
+        name_of(nm, sizeof nm, t, what);
+        check(!memcmp(got, got2, sizeof(float) * (size_t)N * Q), nm, "the fused kernel's dqkv differs");
+        free(got); free(got2);
+        dfree(t, ddqkv2);
     }
     free(cs); free(sn); free(qkv); free(qw); free(kw); free(qk); free(rstd); free(g); free(dqkv); free(dqw_h);
     free(dkw_h); free(dqkv_gpu_init);
@@ -1353,6 +1364,7 @@ static void run_op_tests(int bf16, int gf32)
         test_qknorm_rope(&t, 2, 19, 5, 1, 12, 1);
         test_qknorm_rope(&t, 1, 37, 4, 2, 16, 1);
         test_qknorm_rope(&t, 2, 19, 5, 1, 12, 0);
+        test_qknorm_rope(&t, 3, 700, 5, 1, 12, 1); /* 2100 rows: three a block (two, then one) */
     }
     test_attention(&t, 2, 37, 5, 1, 12);
     test_attention(&t, 1, 70, 4, 2, 16);
