@@ -1982,6 +1982,92 @@ done:
 /* ==========================================================================================
    5. allocator vs driver
    ========================================================================================== */
+/* The GEMMs' tuning (sc_cuda_config.gemm_first): a context that times cuBLASLt's candidates
+   gives the bits of one that runs the first choice, on operands other than the random ones the
+   tuning compared, forward (+bias) and backward (dW added to), bf16 and f32; the comparison it
+   keeps candidates by sees a one-bit change. */
+static void test_gemm_tune(int bf16)
+{
+    static const int shapes[][4] = {{2048, 2048, 6144, 0}, {256, 2048, 12288, 0}, {300, 1024, 3072, 1}};
+    char nm[256];
+    sc_cuda *cu[2] = {NULL, NULL};
+    sc_dtype dt = bf16 ? SC_BF16 : SC_F32;
+    for (int i = 0; i < 2; i++) {
+        sc_cuda_config cc;
+        memset(&cc, 0, sizeof cc);
+        cc.bf16 = bf16;
+        cc.gemm_first = i == 0;
+        if (sc_cuda_create(&cu[i], &cc) != SC_SUCCESS) { check(0, "gemm tuning: context", "%s", sc_last_error()); return; }
+    }
+    for (int si = g_quick ? 2 : 0; si < 3; si++) { /* --quick: the small shape alone */
+        int N = shapes[si][0], IC = shapes[si][1], OC = shapes[si][2], with_bias = shapes[si][3];
+        size_t nin = (size_t)N * IC, nout = (size_t)N * OC, nw = (size_t)OC * IC;
+        float *h[4] = {hrand(nin, 1, 0), hrand(nw, 0.05f, 0), hrand(OC, 1, 0), hrand(nout, 1, 0)}; /* x w b g */
+        float *got[2][4];
+        for (int i = 0; i < 2; i++) {
+            tctx t;
+            memset(&t, 0, sizeof t);
+            t.cu = cu[i];
+            void *x = dupd(&t, h[0], nin, dt), *w = dupd(&t, h[1], nw, dt), *b = dupd(&t, h[2], OC, dt);
+            void *g = dupd(&t, h[3], nout, dt), *out = dupd(&t, h[3], nout, dt), *dx = dupd(&t, h[0], nin, dt);
+            void *dw = dupd(&t, h[1], nw, dt); /* the backward adds to it */
+            sc_cuda_matmul_forward(cu[i], out, x, w, with_bias ? b : NULL, N, IC, OC);
+            sc_cuda_matmul_backward(cu[i], dx, dw, NULL, g, x, w, N, IC, OC);
+            got[i][0] = dget(&t, out, nout, dt);
+            got[i][1] = dget(&t, dx, nin, dt);
+            got[i][2] = dget(&t, dw, nw, dt);
+            got[i][3] = NULL;
+            void *all[7] = {x, w, b, g, out, dx, dw};
+            for (int j = 0; j < 7; j++) dfree(&t, all[j]);
+        }
+        static const char *what[3] = {"forward", "backward dX", "backward dW (+=)"};
+        size_t n[3] = {nout, nin, nw};
+        for (int j = 0; j < 3; j++) {
+            snprintf(nm, sizeof nm, "gemm tuning [%s]: N %d IC %d OC %d%s %s has the first choice's bits",
+                     bf16 ? "bf16" : "f32", N, IC, OC, with_bias ? " +bias" : "", what[j]);
+            check(sc_cuda_status(cu[0]) == SC_SUCCESS && sc_cuda_status(cu[1]) == SC_SUCCESS &&
+                      !memcmp(got[0][j], got[1][j], n[j] * sizeof(float)),
+                  nm, "differs (%s)", sc_last_error());
+            free(got[0][j]);
+            free(got[1][j]);
+        }
+        for (int j = 0; j < 4; j++) free(h[j]);
+    }
+    long long st[2][6];
+    sc__cuda_gemm_tune_stats(cu[0], st[0]);
+    sc__cuda_gemm_tune_stats(cu[1], st[1]);
+    snprintf(nm, sizeof nm,
+             "gemm tuning [%s]: %lld shapes, %lld with candidates, %lld tuned; %lld candidates run, %lld with the "
+             "first's bits; %lld moved; none with gemm_first",
+             bf16 ? "bf16" : "f32", st[1][0], st[1][1], st[1][2], st[1][3], st[1][4], st[1][5]);
+    check(st[0][0] == st[1][0] && st[0][2] == 0 && st[1][2] == st[1][1] && st[1][4] <= st[1][3], nm,
+          "first-choice context tuned %lld, seen %lld / %lld", st[0][2], st[0][0], st[1][0]);
+    /* the comparison: equal buffers, then one bit changed in the last element */
+    {
+        int m = 37, ld = 40, nn = 29;
+        float *a = hrand((size_t)ld * nn, 1, 0);
+        size_t last = (size_t)(nn - 1) * ld + m - 1;
+        a[last] = 1.0f;
+        tctx t;
+        memset(&t, 0, sizeof t);
+        t.cu = cu[1];
+        void *da = dupd(&t, a, (size_t)ld * nn, dt), *db = dupd(&t, a, (size_t)ld * nn, dt);
+        int same = sc__cuda_gemm_tune_differs(cu[1], da, db, m, nn, ld, bf16);
+        a[last] = bf16 ? 1.0078125f : nextafterf(1.0f, 2.0f); /* 1 + one unit in the last place */
+        a[last + 1] = 1e6f; /* row m: past the output's rows, not compared */
+        sc_cuda_upload_f32(cu[1], db, dt, a, (size_t)ld * nn);
+        int differs = sc__cuda_gemm_tune_differs(cu[1], da, db, m, nn, ld, bf16);
+        snprintf(nm, sizeof nm, "gemm tuning [%s]: the comparison sees one bit, and only inside the output",
+                 bf16 ? "bf16" : "f32");
+        check(same == 0 && differs == 1, nm, "equal -> %d, one bit -> %d", same, differs);
+        dfree(&t, da);
+        dfree(&t, db);
+        free(a);
+    }
+    sc_cuda_destroy(cu[0]);
+    sc_cuda_destroy(cu[1]);
+}
+
 #define TEST_CUDA_CREATE_OVERHEAD ((size_t)32 << 20) /* the cuBLASLt workspace of sc_cuda_create */
 
 static void test_memory(void)
@@ -2284,6 +2370,8 @@ int main(int argc, char **argv)
     run_op_tests(0, 0);
     run_op_tests(1, 0);
     run_op_tests(1, 1);
+    test_gemm_tune(1);
+    test_gemm_tune(0);
     sc_config c;
     cfg_q3(&c);
     test_model_cfg(&c, 2, 13);
