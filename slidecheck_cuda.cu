@@ -338,16 +338,6 @@ __device__ __forceinline__ void ld8(float (&x)[8], const float *p)
 #pragma unroll
     for (int k = 0; k < 8; k++) x[k] = p[k];
 }
-__device__ __forceinline__ void ld8(float (&x)[8], const bf16 *p)
-{
-    uint4 u = *reinterpret_cast<const uint4 *>(p);
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float2 f = __bfloat1622float2(h[k]);
-        x[2 * k] = f.x, x[2 * k + 1] = f.y;
-    }
-}
 __device__ __forceinline__ void st8(float *p, const float (&x)[8])
 {
 #pragma unroll
@@ -383,6 +373,12 @@ __device__ __forceinline__ void cv8(float (&x)[8], const raw8<bf16> &r)
         float2 f = __bfloat1622float2(h[k]);
         x[2 * k] = f.x, x[2 * k + 1] = f.y;
     }
+}
+__device__ __forceinline__ void ld8(float (&x)[8], const bf16 *p)
+{
+    raw8<bf16> r;
+    ld8raw(r, p);
+    cv8(x, r);
 }
 __device__ __forceinline__ void ld2(float (&x)[2], const float *p) { x[0] = p[0], x[1] = p[1]; }
 __device__ __forceinline__ void ld2(float (&x)[2], const bf16 *p)
