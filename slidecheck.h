@@ -1394,10 +1394,11 @@ typedef struct sc_model_config {
                                   SC_BUCKET_LAYER (or a size under one layer's): one a layer */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
-    int gemm_first;            /* CUDA: 1 runs cuBLASLt's first choice for every GEMM, 0 (default)
-                                  the fastest candidate with its bits (sc_cuda_config.gemm_first);
-                                  with mem_cap the first choice, as the tuning's scratch is
-                                  outside the allocator's accounting */
+    int gemm_tune;             /* CUDA: 1 times each GEMM shape's candidates with the bits of
+                                  cuBLASLt's first choice and keeps the fastest
+                                  (sc_cuda_config.gemm_tune); 0 (default): the first choice.
+                                  Not with mem_cap: the tuning's scratch is outside the
+                                  allocator's accounting */
     float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
                                   sc_clip_scale(norm, clip_grad_norm), norm the 2-norm over all
                                   gradients (torch's clip_grad_norm_); the same bits in every mode
@@ -1532,13 +1533,14 @@ typedef struct sc_cuda_config {
     int bf16;          /* activations and weights in bf16 */
     int grads_f32;     /* with bf16: parameter gradients in f32 (master-weights mode) */
     int device;        /* CUDA device ordinal */
-    int gemm_first;    /* 1: every GEMM runs cuBLASLt's first heuristic choice. 0 (default): at a
+    int gemm_tune;     /* 0 (default): every GEMM runs cuBLASLt's first heuristic choice. 1: at a
                           GEMM shape's first use outside a graph capture, its top 8 candidates run
                           on random operands of that shape; those whose output has the first
-                          choice's bits (the same summation order) are timed and the fastest is
-                          kept. The bits are the first choice's either way; only the time changes.
-                          Needs scratch for the two operands and two outputs, at most 1 GiB and
-                          a quarter of the free memory, else that shape runs the first choice */
+                          choice's bits (the same summation order) are timed, each after the L2
+                          cache is flushed, and the fastest is kept. The bits are the first
+                          choice's either way; only the time changes. Needs scratch for the two
+                          operands, two outputs and twice the L2 cache, at most 1 GiB and a
+                          quarter of the free memory, else that shape runs the first choice */
 } sc_cuda_config;
 
 SC_CUDA_DEF sc_result sc_cuda_available(void);  /* SC_SUCCESS if a usable GPU and driver exist */
@@ -1584,7 +1586,7 @@ SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
 /* Test hook (private): A B^T for A 64 x k, B 128 x k (bf16 bits, rows of 64 values, k 16..64 by
    16) summed by wgmma and by mma.sync in the same k16 order, into wg and mma (64 x 128 f32,
    row-major); SC_ERROR_UNSUPPORTED without the sm_90a code. bench/mma_order.c compares them. */
-/* Test hooks (private): the bit-identical GEMM tuning so far (sc_cuda_config.gemm_first).
+/* Test hooks (private): the bit-identical GEMM tuning so far (sc_cuda_config.gemm_tune).
    out[0] GEMM shapes seen, [1] of those with more than one candidate, [2] of those tuned (their
    scratch fit), [3] candidates beyond the first run there, [4] of those with the first choice's
    bits, [5] shapes whose fastest kept candidate is not the first. _differs: the tuning's
@@ -9015,7 +9017,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         cc.bf16 = mc.bf16;
         cc.grads_f32 = mc.master_weights;
         cc.device = mc.gpu;
-        cc.gemm_first = mc.gemm_first || mc.mem_cap;
+        cc.gemm_tune = mc.gemm_tune && !mc.mem_cap;
         if ((r = sc_cuda_create(&m->cu, &cc)) != SC_SUCCESS) { SC_FREE(m); return r; }
         if (mc.bf16) {
             m->pb = m->ab = 2;

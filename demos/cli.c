@@ -37,7 +37,7 @@ typedef struct cli_opts {
     const char *device_layers; /* --slide-device-layers SPEC */
     int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update, bucket_mb;
     int ckpt_given; /* --ckpt on the command line (--mode auto then keeps that plan) */
-    int gemm_first; /* --gemm-first */
+    int gemm_tune; /* --gemm-tune */
     /* training on token shards */
     const char *data, *val_data, *lr_schedule, *resume;
     int lr_warmup, val_every, val_batches, have_shuffle;
@@ -179,10 +179,10 @@ static const cli_help cli_helps[] = {
      "the whole-step CUDA graph (default auto: on where it works, that is cuda and resident mode, with "
      "--gpus N too: the NCCL collectives are in the graph). The second step of a shape is captured and the "
      "later ones replay it in one launch, with the same bits as off"},
-    {"train", "precision and memory", "gemm-first", "--gemm-first",
-     "every GEMM runs cuBLASLt's first heuristic choice. By default a GEMM shape's first use times the "
-     "candidates whose output has that choice's bits and keeps the fastest: the same bits, less time "
-     "(not under --mem-cap, whose accounting its scratch is outside)"},
+    {"train", "precision and memory", "gemm-tune", "--gemm-tune",
+     "at each GEMM shape's first use, time cuBLASLt's candidates whose output has the bits of its first "
+     "choice (the default) and keep the fastest: the same bits, at times less time (not with --mem-cap, "
+     "whose accounting its scratch is outside)"},
 
     {"grad train", "slide mode", "mode", "--mode resident|slide|auto",
      "resident (default): everything on the device. slide: weights, gradients and optimizer state on the "
@@ -412,7 +412,7 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         if (!strcmp(f, "--master-weights")) { o->master = 1; continue; }
         if (!strcmp(f, "--pure-bf16")) { o->pure_bf16 = 1; continue; }
         if (!strcmp(f, "--op-times")) { o->op_times = 1; continue; }
-        if (!strcmp(f, "--gemm-first")) { o->gemm_first = 1; continue; }
+        if (!strcmp(f, "--gemm-tune")) { o->gemm_tune = 1; continue; }
         if (!strcmp(f, "--state-bf16")) { o->state_bf16 = 1; continue; }
         if (!strcmp(f, "--slide-dpu")) { o->dpu = 1; continue; }
         if (!strcmp(f, "--slide-keep-head")) { o->keep_head = 1; continue; }
@@ -543,7 +543,7 @@ static void model_config_from(sc_model_config *mc, const cli_opts *o)
     mc->weight_decay = (float)o->wd;
     mc->head_slice = o->head_slice;
     mc->state_bf16 = o->state_bf16;
-    mc->gemm_first = o->gemm_first;
+    mc->gemm_tune = o->gemm_tune;
     /* the per-kernel profile records an event after each launch: eager launches only */
     mc->cuda_graph = !strcmp(o->cuda_graph, "on")                     ? SC_CUDA_GRAPH_ON
                      : !strcmp(o->cuda_graph, "off") || o->op_times ? SC_CUDA_GRAPH_OFF
@@ -1129,7 +1129,7 @@ static int cmd_train(int argc, char **argv)
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode slide-prefetch slide-cpu-threads pure-bf16 accum save-every "
                 "head-slice op-times state-bf16 slide-dpu slide-keep-head slide-device-update slide-head-once gpus zero "
-                "bucket-mb rendezvous-timeout cuda-graph gemm-first data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
+                "bucket-mb rendezvous-timeout cuda-graph gemm-tune data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
                 "clip-grad-norm val-every val-batches slide-device-layers",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");

@@ -1536,6 +1536,37 @@ static void compare_grads(const char *prefix, const sc_config *c, const float *g
    update came out at 1.04e-3 rel vs the CPU against a 1e-3 bound (f32 path, untouched kernels). */
 static int g_model_sgd_only;
 
+/* A model with mc.gemm_tune: the loss and gradients of one without, bit for bit (bf16) */
+static void test_gemm_tune_model(const sc_config *c, int B, int T)
+{
+    char nm[160];
+    size_t np = sc_config_num_params(c);
+    float *params = make_params(c);
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)B * T);
+    for (int i = 0; i < B * T; i++) ids[i] = (int32_t)(sc_rng_u64(&g_rng) % (uint64_t)c->vocab_size);
+    mres o[2];
+    for (int i = 0; i < 2; i++) {
+        sc_model_config mc = sc_model_config_init();
+        mc.device = SC_DEVICE_CUDA;
+        mc.bf16 = 1;
+        mc.gemm_tune = i;
+        sc_model *m = NULL;
+        memset(&o[i], 0, sizeof o[i]);
+        o[i].r = sc_model_create(&m, c, &mc, params);
+        if (o[i].r == SC_SUCCESS) o[i] = run_fb(m, "none", ids, B, T);
+        sc_model_destroy(m);
+    }
+    snprintf(nm, sizeof nm, "gemm tuning: a model's loss and gradients with mc.gemm_tune == without [bf16, %d layers, %d x %d]",
+             c->num_layers, B, T);
+    check(o[0].r == SC_SUCCESS && o[1].r == SC_SUCCESS && !memcmp(&o[0].loss, &o[1].loss, sizeof(float)) &&
+              !memcmp(o[0].grads, o[1].grads, sizeof(float) * np),
+          nm, "differ (%s)", sc_last_error());
+    free(o[0].grads);
+    free(o[1].grads);
+    free(params);
+    free(ids);
+}
+
 static void test_model_cfg(const sc_config *c, int B, int T)
 {
     char nm[256];
@@ -1982,7 +2013,7 @@ done:
 /* ==========================================================================================
    5. allocator vs driver
    ========================================================================================== */
-/* The GEMMs' tuning (sc_cuda_config.gemm_first): a context that times cuBLASLt's candidates
+/* The GEMMs' tuning (sc_cuda_config.gemm_tune): a context that times cuBLASLt's candidates
    gives the bits of one that runs the first choice, on operands other than the random ones the
    tuning compared, forward (+bias) and backward (dW added to), bf16 and f32; the comparison it
    keeps candidates by sees a one-bit change. */
@@ -1996,7 +2027,7 @@ static void test_gemm_tune(int bf16)
         sc_cuda_config cc;
         memset(&cc, 0, sizeof cc);
         cc.bf16 = bf16;
-        cc.gemm_first = i == 0;
+        cc.gemm_tune = i == 1;
         if (sc_cuda_create(&cu[i], &cc) != SC_SUCCESS) { check(0, "gemm tuning: context", "%s", sc_last_error()); return; }
     }
     for (int si = g_quick ? 2 : 0; si < 3; si++) { /* --quick: the small shape alone */
@@ -2038,7 +2069,7 @@ static void test_gemm_tune(int bf16)
     sc__cuda_gemm_tune_stats(cu[1], st[1]);
     snprintf(nm, sizeof nm,
              "gemm tuning [%s]: %lld shapes, %lld with candidates, %lld tuned; %lld candidates run, %lld with the "
-             "first's bits; %lld moved; none with gemm_first",
+             "first's bits; %lld moved; none untuned",
              bf16 ? "bf16" : "f32", st[1][0], st[1][1], st[1][2], st[1][3], st[1][4], st[1][5]);
     check(st[0][0] == st[1][0] && st[0][2] == 0 && st[1][2] == st[1][1] && st[1][4] <= st[1][3], nm,
           "first-choice context tuned %lld, seen %lld / %lld", st[0][2], st[0][0], st[1][0]);
@@ -2376,6 +2407,7 @@ int main(int argc, char **argv)
     cfg_q3(&c);
     test_model_cfg(&c, 2, 13);
     test_graph(&c, 2, 13);
+    test_gemm_tune_model(&c, 2, 13);
     test_optim_bitwise();
     test_slide_cfg(&c, 2, 13);
     test_slide_options(&c, 2, 13);
