@@ -298,6 +298,8 @@ USAGE
    sticky in sc_cuda_status)
      sc_cuda_available()                 SC_SUCCESS if a usable GPU and driver exist
      sc_cuda_create(&cu, cfg) / sc_cuda_destroy(cu)
+     cfg.gemm_tune = 1                   each GEMM shape's fastest cuBLASLt candidate with the bits of
+                                         its first choice (mc.gemm_tune for a model)
      sc_cuda_status(cu) / sc_cuda_error_message(cu)   the first failure so far, and its text
      sc_cuda_synchronize(cu) / sc_cuda_device_name(cu) / sc_cuda_versions(&drv, &rt, &cublas)
      sc_cuda_launch_count(cu)            kernels launched so far
@@ -1397,8 +1399,8 @@ typedef struct sc_model_config {
     int gemm_tune;             /* CUDA: 1 times each GEMM shape's candidates with the bits of
                                   cuBLASLt's first choice and keeps the fastest
                                   (sc_cuda_config.gemm_tune); 0 (default): the first choice.
-                                  Not with mem_cap: the tuning's scratch is outside the
-                                  allocator's accounting */
+                                  Needs the CUDA backend and no mem_cap (the tuning's scratch
+                                  is outside the allocator's accounting): else create fails */
     float clip_grad_norm;      /* > 0: before each update every gradient is multiplied by
                                   sc_clip_scale(norm, clip_grad_norm), norm the 2-norm over all
                                   gradients (torch's clip_grad_norm_); the same bits in every mode
@@ -9017,7 +9019,7 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         cc.bf16 = mc.bf16;
         cc.grads_f32 = mc.master_weights;
         cc.device = mc.gpu;
-        cc.gemm_tune = mc.gemm_tune && !mc.mem_cap;
+        cc.gemm_tune = mc.gemm_tune;
         if ((r = sc_cuda_create(&m->cu, &cc)) != SC_SUCCESS) { SC_FREE(m); return r; }
         if (mc.bf16) {
             m->pb = m->ab = 2;
@@ -9065,6 +9067,11 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     if (mc.cuda_graph == SC_CUDA_GRAPH_ON && (!m->cu || mc.mode != SC_MODE_RESIDENT || mc.keep_logits)) {
         r = sc__fail(SC_ERROR_UNSUPPORTED, "a whole-step CUDA graph needs the CUDA backend, resident mode and no kept "
                      "logits");
+        goto fail;
+    }
+    if (mc.gemm_tune && (!m->cu || mc.mem_cap)) {
+        r = sc__fail(SC_ERROR_UNSUPPORTED, "gemm_tune needs the CUDA backend and no mem_cap (its scratch is outside "
+                     "the allocator's accounting)");
         goto fail;
     }
     if (mc.mode != SC_MODE_RESIDENT && mc.mode != SC_MODE_SLIDE) {

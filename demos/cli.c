@@ -507,6 +507,8 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
     if (o->pure_bf16 && (o->master || strcmp(o->dtype, "bf16")))
         die_usage("%s", "--pure-bf16 needs --dtype bf16 and excludes --master-weights");
     if (o->save_every && !o->save) die_usage("%s", "--save-every needs --save DIR");
+    if (o->gemm_tune && (o->mem_cap || !strcmp(o->mode, "auto")))
+        die_usage("%s", "--gemm-tune's scratch is outside the allocator's accounting: not with --mem-cap or --mode auto");
     if (strcmp(o->cuda_graph, "auto") && strcmp(o->cuda_graph, "on") && strcmp(o->cuda_graph, "off"))
         die_usage("--cuda-graph must be auto, on or off, not '%s'", o->cuda_graph);
     if (!strcmp(o->cuda_graph, "on") && o->op_times)

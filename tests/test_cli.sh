@@ -43,6 +43,8 @@ expect 2 "missing value" $S train --model tiny --steps
 expect 2 "bad --cuda-graph value" $S train --model tiny --seq 8 --batch 1 --steps 1 --cuda-graph maybe --device cpu
 expect 2 "--cuda-graph on with --op-times" $S train --model tiny --seq 8 --batch 1 --steps 1 --cuda-graph on --op-times --device cpu
 expect 1 "--cuda-graph on where it cannot be (cpu)" $S train --model tiny --seq 8 --batch 1 --steps 1 --cuda-graph on --device cpu
+expect 2 "--gemm-tune with --mem-cap" $S train --model tiny --seq 8 --batch 1 --steps 1 --gemm-tune --mem-cap 1GiB --device cpu
+expect 1 "--gemm-tune where it cannot be (cpu)" $S train --model tiny --seq 8 --batch 1 --steps 1 --gemm-tune --device cpu
 expect 1 "unknown model name" $S train --model qwen9 --seq 8 --batch 1 --steps 1 --device cpu
 expect 1 "sequence over max_position" $S train --model tiny --seq 300 --batch 1 --steps 1 --device cpu
 expect 1 "memory cap too small (OOM)" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --mem-cap 30MiB
