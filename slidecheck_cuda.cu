@@ -5166,7 +5166,7 @@ SC_CUDA_DEF sc_result sc_cuda_set_attention_path(sc_cuda *cu, sc_attention_path 
 
 SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu) { return cu && cu->sm90a; }
 
-/* A test hook, declared in the header under SLIDECHECK_TESTING; always defined here, since one
+/* Test hooks, declared in the header under SLIDECHECK_TESTING; always defined here, since one
    slidecheck_cuda.o serves the tests and everything else. */
 SC_CUDA_DEF void sc__cuda_gemm_tune_stats(sc_cuda *cu, long long out[6])
 {
