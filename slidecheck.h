@@ -1585,9 +1585,6 @@ SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu);
    block `bytes` of shared memory (sm_86 / sm_89: 101376), so that an H100 runs the blocks such a
    GPU runs; 0: the device's own. */
 SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
-/* Test hook (private): A B^T for A 64 x k, B 128 x k (bf16 bits, rows of 64 values, k 16..64 by
-   16) summed by wgmma and by mma.sync in the same k16 order, into wg and mma (64 x 128 f32,
-   row-major); SC_ERROR_UNSUPPORTED without the sm_90a code. bench/mma_order.c compares them. */
 /* Test hooks (private): the bit-identical GEMM tuning so far (sc_cuda_config.gemm_tune).
    out[0] GEMM shapes seen, [1] of those with more than one candidate, [2] of those tuned (their
    scratch fit), [3] candidates beyond the first run there, [4] of those with the first choice's
@@ -1595,7 +1592,10 @@ SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
    comparison of two m x n outputs (leading dimension ld, bf16 or f32): 1 if any bit differs, 0
    if none, -1 on a failure. */
 SC_CUDA_DEF void sc__cuda_gemm_tune_stats(sc_cuda *cu, long long out[6]);
-SC_CUDA_DEF int sc__cuda_gemm_tune_differs(sc_cuda *cu, const void *a, const void *b, int m, int n, int ld, int bf16);
+SC_CUDA_DEF int sc__cuda_gemm_tune_differs(sc_cuda *cu, const void *a, const void *b, int m, int n, int ld, int is_bf16);
+/* Test hook (private): A B^T for A 64 x k, B 128 x k (bf16 bits, rows of 64 values, k 16..64 by
+   16) summed by wgmma and by mma.sync in the same k16 order, into wg and mma (64 x 128 f32,
+   row-major); SC_ERROR_UNSUPPORTED without the sm_90a code. bench/mma_order.c compares them. */
 SC_CUDA_DEF sc_result sc__cuda_mma_order_probe(sc_cuda *cu, float *wg, float *mma, const uint16_t *a, const uint16_t *b,
                                                int k);
 #endif
