@@ -1540,7 +1540,9 @@ typedef struct sc_cuda_config {
                           on random operands of that shape; those whose output has the first
                           choice's bits (the same summation order) are timed, each after the L2
                           cache is flushed, and the fastest is kept. The bits are the first
-                          choice's either way; only the time changes. Needs scratch for the two
+                          choice's either way; only the time changes. Outputs under 2^18
+                          values in bf16 (2^12 in f32) are not tuned: too few to show another
+                          summation order through the output's rounding. Needs scratch for the two
                           operands, two outputs and twice the L2 cache, at most 1 GiB and a
                           quarter of the free memory, else that shape runs the first choice */
 } sc_cuda_config;
@@ -1586,8 +1588,8 @@ SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu);
    GPU runs; 0: the device's own. */
 SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
 /* Test hooks (private): the bit-identical GEMM tuning so far (sc_cuda_config.gemm_tune).
-   out[0] GEMM shapes seen, [1] of those with more than one candidate, [2] of those tuned (their
-   scratch fit), [3] candidates beyond the first run there, [4] of those with the first choice's
+   out[0] GEMM shapes seen, [1] of those with more than one candidate and an output large
+   enough to compare (2^18 values in bf16, 2^12 in f32), [2] of those tuned (their scratch fit), [3] candidates beyond the first run there, [4] of those with the first choice's
    bits, [5] shapes whose fastest kept candidate is not the first. _differs: the tuning's
    comparison of two m x n outputs (leading dimension ld, bf16 or f32): 1 if any bit differs, 0
    if none, -1 on a failure. */

@@ -3335,9 +3335,16 @@ static int sc__align(const void *p)
    and stream-K sum in another order. On random operands with full mantissas any other order
    shows in the output, so a candidate is kept only if its output equals the first's bit for
    bit, and the fastest kept one runs from then on: the arithmetic stays the first choice's.
+   A bf16 output hides most of an fp32 sum's last bits in its own rounding. Another order moves
+   the sum by about sqrt(K) of its 2^-24 units, which crosses a bf16 rounding boundary with a
+   probability near sqrt(K) 2^-16 (an estimate: 2.4e-4 at K = 256). So only outputs of at least
+   SC__TUNE_MIN_BF16 values are tuned, where a candidate in another order passes unseen with a
+   probability below exp(-60) for K >= 256; an f32 output shows such differences in most values.
    Each timed run follows a write of twice the L2 cache, as in a step a layer's weights come
    from memory: timed with operands left in L2, the 256-token step ran about 1% slower (H100). */
 #define SC__TUNE_ALGOS 8
+#define SC__TUNE_MIN_BF16 ((size_t)1 << 18)
+#define SC__TUNE_MIN_F32 ((size_t)1 << 12)
 #define SC__TUNE_BYTES ((size_t)1 << 30)
 #define SC__TUNE_ROUNDS 5
 
@@ -3513,7 +3520,8 @@ static void sc__gemm(sc_cuda *cu, int ta, int tb, int m, int n, int k, const voi
         if (pref) cublasLtMatmulPreferenceDestroy(pref);
         if (!sc__ok(cu)) return;
         cu->tune[0]++;
-        if (ne.ok && nres > 1) {
+        size_t outs = (size_t)m * (size_t)n;
+        if (ne.ok && nres > 1 && outs >= (d_bf16 ? SC__TUNE_MIN_BF16 : SC__TUNE_MIN_F32)) {
             cu->tune[1]++;
             sc__gemm_tune(cu, &ne, res, nres);
             if (cu->prof) sc__prof_mark(cu, "gemm tuning (first use of a shape)");
