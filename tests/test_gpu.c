@@ -2014,9 +2014,6 @@ done:
     free(params); free(ids); free(logits_ref);
 }
 
-/* ==========================================================================================
-   5. allocator vs driver
-   ========================================================================================== */
 /* The GEMMs' tuning (sc_cuda_config.gemm_tune): a context that times cuBLASLt's candidates
    gives the bits of one that runs the first choice, on operands other than the random ones the
    tuning compared, forward (+bias) and backward (dW added to), bf16 and f32; the comparison it
@@ -2103,6 +2100,9 @@ static void test_gemm_tune(int bf16)
     sc_cuda_destroy(cu[1]);
 }
 
+/* ==========================================================================================
+   5. allocator vs driver
+   ========================================================================================== */
 #define TEST_CUDA_CREATE_OVERHEAD ((size_t)32 << 20) /* the cuBLASLt workspace of sc_cuda_create */
 
 static void test_memory(void)
