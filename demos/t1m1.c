@@ -88,8 +88,8 @@ int main(int argc, char **argv)
             return 1;
         }
         /* the halfway cap is below what any configuration needs (the allocator's margin): the least that fits */
-        snprintf(capnote, sizeof capnote, " (halfway between slide's and resident's peaks, %.4f GiB, fits nothing: the "
-                 "smallest cap that fits)", (double)cap / DEMO_GIB);
+        snprintf(capnote, sizeof capnote, ", the smallest that fits (halfway between slide's and resident's peaks, "
+                 "%.4f GiB, fits nothing)", (double)cap / DEMO_GIB);
         cap = ares.min_cap;
         if (demo_auto_choose(&d, cap, B, T, ids, &ares, msg, sizeof msg)) {
             fprintf(stderr, "t1m1: auto: %s\n", msg);
