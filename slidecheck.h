@@ -1589,8 +1589,9 @@ SC_CUDA_DEF int sc_cuda_attention_hopper(const sc_cuda *cu);
 SC_CUDA_DEF void sc__cuda_attention_smem_cap(sc_cuda *cu, int bytes);
 /* Test hooks (private): the bit-identical GEMM tuning so far (sc_cuda_config.gemm_tune).
    out[0] GEMM shapes seen, [1] of those with more than one candidate and an output large
-   enough to compare (2^18 values in bf16, 2^12 in f32), [2] of those tuned (their scratch fit), [3] candidates beyond the first run there, [4] of those with the first choice's
-   bits, [5] shapes whose fastest kept candidate is not the first. _differs: the tuning's
+   enough to compare (2^18 values in bf16, 2^12 in f32), [2] of those tuned (their scratch
+   fit), [3] candidates beyond the first run there, [4] of those with the first choice's bits,
+   [5] shapes whose fastest kept candidate is not the first. _differs: the tuning's
    comparison of two m x n outputs (leading dimension ld, bf16 or f32): 1 if any bit differs, 0
    if none, -1 on a failure. */
 SC_CUDA_DEF void sc__cuda_gemm_tune_stats(sc_cuda *cu, long long out[6]);

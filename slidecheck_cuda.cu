@@ -4540,7 +4540,7 @@ static void op_embed_bwd(sc_cuda *cu, void *dwte, const void *dout, const int32_
     size_t tb = 0;
     SC__CK(cu, cub::DeviceRadixSort::SortPairs(NULL, tb, (const int *)NULL, (int *)NULL, (const int *)NULL,
                                                (int *)NULL, N, 0, 32, cu->stream));
-    size_t pairs = ((size_t)3 * N * sizeof(int) + 255) & ~(size_t)255;
+    size_t pairs = sc__up256((size_t)3 * N * sizeof(int));
     char *d = (char *)sc__scratch(cu, SC__SCR_BUCKET, pairs + tb);
     if (!d || !sc__ok(cu)) return;
     int *tok = (int *)d, *pos_in = tok + N, *pos = pos_in + N;
