@@ -1459,6 +1459,29 @@ __global__ void k_attn_di(float *Di, const T *dout, const T *out, int N, int T_,
     if (lane == 0) Di[((size_t)b * H + h) * T_ + i] = s;
 }
 
+/* Di as k_attn_di, for bf16 rows of D = 8 G (G a power of two up to 32): G lanes a (row, head),
+   eight values each from one 16-byte load, a fixed tree over the G (the warp a row of
+   k_attn_di read 2 bytes a lane: 37.4 us against 30.1 at 4 x 2048, 16 heads of 128, H100).
+   Groups run (b, h, i) with i fastest, so that neighbouring groups write neighbouring Di. */
+__global__ void __launch_bounds__(256) k_attn_di8(float *Di, const bf16 *dout, const bf16 *out, int N, int T_, int H, int D)
+{
+    const int G = D / 8, k = threadIdx.x % G;
+    const long long gid = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
+    const bool live = gid < (long long)N * H;
+    const int i = (int)(gid % T_), bh = (int)(gid / T_), h = bh % H, b = bh / H;
+    float s = 0.0f;
+    if (live) {
+        const size_t o = ((size_t)b * T_ + i) * H * D + (size_t)h * D + 8 * k;
+        float x[8], y[8];
+        ld8(x, dout + o);
+        ld8(y, out + o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s = fmaf(x[e], y[e], s);
+    }
+    for (int w = G / 2; w > 0; w >>= 1) s += __shfl_xor_sync(0xffffffffu, s, w);
+    if (live && k == 0) Di[gid] = s;
+}
+
 /* dQ: grid (ntiles, H, B). dq_i = sum_j ds_ij k_j */
 template <typename T, int DC>
 __global__ void __launch_bounds__(SC__AW * 32) k_attn_dq(T *dqk, const T *dout, const T *qk, const T *qkv,
@@ -5108,9 +5131,9 @@ static void fa_bwd(sc_cuda *cu, void *dqk, void *dqkv, const void *dout, const v
         /* dK/dV stores dS; dQ = dS K reads it (the model's workspace, else a scratch buffer) */
         void *ds = cu->attn_ws && cu->attn_ws_bytes >= dsb ? cu->attn_ws : sc__scratch(cu, SC__SCR_DS, dsb);
         if (!ds) return;
-        size_t warps = (size_t)N * H;
-        k_attn_di<bf16><<<(unsigned)((warps + 7) / 8), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N,
-                                                                              T_, H, D);
+        const size_t lanes = (size_t)N * H * (D / 8); /* D is 64 or 128 here */
+        k_attn_di8<<<(unsigned)((lanes + 255) / 256), 256, 0, cu->stream>>>(Di, (const bf16 *)dout, (const bf16 *)out, N, T_,
+                                                                           H, D);
         sc__launched(cu, "attention row dots");
         if (sc__fa_hopper(cu, D)) {
             if (!fa_dkv_ws_launch(cu, dqk, dqkv, ds, dout, qk, qkv, lse, Di, B, T_, H, KV, sl2, scale))

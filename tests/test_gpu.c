@@ -1395,6 +1395,7 @@ static void run_op_tests(int bf16, int gf32)
     if (!g_attention_only) {
         test_swiglu(&t);
         test_ce(&t, 37, 97);
+        test_ce(&t, 300, 4096); /* many rows, the 16-byte vector path */
         if (!g_quick) test_ce(&t, 5, 151936);
         test_optim(&t);
         test_grad_norm(&t);
