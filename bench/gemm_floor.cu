@@ -2,6 +2,7 @@
      nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=sm_90 \
           -Xcompiler -Wall,-Wextra,-Werror bench/gemm_floor.cu -o build/gemm_floor -lcublasLt
      ./build/gemm_floor --tokens N [--reps R (20)] [--algos A (8)] [--dense S (8192)] [--copy-bytes B (1GiB)]
+                        [--sustained S (0)]
    N = batch x seq, the tokens of one step. Prints '#' comment lines (GPU, versions, settings, the sum) and a csv:
      kind,name,m,n,k,layout,count,flops,bytes,median_ms,min_ms,max_ms,tflops,gbps
    kind gemm: the step's own GEMMs, each linear's forward Y = X W^T, its dX = dY W and its dW = dY^T X, row-major,
@@ -14,7 +15,11 @@
    The top A heuristic algorithms are each timed briefly and the fastest kept; then 3 warm-ups and R timed reps
    (CUDA events), median, min and max per GEMM. A rep times enough back-to-back GEMMs to last >= 0.5 ms, so tiny
    shapes are not launch-bound. Operands rotate over enough copies to exceed 2 x L2, so each GEMM reads them from
-   device memory as a step reads its 28 layers' weights. Inputs are random in [-1, 1) (zeros run faster). */
+   device memory as a step reads its 28 layers' weights. Inputs are random in [-1, 1) (zeros run faster).
+   --sustained S: then the step's GEMMs run back to back as a step would, each shape count times with its chosen
+   algorithm, S timed times after 3 warm-ups, an event around each shape's run; '#' lines give each shape's
+   median there beside count x its own median above. Each shape above runs in bursts of tens of ms, between
+   which the GPU idles; a step keeps it busy for seconds, where a power limit may lower its clock. */
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "ck.h"
@@ -48,7 +54,9 @@ struct shape {
 
 static void usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s --tokens N [--reps R (20)] [--algos A (8)] [--dense S (8192)] [--copy-bytes B (1GiB)]\n",
+    fprintf(stderr,
+            "usage: %s --tokens N [--reps R (20)] [--algos A (8)] [--dense S (8192)] [--copy-bytes B (1GiB)] "
+            "[--sustained S (0)]\n",
             argv0);
     exit(2);
 }
@@ -150,17 +158,23 @@ static void gemm_free(gemm *g)
     CKB(cublasLtMatmulDescDestroy(g->desc));
 }
 
-/* ms per GEMM over `inner` back-to-back GEMMs, rotating over the operand sets */
-static double gemm_time(cublasLtHandle_t lt, gemm *g, const cublasLtMatmulAlgo_t *algo, void *ws, int inner)
+/* `inner` back-to-back GEMMs, rotating over the operand sets (launched, not waited for) */
+static void gemm_run(cublasLtHandle_t lt, gemm *g, const cublasLtMatmulAlgo_t *algo, void *ws, int inner)
 {
     const float one = 1.0f, zero = 0.0f;
-    CK(cudaEventRecord(g_e0, 0));
     for (int i = 0; i < inner; i++) {
         size_t j = (size_t)i % g->a.size();
         /* cuBLASLt's A is our B and its B is our A (gemm_setup) */
         CKB(cublasLtMatmul(lt, g->desc, &one, g->b[j], g->la, g->a[j], g->lb, &zero, g->c[j], g->lc, g->c[j], g->lc,
                            algo, ws, WORKSPACE, 0));
     }
+}
+
+/* ms per GEMM over `inner` back-to-back GEMMs */
+static double gemm_time(cublasLtHandle_t lt, gemm *g, const cublasLtMatmulAlgo_t *algo, void *ws, int inner)
+{
+    CK(cudaEventRecord(g_e0, 0));
+    gemm_run(lt, g, algo, ws, inner);
     CK(cudaEventRecord(g_e1, 0));
     CK(cudaEventSynchronize(g_e1));
     float ms;
@@ -168,8 +182,10 @@ static double gemm_time(cublasLtHandle_t lt, gemm *g, const cublasLtMatmulAlgo_t
     return ms / inner;
 }
 
-/* fastest of the top `algos` heuristic choices, then 3 warm-ups and `reps` timed reps of it */
-static stats gemm_measure(cublasLtHandle_t lt, const shape &s, void *ws, int algos, int reps)
+/* fastest of the top `algos` heuristic choices, then 3 warm-ups and `reps` timed reps of it; with keep, g and
+   the algorithm stay for the caller (who frees g), else g is freed */
+static stats gemm_measure(cublasLtHandle_t lt, const shape &s, void *ws, int algos, int reps, gemm *keep = NULL,
+                          cublasLtMatmulAlgo_t *algo_out = NULL)
 {
     gemm g;
     gemm_setup(&g, s);
@@ -215,7 +231,8 @@ static stats gemm_measure(cublasLtHandle_t lt, const shape &s, void *ws, int alg
     for (int r = 0; r < 3; r++) gemm_time(lt, &g, &res[best].algo, ws, inner);
     std::vector<double> t;
     for (int r = 0; r < reps; r++) t.push_back(gemm_time(lt, &g, &res[best].algo, ws, inner));
-    gemm_free(&g);
+    if (keep) *keep = g, *algo_out = res[best].algo;
+    else gemm_free(&g);
     return summarize(t);
 }
 
@@ -228,7 +245,7 @@ static const char *layout(const shape &s)
 int main(int argc, char **argv)
 {
     long tokens = 0, dense = 8192;
-    int reps = 20, algos = 8;
+    int reps = 20, algos = 8, sustained = 0;
     size_t copy_bytes = (size_t)1 << 30;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) usage(argv[0]);
@@ -237,9 +254,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--algos")) algos = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dense")) dense = atol(argv[++i]);
         else if (!strcmp(argv[i], "--copy-bytes")) copy_bytes = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--sustained")) sustained = atoi(argv[++i]);
         else usage(argv[0]);
     }
-    if (tokens < 1 || reps < 1 || algos < 1 || dense < 1 || copy_bytes < 16) usage(argv[0]);
+    if (tokens < 1 || reps < 1 || algos < 1 || dense < 1 || copy_bytes < 16 || sustained < 0) usage(argv[0]);
     copy_bytes &= ~(size_t)15; /* whole uint4s */
 
     cudaDeviceProp prop;
@@ -275,6 +293,12 @@ int main(int argc, char **argv)
     } lin[] = {{"qkv", C, QKV, L}, {"o", (long)H * D, C, L}, {"gateup", C, 2L * I, L}, {"down", I, C, L},
                {"lmhead", C, V, 1}};
     double floor_ms = 0;
+    /* --sustained: every shape's operands, algorithm, count and median, kept for the run below */
+    std::vector<gemm> kept;
+    std::vector<cublasLtMatmulAlgo_t> kalgo;
+    std::vector<shape> kshape;
+    std::vector<double> kmed;
+    std::vector<std::string> knames;
     for (const linear &l : lin) {
         char nm[3][32];
         snprintf(nm[0], 32, "%s_fwd", l.name);
@@ -284,7 +308,11 @@ int main(int argc, char **argv)
                        {nm[1], N, l.in, l.out, 0, 0, l.count},
                        {nm[2], l.out, l.in, N, 1, 0, l.count}};
         for (const shape &s : sh) {
-            stats st = gemm_measure(lt, s, ws, algos, reps);
+            gemm g;
+            cublasLtMatmulAlgo_t al;
+            stats st = sustained ? gemm_measure(lt, s, ws, algos, reps, &g, &al) : gemm_measure(lt, s, ws, algos, reps);
+            if (sustained) kept.push_back(g), kalgo.push_back(al), kshape.push_back(s), kmed.push_back(st.med),
+                knames.push_back(s.name);
             double flops = 2.0 * s.m * s.n * s.k;
             printf("gemm,%s,%ld,%ld,%ld,%s,%d,%.0f,%ld,%.6f,%.6f,%.6f,%.1f,\n", s.name, s.m, s.n, s.k, layout(s),
                    s.count, flops, 2 * (s.m * s.k + s.k * s.n + s.m * s.n), st.med, st.lo, st.hi,
@@ -292,6 +320,39 @@ int main(int argc, char **argv)
             fflush(stdout);
             floor_ms += s.count * st.med;
         }
+    }
+    if (sustained) { /* the step's GEMMs back to back, an event pair around each shape's run */
+        size_t ns = kept.size();
+        std::vector<cudaEvent_t> ev(ns + 1);
+        for (cudaEvent_t &e : ev) CK(cudaEventCreate(&e));
+        std::vector<std::vector<double>> per(ns);
+        std::vector<double> tot;
+        for (int r = -3; r < sustained; r++) {
+            CK(cudaEventRecord(ev[0], 0));
+            for (size_t i = 0; i < ns; i++) {
+                gemm_run(lt, &kept[i], &kalgo[i], ws, kshape[i].count);
+                CK(cudaEventRecord(ev[i + 1], 0));
+            }
+            CK(cudaEventSynchronize(ev[ns]));
+            if (r < 0) continue;
+            float ms;
+            for (size_t i = 0; i < ns; i++) {
+                CK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+                per[i].push_back(ms);
+            }
+            CK(cudaEventElapsedTime(&ms, ev[0], ev[ns]));
+            tot.push_back(ms);
+        }
+        printf("# sustained: the step's GEMMs back to back, %d timed after 3 warm-ups (median ms; beside it count x the "
+               "shape's median above)\n", sustained);
+        for (size_t i = 0; i < ns; i++)
+            printf("#   %-12s %9.3f  (%9.3f, %+.1f%%)\n", knames[i].c_str(), summarize(per[i]).med, kshape[i].count * kmed[i],
+                   100.0 * (summarize(per[i]).med / (kshape[i].count * kmed[i]) - 1.0));
+        stats st = summarize(tot);
+        printf("# sustained gemm step: %.3f ms (min %.3f, max %.3f), against the floor's %.3f ms: %+.1f%%\n", st.med, st.lo,
+               st.hi, floor_ms, 100.0 * (st.med / floor_ms - 1.0));
+        for (cudaEvent_t &e : ev) CK(cudaEventDestroy(e));
+        for (gemm &g : kept) gemm_free(&g);
     }
     {
         shape s = {"dense", dense, dense, dense, 0, 1, 0};
