@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -327,6 +328,9 @@ int main(int argc, char **argv)
         for (cudaEvent_t &e : ev) CK(cudaEventCreate(&e));
         std::vector<std::vector<double>> per(ns);
         std::vector<double> tot;
+        /* wall-clock bounds on stderr, to find the loop in a clock or power log taken beside it */
+        auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
+        double w0 = now();
         for (int r = -3; r < sustained; r++) {
             CK(cudaEventRecord(ev[0], 0));
             for (size_t i = 0; i < ns; i++) {
@@ -343,6 +347,7 @@ int main(int argc, char **argv)
             CK(cudaEventElapsedTime(&ms, ev[0], ev[ns]));
             tot.push_back(ms);
         }
+        fprintf(stderr, "sustained loop: unix time %.3f to %.3f\n", w0, now());
         printf("# sustained: the step's GEMMs back to back, %d timed after 3 warm-ups (median ms; beside it count x the "
                "shape's median above)\n", sustained);
         for (size_t i = 0; i < ns; i++)
