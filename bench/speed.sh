@@ -44,7 +44,7 @@ if [ ! -x "$BIN/gemm_floor" ]; then
         -o "$BIN/gemm_floor" -lcublasLt || exit 1
 fi
 for n in $GEMM_TOKENS; do
-    "$BIN/gemm_floor" --tokens "$n" > "$O/gemm_floor_N$n.csv" 2> "$O/logs/gemm_floor_N$n.log" ||
+    "$BIN/gemm_floor" --tokens "$n" --sustained 20 > "$O/gemm_floor_N$n.csv" 2> "$O/logs/gemm_floor_N$n.log" ||
         { echo "gemm_floor --tokens $n failed:"; cat "$O/logs/gemm_floor_N$n.log"; }
     grep '^#' "$O/gemm_floor_N$n.csv"
 done
