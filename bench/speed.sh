@@ -6,7 +6,9 @@
 # Writes OUT/machine.txt (GPU, driver, versions), OUT/gemm_floor_N<tokens>.csv, OUT/speed.csv,
 # OUT/logs/ (one log per cell) and OUT/RESULTS.md (bench/results_md.py OUT).
 # Knobs, for a reduced or a piecewise run: STEPS (timed steps, 12), WARMUP (3), CONFIGS ("256x1:sgd
-# 256x1:adamw 2048x4:adamw"), GEMM_TOKENS ("256 8192"; empty: none), IMPLS ("ours eager compile"),
+# 256x1:adamw 2048x4:adamw"), GEMM_TOKENS ("256 8192"; empty: none), GEMM_SUSTAINED (gemm_floor's
+# --sustained rounds, 20; 0: none; it holds every shape's operands at once, about 12 GB at 8192
+# tokens), IMPLS ("ours eager compile"),
 # CELL_TIMEOUT (s per PyTorch cell, 1200), OURS_CKPTS (our policies; default none full selective,
 # selective:attn and selective:proj where accepted), OURS_GRAPHS ("off on" where accepted), TORCH_CKPTS
 # ("none full"). Rows are appended to an existing OUT/speed.csv, so a run
@@ -18,6 +20,7 @@ O=${1:?usage: sh bench/speed.sh OUT}; BIN=${BIN:-build}
 STEPS=${STEPS:-12}; WARMUP=${WARMUP:-3}
 CONFIGS=${CONFIGS:-"256x1:sgd 256x1:adamw 2048x4:adamw"}
 GEMM_TOKENS=${GEMM_TOKENS-"256 8192"}
+GEMM_SUSTAINED=${GEMM_SUSTAINED:-20}
 IMPLS=${IMPLS-"ours eager compile"}
 TORCH_MODES=$(echo "$IMPLS" | tr ' ' '\n' | grep -x 'eager\|compile')
 CELL_TIMEOUT=${CELL_TIMEOUT:-1200}
@@ -44,7 +47,7 @@ if [ ! -x "$BIN/gemm_floor" ]; then
         -o "$BIN/gemm_floor" -lcublasLt || exit 1
 fi
 for n in $GEMM_TOKENS; do
-    "$BIN/gemm_floor" --tokens "$n" --sustained 20 > "$O/gemm_floor_N$n.csv" 2> "$O/logs/gemm_floor_N$n.log" ||
+    "$BIN/gemm_floor" --tokens "$n" --sustained "$GEMM_SUSTAINED" > "$O/gemm_floor_N$n.csv" 2> "$O/logs/gemm_floor_N$n.log" ||
         { echo "gemm_floor --tokens $n failed:"; cat "$O/logs/gemm_floor_N$n.log"; }
     grep '^#' "$O/gemm_floor_N$n.csv"
 done
