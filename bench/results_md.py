@@ -131,6 +131,13 @@ def main():
                            rows=gem, comments=comments,
                            sustained_ms=next((num(c.split(":")[1].split()[0]) for c in comments
                                               if c.startswith("sustained gemm step:")), None))
+    # the launch floor: us a kernel node of a graph costs when the kernel does almost nothing
+    # (bench/graph_floor.cu, its grid of one block an SM)
+    node_us = None
+    gpath = os.path.join(out, "graph_floor.csv")
+    if os.path.exists(gpath):
+        _, gr = read_gemm(gpath)
+        node_us = max((num(r["us_per_kernel"]) for r in gr if num(r["blocks"]) and num(r["blocks"]) > 1), default=None)
     cuda_line = next((c for f in floors.values() for c in f["comments"] if c.startswith("cuda runtime")), None)
     # MFU and the attention floor use the highest dense rate measured in OUT (the conservative
     # choice: a dense GEMM that ran slow once would otherwise inflate MFU)
@@ -234,6 +241,16 @@ def main():
               + ". The table's roofline keeps the shapes' own floors")
         g_last = ours_graphs[-1] if ours_graphs else None
         none_ms = ours(g_last, "none")
+        none_row = next((r for r in cell if r["impl"].startswith("slidecheck") and r["ckpt"] == "none"
+                         and (r["graph"] or "-") == (g_last or "-")), None)
+        kern = num(none_row["kernels"]) if none_row else None
+        ngemm = sum(int(r["count"]) for r in fl["rows"]) if fl else 0
+        if node_us is not None and kern and roof is not None and kern > ngemm:
+            lf = (kern - ngemm) * node_us * 1e-3
+            p(f"- the launch floor (`graph_floor.csv`): a graph's kernel node costs {node_us:.3f} us when its kernel does "
+              f"almost nothing. slidecheck `none` runs {kern:.0f} kernels a step; the GEMM floor's back-to-back timings "
+              f"already hold that gap for its {ngemm} GEMMs, so the other {kern - ngemm:.0f} add {lf:.3f} ms. The roofline "
+              f"plus it is {roof + lf:.3f} ms" + (f", and `none` is {fmt(ratio(none_ms, roof + lf), '.3f')}x it" if none_ms else ""))
         rep = [(ck, ours(g_last, ck), replay_floor_ms(ck, tok, fl["rows"] if fl else [], attn_ms / 3 if attn_ms else None, bw))
                for ck in REPLAY if ours(g_last, ck) is not None]
         if rep and roof and none_ms:

@@ -3,7 +3,7 @@
 # HF transformers eager and torch.compile, on the Qwen3-1.7B shape, with the step's GEMM floor,
 # the dense bf16 rate and the device copy bandwidth measured on the same GPU (bench/gemm_floor.cu).
 #   sh bench/speed.sh OUT          BIN=dir of prebuilt slidecheck and gemm_floor (default build)
-# Writes OUT/machine.txt (GPU, driver, versions), OUT/gemm_floor_N<tokens>.csv, OUT/speed.csv,
+# Writes OUT/machine.txt (GPU, driver, versions), OUT/gemm_floor_N<tokens>.csv, OUT/graph_floor.csv, OUT/speed.csv,
 # OUT/logs/ (one log per cell) and OUT/RESULTS.md (bench/results_md.py OUT).
 # Knobs, for a reduced or a piecewise run: STEPS (timed steps, 12), WARMUP (3), CONFIGS ("256x1:sgd
 # 256x1:adamw 2048x4:adamw"), GEMM_TOKENS ("256 8192"; empty: none), GEMM_SUSTAINED (gemm_floor's
@@ -45,6 +45,16 @@ if [ ! -x "$BIN/gemm_floor" ]; then
     "${NVCC:-/usr/local/cuda/bin/nvcc}" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
         -gencode=arch=compute_90,code=sm_90 -Xcompiler -Wall,-Wextra,-Werror bench/gemm_floor.cu \
         -o "$BIN/gemm_floor" -lcublasLt || exit 1
+fi
+# the launch floor: what a graph's kernel node costs when it does almost nothing (bench/graph_floor.cu)
+if [ -n "$GEMM_TOKENS" ]; then
+    if [ ! -x "$BIN/graph_floor" ]; then
+        "${NVCC:-/usr/local/cuda/bin/nvcc}" -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 \
+            -Xcompiler -Wall,-Wextra,-Werror bench/graph_floor.cu -o "$BIN/graph_floor" || exit 1
+    fi
+    "$BIN/graph_floor" --kernels 1000 --reps 50 > "$O/graph_floor.csv" 2> "$O/logs/graph_floor.log" ||
+        { echo "graph_floor failed:"; cat "$O/logs/graph_floor.log"; }
+    cat "$O/graph_floor.csv"
 fi
 for n in $GEMM_TOKENS; do
     "$BIN/gemm_floor" --tokens "$n" --sustained "$GEMM_SUSTAINED" > "$O/gemm_floor_N$n.csv" 2> "$O/logs/gemm_floor_N$n.log" ||
