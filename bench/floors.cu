@@ -44,18 +44,6 @@ static void usage(const char *argv0)
     exit(2);
 }
 
-struct stats {
-    double med, lo, hi;
-};
-
-static stats summarize(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    double med = n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    return {med, v.front(), v.back()};
-}
-
 /* n bytes from src to dst as consecutive chunk sized copies on stream s */
 static void stream_copy(char *dst, const char *src, size_t n, size_t chunk, cudaMemcpyKind kind, cudaStream_t s)
 {

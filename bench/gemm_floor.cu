@@ -90,17 +90,6 @@ __global__ void copy16(uint4 *__restrict__ dst, const uint4 *__restrict__ src, s
         dst[i] = src[i];
 }
 
-struct stats {
-    double med, lo, hi;
-};
-
-static stats summarize(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return {n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
-}
-
 static int g_sms;
 static size_t g_l2;
 static cudaEvent_t g_e0, g_e1;
@@ -350,9 +339,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "sustained loop: unix time %.3f to %.3f\n", w0, now());
         printf("# sustained: the step's GEMMs back to back, %d timed after 3 warm-ups (median ms; beside it count x the "
                "shape's median above)\n", sustained);
-        for (size_t i = 0; i < ns; i++)
-            printf("#   %-12s %9.3f  (%9.3f, %+.1f%%)\n", knames[i].c_str(), summarize(per[i]).med, kshape[i].count * kmed[i],
-                   100.0 * (summarize(per[i]).med / (kshape[i].count * kmed[i]) - 1.0));
+        for (size_t i = 0; i < ns; i++) {
+            double med = summarize(per[i]).med, burst = kshape[i].count * kmed[i];
+            printf("#   %-12s %9.3f  (%9.3f, %+.1f%%)\n", knames[i].c_str(), med, burst, 100.0 * (med / burst - 1.0));
+        }
         stats st = summarize(tot);
         printf("# sustained gemm step: %.3f ms (min %.3f, max %.3f), against the floor's %.3f ms: %+.1f%%\n", st.med, st.lo,
                st.hi, floor_ms, 100.0 * (st.med / floor_ms - 1.0));

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "ck.h"
@@ -79,9 +78,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "the chain ended at %d, not at %d\n", last, kernels);
             return 1;
         }
-        std::sort(t.begin(), t.end());
-        double med = t.size() & 1 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
-        printf("%d,%d,%d,%.4f,%.4f,%.4f,%.3f\n", sh[0], sh[1], kernels, med, t.front(), t.back(), med * 1e3 / kernels);
+        stats r = summarize(t);
+        printf("%d,%d,%d,%.4f,%.4f,%.4f,%.3f\n", sh[0], sh[1], kernels, r.med, r.lo, r.hi, r.med * 1e3 / kernels);
         CK(cudaGraphExecDestroy(ge));
         CK(cudaGraphDestroy(g));
     }
