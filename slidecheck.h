@@ -1394,6 +1394,12 @@ typedef struct sc_model_config {
                                   1.880-1.892x where one a layer scaled 1.861-1.866x (2 x H200), and
                                   3.689x against 3.643x at 4 GPUs (4 x H200). 0: SC_BUCKET_MB;
                                   SC_BUCKET_LAYER (or a size under one layer's): one a layer */
+    int dp_sums;               /* data parallel on the GPU, resident, two ranks of one host:
+                                  SC_DP_SUMS_AUTO (0) sums the gradients by the copy engines (peer
+                                  copies, no SM taken from the backward; a scratch of half the
+                                  gradients) where both GPUs reach each other and NCCL_P2P_DISABLE
+                                  is not set, else by NCCL; SC_DP_SUMS_NCCL always by NCCL. The same
+                                  bits either way. */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
     int gemm_tune;             /* CUDA: 1 times each GEMM shape's candidates with the bits of
@@ -1413,6 +1419,8 @@ typedef struct sc_model_config {
 
 #define SC_BUCKET_MB 640 /* sc_model_config.bucket_mb's default: 7 layers of Qwen3-1.7B in bf16 */
 #define SC_BUCKET_LAYER (-1) /* sc_model_config.bucket_mb: one sum a layer, whatever its size */
+#define SC_DP_SUMS_AUTO 0     /* sc_model_config.dp_sums */
+#define SC_DP_SUMS_NCCL 1
 
 typedef struct sc_model sc_model; /* opaque */
 typedef struct sc_cuda sc_cuda;
@@ -1669,6 +1677,21 @@ SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin);
    waits for the first k of them (in queue order, so for everything queued before the k-th) */
 SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k);
+/* Two ranks of one host: the sums of a registered region by the copy engines instead of NCCL's
+   kernels, which take SMs from the backward they overlap. p2p_export registers region (bytes) and
+   a scratch of at least bytes / 2 that the peer writes into, and fills blob
+   (SC_CUDA_P2P_BLOB_BYTES) for the peer; p2p_import maps the peer's (the same host and a GPU this
+   one can reach: else an error, and the context stays usable); p2p_use(1) once both ranks
+   imported, p2p_use(0) to drop it. Then allreduce_sum and reduce_scatter_sum of a range inside the
+   region (an even offset and count) go by peer copies and an add on the communication stream:
+   a + b in f32, rounded once, as NCCL's two-rank sums: the same bits. The others still go to
+   NCCL. */
+#define SC_CUDA_P2P_BLOB_BYTES 512
+SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes, void *scratch, size_t scratch_bytes,
+                                         void *blob);
+SC_CUDA_DEF sc_result sc_cuda_p2p_import(sc_cuda *cu, const void *peer_blob);
+SC_CUDA_DEF void sc_cuda_p2p_use(sc_cuda *cu, int on);
+SC_CUDA_DEF int sc_cuda_p2p_on(const sc_cuda *cu);
 /* Waits for the compute stream, polling this step's collectives (a graph launch's too): if none
    finishes for timeout_s (a rank died or stalls) or NCCL reports an error, aborts the
    communicator and fails with a message (SC_ERROR_TIMEOUT / SC_ERROR_CUDA) instead of hanging.
@@ -8177,6 +8200,7 @@ struct sc_model {
     int pb, gb, ab;                /* bytes per element: parameters, their gradients, activations */
     sc_dtype pdt, gdt;
     float *params, *grads, *master, *opt_m, *opt_v; /* device buffers (dtype by pb/gb) */
+    float *p2p_scratch;            /* two ranks, copy-engine sums: the half of the gradients the peer sends */
     size_t nparams;
     float *rope_cos, *rope_sin;
     int rope_T;
@@ -8941,6 +8965,43 @@ static void sc__free_dres(sc_model *m)
 static void sc__graph_drop(sc_model *m);
 static double sc__comm_wait_s(const sc_dist_comm *c);
 
+#ifdef SLIDECHECK_CUDA
+/* Two ranks of one host, resident: the gradient sums by the copy engines (sc_cuda_p2p_*), which
+   leave the backward every SM, where NCCL's kernels slowed the GEMMs they overlapped. Each rank
+   registers its gradients and a scratch of half their size and maps the peer's; the copies are
+   used only where both ranks mapped, else NCCL sums (and the scratch goes). Both ranks always
+   exchange here, so that a rank that opts out (dp_sums) or fails tells the other. */
+static sc_result sc__p2p_setup(sc_model *m)
+{
+    sc_dist_comm *c = m->mc.comm;
+    if (!m->nccl || sc_dist_comm_world(c) != 2) return SC_SUCCESS;
+    const char *nop2p = getenv("NCCL_P2P_DISABLE"); /* the user keeps NCCL off peer access: so do we */
+    int want = m->mc.dp_sums != SC_DP_SUMS_NCCL && !(nop2p && *nop2p && strcmp(nop2p, "0"));
+    unsigned char mine[SC_CUDA_P2P_BLOB_BYTES], all[2 * SC_CUDA_P2P_BLOB_BYTES];
+    memset(mine, 0, sizeof mine);
+    size_t half = (m->nparams + 1) / 2;
+    sc_result r = SC_ERROR_UNSUPPORTED, e;
+    if (want && (r = sc__alloc_bytes(m, &m->p2p_scratch, half, m->gb, "copy-engine sums: the peer's half")) ==
+                    SC_SUCCESS)
+        r = sc_cuda_p2p_export(m->cu, m->grads, m->nparams * (size_t)m->gb, m->p2p_scratch, half * (size_t)m->gb, mine);
+    if ((e = sc_dist_gather(c, mine, all, sizeof mine)) != SC_SUCCESS ||
+        (e = sc_dist_broadcast(c, all, sizeof all)) != SC_SUCCESS)
+        return e;
+    if (r == SC_SUCCESS) r = sc_cuda_p2p_import(m->cu, all + (size_t)(1 - sc_dist_comm_rank(c)) * sizeof mine);
+    float ok = r == SC_SUCCESS ? 1.0f : 0.0f;
+    if ((e = sc_dist_allreduce_f32(c, &ok, 1)) != SC_SUCCESS) return e;
+    sc_cuda_p2p_use(m->cu, ok == 2.0f);
+    if (ok != 2.0f) {
+        if (want && m->mc.verbose)
+            fprintf(stderr, "data parallel: the gradients are summed by NCCL (copy engines: %s)\n",
+                    r != SC_SUCCESS ? sc_last_error() : "the other rank could not use them");
+        sc__free(m, m->p2p_scratch);
+        m->p2p_scratch = NULL;
+    }
+    return SC_SUCCESS;
+}
+#endif
+
 SCDEF void sc_model_destroy(sc_model *m)
 {
     if (!m) return;
@@ -8952,8 +9013,11 @@ SCDEF void sc_model_destroy(sc_model *m)
     if (m->dres0) sc__free_dres(m);
     SC_FREE(m->act_store);
     SC_FREE(m->dres0);
+#ifdef SLIDECHECK_CUDA
+    sc_cuda_p2p_use(m->cu, 0); /* the peer's mappings closed before the buffers go */
+#endif
     void *bufs[] = {m->params, m->grads, m->master, m->opt_m, m->opt_v, m->rope_cos, m->rope_sin,
-                    m->ids_dev_all, m->targets_all, m->rowloss_all};
+                    m->ids_dev_all, m->targets_all, m->rowloss_all, m->p2p_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sc__free(m, bufs[i]);
     sc_allocator_uninit(&m->alloc);
 #ifdef SLIDECHECK_CUDA
@@ -9201,6 +9265,10 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
     if ((r = sc__upload_f32(m, m->params, m->pb, host, m->nparams)) != SC_SUCCESS) goto fail;
     if (m->master && (r = sc__upload_f32(m, m->master, 4, host, m->nparams)) != SC_SUCCESS) goto fail;
     SC_FREE(host);
+    host = NULL;
+#ifdef SLIDECHECK_CUDA
+    if ((r = sc__p2p_setup(m)) != SC_SUCCESS) goto fail;
+#endif
     *out = m;
     return SC_SUCCESS;
 fail:

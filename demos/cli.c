@@ -38,6 +38,7 @@ typedef struct cli_opts {
     int have_lr, op_times, state_bf16, dpu, keep_head, gpus, zero, head_once, slide_device_update, bucket_mb;
     int ckpt_given; /* --ckpt on the command line (--mode auto then keeps that plan) */
     int gemm_tune; /* --gemm-tune */
+    int dp_sums;   /* --dp-sums auto|nccl: SC_DP_SUMS_* */
     /* training on token shards */
     const char *data, *val_data, *lr_schedule, *resume;
     int lr_warmup, val_every, val_batches, have_shuffle;
@@ -245,6 +246,10 @@ static const cli_help cli_helps[] = {
     {"train", "data parallel", "bucket-mb", "--bucket-mb N",
      "on the GPU (resident): the gradients of consecutive layers are summed by one NCCL launch once they "
      "reach N MiB (default 640; 0: one sum a layer); the same bits whatever N. Slide mode: one sum a layer"},
+    {"train", "data parallel", "dp-sums", "--dp-sums auto|nccl",
+     "two GPUs of this machine (resident): auto (default) sums the gradients by the copy engines, peer copies "
+     "that leave the backward every SM, with a scratch of half the gradients, where the GPUs reach each other "
+     "and NCCL_P2P_DISABLE is not set; nccl: NCCL's all-reduce. The same bits either way"},
     {"train", "data parallel", "rendezvous-timeout", "--rendezvous-timeout S",
      "seconds a rank waits for the others, at the start and in every exchange (default: "
      "SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)"},
@@ -454,6 +459,11 @@ static void parse_flags(cli_opts *o, int argc, char **argv, const char *allowed,
         else if (!strcmp(f, "--bucket-mb")) { /* 0: one sum a layer (0 in o: the library's default) */
             int mb = parse_int(f, v, 0, 1 << 20);
             o->bucket_mb = mb ? mb : SC_BUCKET_LAYER;
+        }
+        else if (!strcmp(f, "--dp-sums")) {
+            if (!strcmp(v, "auto")) o->dp_sums = SC_DP_SUMS_AUTO;
+            else if (!strcmp(v, "nccl")) o->dp_sums = SC_DP_SUMS_NCCL;
+            else die_usage("--dp-sums %s: auto or nccl", v);
         }
         else if (!strcmp(f, "--rendezvous-timeout")) {
             o->rdv_timeout = parse_double(f, v);
@@ -1131,7 +1141,7 @@ static int cmd_train(int argc, char **argv)
                 "hf model tokens seq batch steps optim lr beta1 beta2 eps weight-decay seed save out device "
                 "dtype ckpt mem-cap warmup master-weights mode slide-prefetch slide-cpu-threads pure-bf16 accum save-every "
                 "head-slice op-times state-bf16 slide-dpu slide-keep-head slide-device-update slide-head-once gpus zero "
-                "bucket-mb rendezvous-timeout cuda-graph gemm-tune data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
+                "bucket-mb dp-sums rendezvous-timeout cuda-graph gemm-tune data val-data shuffle resume lr-schedule lr-warmup min-lr-ratio "
                 "clip-grad-norm val-every val-batches slide-device-layers",
                 usage_train);
     if (!o.steps) die_usage("%s", "train needs --steps N");
@@ -1237,7 +1247,7 @@ static int cmd_train(int argc, char **argv)
         for (int i = 0; i < 6; i++) h = sc_hash_bytes(h, strs[i], strlen(strs[i]) + 1);
         double nums[6] = {o.lr, o.beta1, o.beta2, o.eps, o.wd, (double)o.seed};
         h = sc_hash_bytes(h, nums, sizeof nums);
-        int dp[2] = {o.zero, o.bucket_mb}; /* how the ranks split the state and group the sums: alike */
+        int dp[3] = {o.zero, o.bucket_mb, o.dp_sums}; /* how the ranks split the state and sum: alike */
         h = sc_hash_bytes(h, dp, sizeof dp);
         unsigned char id[8] = {0};
         if ((r = sc_dist_comm_open(&comm, &de, h, id, sizeof id)) != SC_SUCCESS) die(r, "data-parallel rendezvous");
@@ -1256,6 +1266,7 @@ static int cmd_train(int argc, char **argv)
     mc.comm = comm;
     mc.zero = o.zero;
     mc.bucket_mb = o.bucket_mb;
+    mc.dp_sums = o.dp_sums;
     int ndev = 0;
     if (o.device_layers) {
         if (sc_layer_set_parse(mc.slide_device_layers, o.device_layers, cfg.num_layers) != SC_SUCCESS)
@@ -1297,6 +1308,9 @@ static int cmd_train(int argc, char **argv)
     sc_cuda *cu = sc_model_cuda(m);
     if (o.op_times && !cu) die_usage("%s", "--op-times needs the cuda device");
     if (o.op_times && (r = sc_cuda_profile_ops(cu, 1)) != SC_SUCCESS) die(r, "--op-times");
+    if (W > 1 && rank == 0 && cu && !slide)
+        printf("data parallel: the gradients are summed by %s\n",
+               sc_cuda_p2p_on(cu) ? "the copy engines (peer copies between the two GPUs)" : "NCCL");
 #else
     if (o.op_times) die_usage("%s", "--op-times needs a build with CUDA");
 #endif
