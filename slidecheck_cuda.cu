@@ -3758,7 +3758,7 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
    pushes its summed half into the peer's buffer. Stream memory operations on flags in each
    rank's memory order the two processes: the writer's fence puts the copy before its flag. The
    sums add a + b in f32 and round once, as NCCL's two-rank sums do: the same bits. ---- */
-#define SC__P2P_FLAGS 1024 /* flag pairs: sums a step (the counter wraps) */
+#define SC__P2P_FLAGS 1024 /* flag pairs: chunks a step (past them, NCCL sums) */
 typedef CUresult (*sc__pfn_wait32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 typedef CUresult (*sc__pfn_range)(CUdeviceptr *, size_t *, CUdeviceptr);
 struct sc__p2p_blob {
@@ -3777,6 +3777,8 @@ struct sc__p2p {
     int on;
     unsigned k;                              /* this step's next flag pair */
     sc__pfn_wait32 wait32, write32;
+    cudaStream_t side;                       /* the adds and the copies back, beside the copies out */
+    cudaEvent_t fork, join;
 };
 static_assert(sizeof(sc__p2p_blob) <= SC_CUDA_P2P_BLOB_BYTES, "SC_CUDA_P2P_BLOB_BYTES too small");
 
@@ -3791,6 +3793,9 @@ static void sc__p2p_free(sc_cuda *cu)
     if (!p) return;
     for (void *o : p->opened)
         if (o) (void)cudaIpcCloseMemHandle(o);
+    if (p->side) (void)cudaStreamDestroy(p->side);
+    if (p->fork) (void)cudaEventDestroy(p->fork);
+    if (p->join) (void)cudaEventDestroy(p->join);
     if (p->flags) (void)cudaFree(p->flags);
     (void)cudaGetLastError();
     delete p;
@@ -3846,7 +3851,10 @@ SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes
     p->wait32 = (sc__pfn_wait32)fn;
     if ((r = sc__p2p_entry("cuStreamWriteValue32", &fn)) != SC_SUCCESS) return sc__p2p_free(cu), r;
     p->write32 = (sc__pfn_wait32)fn;
-    cudaError_t e = cudaMalloc((void **)&p->flags, 2 * SC__P2P_FLAGS * sizeof(unsigned));
+    cudaError_t e = cudaStreamCreateWithFlags(&p->side, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->fork, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->join, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, 2 * SC__P2P_FLAGS * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemset(p->flags, 0, 2 * SC__P2P_FLAGS * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaIpcGetMemHandle(&b.region, (void *)base);
     if (e == cudaSuccess) e = cudaIpcGetMemHandle(&b.scratch, (void *)sbase);
@@ -3916,47 +3924,67 @@ __global__ void k_p2p_add_bf16(__nv_bfloat162 *y, const __nv_bfloat162 *x, size_
 
 /* one flag of the protocol: the peer's flag set (after the copies queued before it), or this
    rank's awaited and cleared for the next step */
-static void sc__p2p_signal(sc_cuda *cu, unsigned *peer_flag)
+static void sc__p2p_signal(sc_cuda *cu, cudaStream_t s, unsigned *peer_flag)
 {
-    CUresult e = cu->p2p->write32((CUstream)cu->comm_stream, (CUdeviceptr)peer_flag, 1, 0);
+    CUresult e = cu->p2p->write32((CUstream)s, (CUdeviceptr)peer_flag, 1, 0);
     if (e != CUDA_SUCCESS) sc__cu_fail(cu, SC_ERROR_CUDA, "cuStreamWriteValue32 failed (%d)", (int)e);
 }
-static void sc__p2p_await(sc_cuda *cu, unsigned *flag)
+static void sc__p2p_await(sc_cuda *cu, cudaStream_t s, unsigned *flag)
 {
-    CUresult e = cu->p2p->wait32((CUstream)cu->comm_stream, (CUdeviceptr)flag, 1, CU_STREAM_WAIT_VALUE_GEQ);
-    if (e == CUDA_SUCCESS)
-        e = cu->p2p->write32((CUstream)cu->comm_stream, (CUdeviceptr)flag, 0, 0); /* no-barrier (1) is refused */
+    CUresult e = cu->p2p->wait32((CUstream)s, (CUdeviceptr)flag, 1, CU_STREAM_WAIT_VALUE_GEQ);
+    if (e == CUDA_SUCCESS) e = cu->p2p->write32((CUstream)s, (CUdeviceptr)flag, 0, 0); /* no-barrier (1) is refused */
     if (e != CUDA_SUCCESS) sc__cu_fail(cu, SC_ERROR_CUDA, "cuStreamWaitValue32 / its clearing write failed (%d)", (int)e);
 }
 
-/* The two-rank sum of buf (n elements of t) by the copy engines: rank r sums half r, then (back)
-   sends it to the peer. back 0 is the reduce-scatter (buf = 2 chunks of n / 2). false: not
-   registered here (NCCL sums it); both ranks decide alike, their layouts being the same. */
+/* The two-rank sum of buf (n elements of t) by the copy engines: rank r sums half r of each
+   chunk, then (back) sends it to the peer. back 0 is the reduce-scatter (buf = 2 chunks of n / 2:
+   one chunk of the pipeline). false: not registered here (NCCL sums it); both ranks decide alike,
+   their layouts being the same. The chunks pipeline: the communication stream copies them out one
+   after the other while a side stream adds each that has landed and copies it back, so that a
+   range's sum takes about one copy's time, not two copies and an add in turn. */
+#define SC__P2P_CHUNK (64u << 20) /* bytes of buf a chunk */
 static bool sc__p2p_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t, int back)
 {
     sc__p2p *p = cu->p2p;
     if (!p || !p->on || (t != SC_BF16 && t != SC_F32)) return false;
     size_t es = sc_dtype_size(t), off = (size_t)((char *)buf - p->region);
     if ((char *)buf < p->region || off + n * es > p->bytes || off % (2 * es) || n % 2) return false;
-    unsigned k = p->k++ % SC__P2P_FLAGS;
-    size_t h = n / 2, hb = h * es, so = off / 2;
-    char *mine = (char *)buf + (size_t)cu->rank * hb, *theirs = (char *)buf + (size_t)(1 - cu->rank) * hb;
-    cudaStream_t s = cu->comm_stream;
-    SC__CK(cu, cudaMemcpyAsync(p->peer_scratch + so, theirs, hb, cudaMemcpyDeviceToDevice, s));
-    sc__p2p_signal(cu, p->peer_flags + k);
-    sc__p2p_await(cu, p->flags + k);
-    if (t == SC_BF16)
-        k_p2p_add_bf16<<<sc__grid(h / 2, 256), 256, 0, s>>>((__nv_bfloat162 *)mine,
-                                                           (const __nv_bfloat162 *)(p->scratch + so), h / 2);
-    else k_add<float><<<sc__grid(h, 256), 256, 0, s>>>((float *)mine, (const float *)mine,
-                                                       (const float *)(p->scratch + so), h);
-    cu->launches++;
-    SC__CK(cu, cudaGetLastError());
-    if (back) {
-        SC__CK(cu, cudaMemcpyAsync(p->peer_region + (mine - p->region), mine, hb, cudaMemcpyDeviceToDevice, s));
-        sc__p2p_signal(cu, p->peer_flags + SC__P2P_FLAGS + k);
-        sc__p2p_await(cu, p->flags + SC__P2P_FLAGS + k);
-    }
+    size_t step = back ? SC__P2P_CHUNK / es : n, nc = (n + step - 1) / step;
+    if (p->k + nc > SC__P2P_FLAGS) return false; /* this step's flags are used up */
+    unsigned k0 = p->k;
+    p->k += (unsigned)nc;
+    cudaStream_t a = cu->comm_stream, b = p->side;
+    SC__CK(cu, cudaEventRecord(p->fork, a));
+    SC__CK(cu, cudaStreamWaitEvent(b, p->fork, 0));
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t c = 0; c < nc; c++) {
+            size_t m = std::min(step, n - c * step), h = m / 2, hb = h * es; /* m even: step and n are */
+            char *base = (char *)buf + c * step * es;
+            char *mine = base + (size_t)cu->rank * hb, *theirs = base + (size_t)(1 - cu->rank) * hb;
+            size_t so = (size_t)(base - p->region) / 2; /* chunks disjoint: so are their halves here */
+            unsigned k = k0 + (unsigned)c;
+            if (!pass) { /* out: the half the peer sums, into its scratch */
+                SC__CK(cu, cudaMemcpyAsync(p->peer_scratch + so, theirs, hb, cudaMemcpyDeviceToDevice, a));
+                sc__p2p_signal(cu, a, p->peer_flags + k);
+                continue;
+            }
+            sc__p2p_await(cu, b, p->flags + k);
+            if (t == SC_BF16)
+                k_p2p_add_bf16<<<sc__grid(h / 2, 256), 256, 0, b>>>((__nv_bfloat162 *)mine,
+                                                                   (const __nv_bfloat162 *)(p->scratch + so), h / 2);
+            else k_add<float><<<sc__grid(h, 256), 256, 0, b>>>((float *)mine, (const float *)mine,
+                                                               (const float *)(p->scratch + so), h);
+            cu->launches++;
+            SC__CK(cu, cudaGetLastError());
+            if (back) {
+                SC__CK(cu, cudaMemcpyAsync(p->peer_region + (mine - p->region), mine, hb, cudaMemcpyDeviceToDevice, b));
+                sc__p2p_signal(cu, b, p->peer_flags + SC__P2P_FLAGS + k);
+            }
+        }
+    SC__CK(cu, cudaEventRecord(p->join, b));
+    SC__CK(cu, cudaStreamWaitEvent(a, p->join, 0));
+    for (size_t c = 0; back && c < nc; c++) /* the peer's sums have landed here */
+        sc__p2p_await(cu, a, p->flags + SC__P2P_FLAGS + k0 + c);
     return true;
 }
 
