@@ -320,6 +320,7 @@ USAGE
      sc_cuda_nccl_unique_id / _nccl_open / _comm_wait / _allreduce_sum / _reduce_scatter_sum
      sc_cuda_allgather / _comm_count / _comm_join / _comm_settle   data parallel over NCCL;
                                          settle fails (never hangs) when a rank stalls
+     sc_cuda_p2p_export / _import / _use / _on   two ranks of one host: the sums by peer copies
      sc_cuda_grad_norm(cu, g, gt, n, max_norm) / sc_cuda_grad_norm_read   the clipping norm
      sc_cuda_grad_norm_chunks(cu, part, g, gt, n)   its chunk sums (slide: into pinned host memory)
      sc_cuda_sgd_update / sc_cuda_adamw_update   the optimizers, the host's bits
@@ -9169,6 +9170,10 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         r = sc__fail(SC_ERROR_INVALID_ARGS,
                      "bucket_mb %d: must be 0 (the default, %d MiB), SC_BUCKET_LAYER (%d: one sum a layer) or a size in MiB",
                      mc.bucket_mb, SC_BUCKET_MB, SC_BUCKET_LAYER);
+        goto fail;
+    }
+    if (mc.dp_sums != SC_DP_SUMS_AUTO && mc.dp_sums != SC_DP_SUMS_NCCL) {
+        r = sc__fail(SC_ERROR_INVALID_ARGS, "dp_sums %d: must be SC_DP_SUMS_AUTO (0) or SC_DP_SUMS_NCCL (1)", mc.dp_sums);
         goto fail;
     }
     if (!(mc.clip_grad_norm >= 0.0f) || mc.clip_grad_norm > 1e30f) {

@@ -2,7 +2,8 @@
 # Data parallel on the GPU, on a machine with >= 2 GPUs (the nvidia-h200-x2 kind), in one go:
 #  1. equality: NG ranks x batch 4/NG against 1 GPU x batch 4 (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two NG-rank runs save byte-identical checkpoints;
-#     ZeRO-1 saves the same bytes as plain data parallel; slide mode the same checks as resident
+#     ZeRO-1 saves the same bytes as plain data parallel; at 2 ranks the default sums (by the copy
+#     engines where the GPUs reach each other) the bytes of --dp-sums nccl; slide mode the same checks as resident
 #     (slide's ZeRO-1: the same bytes as slide without it), and slide the bytes of resident (bf16: with
 #     --master-weights, as slide keeps them); one sum a layer (--bucket-mb 0) the default groups' bytes;
 #     resident NG-rank runs replay the whole-step CUDA graph (collectives inside) and save the bytes of
@@ -12,7 +13,7 @@
 #     stops the other within the timeouts, with a message naming it;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
 #     1 GPU against N (scaling = N x step(1) / step(N)), N with --cuda-graph off (what the graph gives),
-#     and N with ZeRO-1 (peak memory), with traces: the fraction of the
+#     N with ZeRO-1 (peak memory), at N = 2 with --dp-sums nccl (NCCL's sums), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
@@ -111,6 +112,19 @@ for dt in fp32 bf16; do
     if cmp -s "$O/save_resident_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
         echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
+    # two ranks of one host sum by the copy engines (the default where the GPUs reach each other):
+    # NCCL's sums (--dp-sums nccl) give the same bytes, plain and ZeRO-1
+    if [ "$NG" = 2 ]; then
+        for g in resident_${dt}_a ${dt}_z; do
+            zf=""; [ $g = ${dt}_z ] && zf="--zero 1"
+            "$BIN/slidecheck" $tiny --dtype $dt --batch $EB --gpus $NG $zf --dp-sums nccl --save "$O/save_${g}_nccl" \
+                > "$O/two_${g}_nccl.log" 2>&1 || { echo "$NG ranks $g --dp-sums nccl: exit $?"; fail=1; }
+            how=$(grep -o 'summed by [a-zA-Z ]*' "$O/two_$g.log" | head -n 1)
+            if cmp -s "$O/save_$g/model.safetensors" "$O/save_${g}_nccl/model.safetensors"; then
+                echo "resident $dt $zf: the default run ($how) saved the bytes of --dp-sums nccl: PASS"
+            else echo "resident $dt $zf: the default run ($how) and --dp-sums nccl differ: FAIL"; fail=1; fi
+        done
+    fi
     # the whole-step CUDA graph over NCCL: the resident NG-rank runs above took it (auto); steps 2-5
     # replayed it on rank 0 (its summary) and no rank fell back (stderr); eager runs
     # (--cuda-graph off) save the same bytes
@@ -234,7 +248,9 @@ if [ "${RESIDENT:-1}" = 1 ]; then # RESIDENT=0, SLIDE=0, DDP=0, TWO_NODE=0 skip 
 # the same N-GPU run stepped eagerly: what the whole-step CUDA graph gives under data parallel
 "$BIN/slidecheck" $big --gpus $NG --cuda-graph off --out "$O/speed2e" > "$O/speed2e.log" 2>&1
 "$BIN/slidecheck" $big --gpus $NG --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
-grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speed2e.log" "$O/speedz.log"
+# two GPUs: the sums by NCCL's kernels beside the default's copy engines
+[ "$NG" = 2 ] && "$BIN/slidecheck" $big --gpus $NG --dp-sums nccl > "$O/speed2n.log" 2>&1
+grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speed2e.log" "$O/speedz.log" "$O/speed2n.log" 2> /dev/null
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json" "$O/speed1/trace.json"
 echo "--cuda-graph off:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2e.log" "$O/speed2e/trace.json" "$O/speed1/trace.json"
 echo "ZeRO-1:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speedz.log" "$O/speedz/trace.json" "$O/speed1/trace.json"

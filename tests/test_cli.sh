@@ -156,6 +156,10 @@ dt=$(( $(date +%s) - t0 ))
     bad "--rendezvous-timeout: ${dt} s: $(cat "$T/err")"
 expect 2 "--rendezvous-timeout 0 is refused" $DP --batch 1 --rendezvous-timeout 0
 expect 2 "--bucket-mb -1 is refused" $DP --batch 1 --bucket-mb -1
+expect 2 "--dp-sums copy is refused (auto or nccl)" $DP --batch 1 --dp-sums copy
+expect 0 "--gpus 2 --dp-sums nccl" $DP --batch 1 --gpus 2 --dp-sums nccl --save "$T/dpn"
+if cmp -s "$T/dp1/model.safetensors" "$T/dpn/model.safetensors"; then ok "--dp-sums nccl saves the default's bytes (the CPU sums over the control channel either way)"
+else bad "--dp-sums nccl and the default differ on the CPU"; fi
 # two ranks started by hand, rank 1 with other flags (PORT WHAT FLAGS...): both stop at the start, named
 mismatch() {
     port=$1 what=$2; shift 2
@@ -169,6 +173,7 @@ mismatch() {
 }
 mismatch 29513 "learning rate" --lr 2e-3
 mismatch 29515 "--bucket-mb (the sums would be grouped differently)" --bucket-mb 64
+mismatch 29516 "--dp-sums (the ranks sum alike)" --dp-sums nccl
 expect 0 "train under budget:60MiB" $S train --model tiny --seq 256 --batch 4 --steps 2 --device cpu --ckpt budget:60MiB
 peak=$(awk '/^summary:/{for (i = 1; i < NF; i++) if ($i == "allocated") print $(i + 1)}' "$T/out")
 if awk -v p="$peak" 'BEGIN { exit !(p != "" && p * 1024 <= 60) }'; then ok "budget:60MiB: measured peak allocated $peak GiB <= 60 MiB"

@@ -1204,6 +1204,16 @@ static void test_bucket_config(void)
         if (m) sc_model_destroy(m);
         m = NULL;
     }
+    /* dp_sums: AUTO or NCCL; anything else is refused, naming the field */
+    mc.bucket_mb = 0;
+    mc.dp_sums = 2;
+    r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_ERROR_INVALID_ARGS && m == NULL && strstr(sc_last_error(), "dp_sums 2"), "dp_sums 2 refused: %s",
+          sc_last_error());
+    mc.dp_sums = SC_DP_SUMS_NCCL;
+    r = sc_model_create(&m, &c, &mc, NULL);
+    CHECK(r == SC_SUCCESS, "dp_sums SC_DP_SUMS_NCCL accepted: %s", r ? sc_last_error() : "ok");
+    if (m) sc_model_destroy(m);
 }
 
 int main(void)
