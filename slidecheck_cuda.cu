@@ -3787,10 +3787,24 @@ static void sc__p2p_step(sc_cuda *cu)
     if (cu->p2p) cu->p2p->k = 0;
 }
 
+/* a peer that died or failed leaves this rank's streams waiting on its flags: set them all, on a
+   stream of their own, so that the streams drain and the buffers can be freed (cudaFree waits) */
+static void sc__p2p_unstick(sc_cuda *cu)
+{
+    sc__p2p *p = cu->p2p;
+    cudaStream_t s = NULL;
+    if (!p || !p->flags || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
+    (void)cudaMemsetAsync(p->flags, 1, 2 * SC__P2P_FLAGS * sizeof(unsigned), s);
+    (void)cudaStreamSynchronize(s);
+    (void)cudaStreamDestroy(s);
+    (void)cudaGetLastError();
+}
+
 static void sc__p2p_free(sc_cuda *cu)
 {
     sc__p2p *p = cu->p2p;
     if (!p) return;
+    sc__p2p_unstick(cu); /* at the end of a run: no step waits on them after this */
     for (void *o : p->opened)
         if (o) (void)cudaIpcCloseMemHandle(o);
     if (p->side) (void)cudaStreamDestroy(p->side);
@@ -3986,19 +4000,6 @@ static bool sc__p2p_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t, int back)
     for (size_t c = 0; back && c < nc; c++) /* the peer's sums have landed here */
         sc__p2p_await(cu, a, p->flags + SC__P2P_FLAGS + k0 + c);
     return true;
-}
-
-/* a peer that died leaves this rank's stream waiting on its flags: set them all, on a stream of
-   their own, so that the stream drains and the context can be torn down */
-static void sc__p2p_unstick(sc_cuda *cu)
-{
-    sc__p2p *p = cu->p2p;
-    cudaStream_t s = NULL;
-    if (!p || !p->flags || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
-    (void)cudaMemsetAsync(p->flags, 1, 2 * SC__P2P_FLAGS * sizeof(unsigned), s);
-    (void)cudaStreamSynchronize(s);
-    (void)cudaStreamDestroy(s);
-    (void)cudaGetLastError();
 }
 
 static void sc__nccl_close(sc_cuda *cu)
