@@ -1867,7 +1867,9 @@ SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, 
 /* The fixed device bytes of a resident model as the planner counts them: weights, gradients,
    AdamW state and, with master weights, the f32 master copy; with mc->zero and a comm of W > 1,
    one rank's share of the AdamW state (ZeRO-1). Data parallel sums the gradients in place, per
-   layer, so there are no bucket buffers to count (NCCL's own buffers are outside the allocator). */
+   layer, so there are no bucket buffers to count (NCCL's own buffers are outside the allocator);
+   on the GPU at two ranks (resident, dp_sums not NCCL) the copy-engine sums' scratch, half the
+   gradients, is counted, whether or not the GPUs then reach each other. */
 SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc);
 /* The same as if over `world` ranks with no comm yet (the plan command): rank 0's share. */
 SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model_config *mc, int world);
@@ -8321,6 +8323,10 @@ SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model
     size_t n = sc_config_num_params(cfg), f = sc_plan_fixed_bytes(cfg, adamw, mb, gb);
     if (adamw && mc->state_bf16) f -= n * 2 * (size_t)(mb - 2); /* m and v in 2 bytes */
     if (mc->master_weights) f += n * (size_t)pb;               /* + the bf16 working copy */
+    /* two ranks of one host may sum by the copy engines (dp_sums): the scratch for the peer's half
+       of the gradients, counted wherever it may be used */
+    if (mc->device == SC_DEVICE_CUDA && mc->mode == SC_MODE_RESIDENT && W == 2 && mc->dp_sums != SC_DP_SUMS_NCCL)
+        f += (n + 1) / 2 * (size_t)gb;
     if (adamw && mc->zero && W > 1) { /* ZeRO-1: this rank's part of m and v only (rank 0's: the largest) */
         size_t s2 = n * 2 * (size_t)(mc->state_bf16 ? 2 : mb), lo, hi;
         sc__part(n, mc->comm ? sc_dist_comm_rank(mc->comm) : 0, W, &lo, &hi);

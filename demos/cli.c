@@ -243,6 +243,8 @@ static const cli_help cli_helps[] = {
      "the same bits as without. On the GPU: resident mode without --master-weights, or slide mode, where "
      "each host keeps the state of its 1/N of each layer"},
     {"plan", "data parallel", "zero", "--zero 1", "with --gpus N and AdamW: each GPU keeps 1/N of the AdamW state"},
+    {"plan", "data parallel", "dp-sums", "--dp-sums auto|nccl",
+     "with --gpus 2: auto counts the copy-engine sums' scratch (half the gradients), nccl does not"},
     {"train", "data parallel", "bucket-mb", "--bucket-mb N",
      "on the GPU (resident): the gradients of consecutive layers are summed by one NCCL launch once they "
      "reach N MiB (default 640; 0: one sum a layer); the same bits whatever N. Slide mode: one sum a layer"},
@@ -690,7 +692,7 @@ static sc_plan make_plan(const cli_opts *o, const sc_config *cfg)
 static int cmd_plan(int argc, char **argv)
 {
     cli_opts o;
-    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights gpus zero state-bf16 mode mem-cap "
+    parse_flags(&o, argc, argv, "model hf seq batch budget dtype optim master-weights gpus zero dp-sums state-bf16 mode mem-cap "
                 "device accum ckpt head-slice", usage_plan);
     int is_auto = !strcmp(o.mode, "auto");
     if (!is_auto && (strcmp(o.mode, "resident") || o.mem_cap || strcmp(o.device, "auto") || o.accum != 1 ||
@@ -732,6 +734,7 @@ static int cmd_plan(int argc, char **argv)
     mc.optim = !strcmp(o.optim, "sgd") ? SC_OPTIM_SGD : SC_OPTIM_ADAMW;
     mc.state_bf16 = o.state_bf16;
     mc.zero = o.zero;
+    mc.dp_sums = o.dp_sums;
     int W = o.gpus > 1 ? o.gpus : 1;
     if (o.zero && (W < 2 || mc.optim != SC_OPTIM_ADAMW)) die_usage("%s", "--zero 1 needs --gpus N >= 2 and --optim adamw");
     int pb, gb, ab;
@@ -753,9 +756,10 @@ static int cmd_plan(int argc, char **argv)
     printf("model %s  B=%d T=%d  %s storage  optim %s  (times: roofline estimate)\n", cfg.name[0] ? cfg.name : o.hf,
            o.batch, o.seq, o.dtype, o.optim);
     if (W > 1) /* per GPU: the batch is each rank's; the gradients are summed in place (no bucket copies) */
-        printf("data parallel over %d GPUs, per GPU: fixed %.3f GiB (weights, gradients, %s AdamW state); NCCL's "
+        printf("data parallel over %d GPUs, per GPU: fixed %.3f GiB (weights, gradients, %s AdamW state%s); NCCL's "
                "own buffers are not counted\n", W, (double)sc_model_config_fixed_bytes_dp(&cfg, &mc, W) / 1073741824.0,
-               o.zero ? "1/N of the" : "all the");
+               o.zero ? "1/N of the" : "all the",
+               W == 2 && o.dp_sums != SC_DP_SUMS_NCCL ? ", the copy-engine sums' scratch" : "");
     printf("budget %.3f GiB, planned for %.3f GiB (allocator margin: 2%% + 4 MiB + small buffers)\n",
            (double)o.budget / 1073741824.0, (double)pb_budget / 1073741824.0);
     print_plan(&rep, &plan);

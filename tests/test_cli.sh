@@ -109,6 +109,11 @@ expect 0 "plan --gpus 2 --zero 1" $PL --zero 1; f2=$(fixed)
 if [ -n "$f1" ] && [ -n "$f2" ] && awk -v a="$f1" -v b="$f2" 'BEGIN { exit !(a - b > 3.20 && a - b < 3.21) }'; then
     ok "plan: ZeRO-1 on 2 GPUs cuts the fixed memory by half the AdamW state ($f1 -> $f2 GiB)"
 else bad "plan: ZeRO-1 fixed memory '$f1' -> '$f2' GiB"; fi
+# two GPUs sum by the copy engines unless --dp-sums nccl: their scratch is half the bf16 gradients (1.60 GiB)
+expect 0 "plan --gpus 2 --dp-sums nccl" $PL --dp-sums nccl; f3=$(fixed)
+if [ -n "$f3" ] && awk -v a="$f1" -v b="$f3" 'BEGIN { exit !(a - b > 1.60 && a - b < 1.61) }'; then
+    ok "plan: the copy-engine scratch on 2 GPUs counted, not with --dp-sums nccl ($f1 -> $f3 GiB)"
+else bad "plan: --dp-sums nccl fixed memory '$f1' -> '$f3' GiB"; fi
 expect 2 "plan --zero 1 without --gpus" $S plan --model tiny --seq 64 --batch 1 --budget 1GiB --zero 1
 expect 2 "malformed budget policy" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --ckpt budget:lots
 expect 1 "budget too small for any plan" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --ckpt budget:20MiB

@@ -281,6 +281,17 @@ static void test_zero_fixed(void)
         CHECK(z < plain && cut <= most + (size_t)W && cut + slack >= most, "ZeRO-1 on %d GPUs cuts %zu of %zu bytes of AdamW "
               "state ((1 - 1/W) of it: %zu, less at most %zu for the remainders)", W, cut, state, most, slack);
     }
+    /* two ranks: the copy-engine sums' scratch (half the bf16 gradients) unless dp_sums is NCCL */
+    mc.zero = 0;
+    size_t n = sc_config_num_params(&cfg), ce = sc_model_config_fixed_bytes_dp(&cfg, &mc, 2);
+    mc.dp_sums = SC_DP_SUMS_NCCL;
+    size_t nc = sc_model_config_fixed_bytes_dp(&cfg, &mc, 2);
+    CHECK(ce - nc == (n + 1) / 2 * 2, "2 ranks: the copy-engine scratch, %zu bytes, is half the bytes of %zu bf16 gradients", ce - nc, n);
+    size_t nc4 = sc_model_config_fixed_bytes_dp(&cfg, &mc, 4);
+    mc.dp_sums = SC_DP_SUMS_AUTO;
+    CHECK(sc_model_config_fixed_bytes_dp(&cfg, &mc, 4) == nc4 && nc4 == nc,
+          "4 ranks sum by NCCL: no scratch (%zu bytes, as with dp_sums NCCL: %zu; 2 ranks by NCCL: %zu)",
+          sc_model_config_fixed_bytes_dp(&cfg, &mc, 4), nc4, nc);
 }
 
 static void test_closed_forms(void)
