@@ -320,7 +320,8 @@ USAGE
      sc_cuda_nccl_unique_id / _nccl_open / _comm_wait / _allreduce_sum / _reduce_scatter_sum
      sc_cuda_allgather / _comm_count / _comm_join / _comm_settle   data parallel over NCCL;
                                          settle fails (never hangs) when a rank stalls
-     sc_cuda_p2p_export / _import / _use / _on   two ranks of one host: the sums by peer copies
+     sc_cuda_allreduce_chunks_sum   the chunks' sums and their gather in one pass
+     sc_cuda_p2p_export / _import / _use / _on   ranks of one host: the sums by peer copies
      sc_cuda_grad_norm(cu, g, gt, n, max_norm) / sc_cuda_grad_norm_read   the clipping norm
      sc_cuda_grad_norm_chunks(cu, part, g, gt, n)   its chunk sums (slide: into pinned host memory)
      sc_cuda_sgd_update / sc_cuda_adamw_update   the optimizers, the host's bits
@@ -1395,12 +1396,16 @@ typedef struct sc_model_config {
                                   1.880-1.892x where one a layer scaled 1.861-1.866x (2 x H200), and
                                   3.689x against 3.643x at 4 GPUs (4 x H200). 0: SC_BUCKET_MB;
                                   SC_BUCKET_LAYER (or a size under one layer's): one a layer */
-    int dp_sums;               /* data parallel on the GPU, resident, two ranks of one host:
+    int dp_sums;               /* data parallel on the GPU, 2 to 8 ranks of one host:
                                   SC_DP_SUMS_AUTO (0) sums the gradients by the copy engines (peer
-                                  copies, no SM taken from the backward; a scratch of half the
-                                  gradients) where both GPUs reach each other and NCCL_P2P_DISABLE
-                                  is not set, else by NCCL; SC_DP_SUMS_NCCL always by NCCL. The same
-                                  bits either way. */
+                                  copies, no SM taken from the backward; resident mode, a scratch of
+                                  (W - 1) / W of the gradients) where every GPU reaches the others
+                                  and NCCL_P2P_DISABLE is not set, else by NCCL; SC_DP_SUMS_NCCL
+                                  always by NCCL. At two ranks the same bits either way. Past two,
+                                  auto adds the ranks' parts in rank order (f32, one rounding) and
+                                  slide mode does too (over NCCL's copies, W - 1 pieces of 8 MiB
+                                  of scratch), so resident and slide keep the same bits; NCCL's
+                                  ring adds in its own order: bits of its own, within rounding. */
     int gpu;                   /* CUDA device ordinal (data parallel: the process's local rank) */
     sc_cuda_graph cuda_graph;  /* whole-step CUDA graph: AUTO (default), ON or OFF (see the enum) */
     int gemm_tune;             /* CUDA: 1 times each GEMM shape's candidates with the bits of
@@ -1422,6 +1427,9 @@ typedef struct sc_model_config {
 #define SC_BUCKET_LAYER (-1) /* sc_model_config.bucket_mb: one sum a layer, whatever its size */
 #define SC_DP_SUMS_AUTO 0     /* sc_model_config.dp_sums */
 #define SC_DP_SUMS_NCCL 1
+#define SC_CUDA_P2P_PIECE_BYTES (8u << 20) /* the ordered sums' pieces (sc_cuda_p2p_export) */
+#define SC_CUDA_P2P_COPIES 2               /* sc_cuda_p2p_on */
+#define SC_CUDA_P2P_ORDERED 1
 
 typedef struct sc_model sc_model; /* opaque */
 typedef struct sc_cuda sc_cuda;
@@ -1678,19 +1686,28 @@ SC_CUDA_DEF void sc_cuda_comm_group(sc_cuda *cu, int begin);
    waits for the first k of them (in queue order, so for everything queued before the k-th) */
 SC_CUDA_DEF size_t sc_cuda_comm_count(const sc_cuda *cu);
 SC_CUDA_DEF void sc_cuda_comm_join(sc_cuda *cu, size_t k);
-/* Two ranks of one host: the sums of a registered region by the copy engines instead of NCCL's
-   kernels, which take SMs from the backward they overlap. p2p_export registers region (bytes) and
-   a scratch of at least bytes / 2 that the peer writes into, and fills blob
-   (SC_CUDA_P2P_BLOB_BYTES) for the peer; p2p_import maps the peer's (the same host and a GPU this
-   one can reach: else an error, and the context stays usable); p2p_use(1) once both ranks
-   imported, p2p_use(0) to drop it. Then allreduce_sum and reduce_scatter_sum of a range inside the
-   region (an even offset and count) go by peer copies and an add on the communication stream:
-   a + b in f32, rounded once, as NCCL's two-rank sums: the same bits. The others still go to
-   NCCL. */
+/* allreduce_chunks_sum: buf holds W chunks of n; each becomes their sum over the ranks
+   (reduce_scatter_sum then allgather, pipelined where the copy engines sum). */
+SC_CUDA_DEF void sc_cuda_allreduce_chunks_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t);
+/* Ranks of one host (2 .. 8): the sums of a registered region by the copy engines instead of
+   NCCL's kernels, which take SMs from the backward they overlap. p2p_export registers region
+   (bytes: the gradients) and a scratch the peers write into: (W - 1) ceil(bytes / W) bytes, and
+   past two ranks (W - 1) SC_CUDA_P2P_PIECE_BYTES more at its end for the ordered sums; region NULL
+   (bytes 0, W > 2: slide mode) registers only that. It fills blob (SC_CUDA_P2P_BLOB_BYTES);
+   p2p_import takes every rank's blob (W of them, in rank order) and maps the peers' (ranks of this
+   host, GPUs this one reaches: else an error, and the context stays usable); p2p_use(1) once
+   every rank imported, p2p_use(0) to drop it. Then the sums of ranges inside the region (an even
+   offset and count) go by peer copies and an add on the communication stream: allreduce_sum at two
+   ranks, reduce_scatter_sum and allreduce_chunks_sum at any. Two ranks add a + b in f32, rounded
+   once, as NCCL does: the same bits. Past two the ranks' parts are added in rank order in f32 and
+   rounded once, where NCCL's ring rounds each partial sum in its own order; reduce_scatter_sum and
+   allreduce_chunks_sum of buffers outside the region then add in that order too, moved by NCCL's
+   point-to-point copies (the ordered sums), so that every buffer's sums have the same bits.
+   p2p_on: SC_CUDA_P2P_COPIES (region registered), SC_CUDA_P2P_ORDERED (W > 2, none), 0 (NCCL). */
 #define SC_CUDA_P2P_BLOB_BYTES 512
 SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes, void *scratch, size_t scratch_bytes,
                                          void *blob);
-SC_CUDA_DEF sc_result sc_cuda_p2p_import(sc_cuda *cu, const void *peer_blob);
+SC_CUDA_DEF sc_result sc_cuda_p2p_import(sc_cuda *cu, const void *blobs);
 SC_CUDA_DEF void sc_cuda_p2p_use(sc_cuda *cu, int on);
 SC_CUDA_DEF int sc_cuda_p2p_on(const sc_cuda *cu);
 /* Waits for the compute stream, polling this step's collectives (a graph launch's too): if none
@@ -1868,8 +1885,9 @@ SCDEF void sc_model_config_storage(const sc_model_config *mc, int *param_bytes, 
    AdamW state and, with master weights, the f32 master copy; with mc->zero and a comm of W > 1,
    one rank's share of the AdamW state (ZeRO-1). Data parallel sums the gradients in place, per
    layer, so there are no bucket buffers to count (NCCL's own buffers are outside the allocator);
-   on the GPU at two ranks (resident, dp_sums not NCCL) the copy-engine sums' scratch, half the
-   gradients, is counted, whether or not the GPUs then reach each other. */
+   on the GPU at 2 to 8 ranks (dp_sums not NCCL) the copy-engine sums' scratch is counted, whether
+   or not the GPUs then reach each other: resident, (W - 1) / W of the gradients; past two ranks
+   (slide too) W - 1 pieces of SC_CUDA_P2P_PIECE_BYTES. */
 SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_config *mc);
 /* The same as if over `world` ranks with no comm yet (the plan command): rank 0's share. */
 SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model_config *mc, int world);
@@ -8315,6 +8333,17 @@ SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_co
     return sc_model_config_fixed_bytes_dp(cfg, mc, sc_dist_comm_world(mc->comm));
 }
 
+/* Ranks of one host may sum by the copy engines (dp_sums, sc_cuda_p2p_*): resident mode's scratch
+   for the parts the peers send ((W - 1) / W of the gradients) and, past two ranks, the ordered sums'
+   pieces (slide too) */
+static size_t sc__p2p_scratch_bytes(const sc_model_config *mc, size_t n, int gb, int W)
+{
+    if (mc->device != SC_DEVICE_CUDA || W < 2 || W > 8 || mc->dp_sums == SC_DP_SUMS_NCCL) return 0;
+    size_t ord = W > 2 ? (size_t)(W - 1) * SC_CUDA_P2P_PIECE_BYTES : 0;
+    size_t parts = (size_t)(W - 1) * ((n + (size_t)W - 1) / (size_t)W) * (size_t)gb;
+    return (mc->mode == SC_MODE_RESIDENT ? (parts + 255) / 256 * 256 : 0) + ord; /* ord's slots 256-aligned */
+}
+
 SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model_config *mc, int W)
 {
     int pb, gb, ab;
@@ -8323,10 +8352,7 @@ SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model
     size_t n = sc_config_num_params(cfg), f = sc_plan_fixed_bytes(cfg, adamw, mb, gb);
     if (adamw && mc->state_bf16) f -= n * 2 * (size_t)(mb - 2); /* m and v in 2 bytes */
     if (mc->master_weights) f += n * (size_t)pb;               /* + the bf16 working copy */
-    /* two ranks of one host may sum by the copy engines (dp_sums): the scratch for the peer's half
-       of the gradients, counted wherever it may be used */
-    if (mc->device == SC_DEVICE_CUDA && mc->mode == SC_MODE_RESIDENT && W == 2 && mc->dp_sums != SC_DP_SUMS_NCCL)
-        f += (n + 1) / 2 * (size_t)gb;
+    f += sc__p2p_scratch_bytes(mc, n, gb, W); /* counted wherever the GPUs may reach each other */
     if (adamw && mc->zero && W > 1) { /* ZeRO-1: this rank's part of m and v only (rank 0's: the largest) */
         size_t s2 = n * 2 * (size_t)(mc->state_bf16 ? 2 : mb), lo, hi;
         sc__part(n, mc->comm ? sc_dist_comm_rank(mc->comm) : 0, W, &lo, &hi);
@@ -8973,35 +8999,39 @@ static void sc__graph_drop(sc_model *m);
 static double sc__comm_wait_s(const sc_dist_comm *c);
 
 #ifdef SLIDECHECK_CUDA
-/* Two ranks of one host, resident: the gradient sums by the copy engines (sc_cuda_p2p_*), which
-   leave the backward every SM, where NCCL's kernels slowed the GEMMs they overlapped. Each rank
-   registers its gradients and a scratch of half their size and maps the peer's; the copies are
-   used only where both ranks mapped, else NCCL sums (and the scratch goes). Both ranks always
-   exchange here, so that a rank that opts out (dp_sums) or fails tells the other. */
+/* Ranks of one host: the gradient sums by the copy engines (sc_cuda_p2p_*), which leave the
+   backward every SM, where NCCL's kernels slowed the GEMMs they overlapped. Resident mode
+   registers the gradients and a scratch for the parts the peers send ((W - 1) / W of them) and
+   maps the peers'. Past two ranks those sums add in rank order, not in NCCL's ring's, so slide mode
+   (nothing registered) sums in that order too, over NCCL's copies. Used only where every rank
+   succeeded, else NCCL sums (and the scratch goes). Every rank always exchanges here, so that a
+   rank that opts out (dp_sums) or fails tells the others. */
 static sc_result sc__p2p_setup(sc_model *m)
 {
     sc_dist_comm *c = m->mc.comm;
-    if (!m->nccl || sc_dist_comm_world(c) != 2) return SC_SUCCESS;
+    int W = sc_dist_comm_world(c), resident = m->mc.mode == SC_MODE_RESIDENT;
+    if (!m->nccl || W < 2 || W > 8 || (W == 2 && !resident)) return SC_SUCCESS;
     const char *nop2p = getenv("NCCL_P2P_DISABLE"); /* the user keeps NCCL off peer access: so do we */
     int want = m->mc.dp_sums != SC_DP_SUMS_NCCL && !(nop2p && *nop2p && strcmp(nop2p, "0"));
-    unsigned char mine[SC_CUDA_P2P_BLOB_BYTES], all[2 * SC_CUDA_P2P_BLOB_BYTES];
+    unsigned char mine[SC_CUDA_P2P_BLOB_BYTES], all[8 * SC_CUDA_P2P_BLOB_BYTES];
     memset(mine, 0, sizeof mine);
-    size_t half = (m->nparams + 1) / 2;
+    size_t sb = sc__p2p_scratch_bytes(&m->mc, m->nparams, m->gb, W);
     sc_result r = SC_ERROR_UNSUPPORTED, e;
-    if (want && (r = sc__alloc_bytes(m, &m->p2p_scratch, half, m->gb, "copy-engine sums: the peer's half")) ==
-                    SC_SUCCESS)
-        r = sc_cuda_p2p_export(m->cu, m->grads, m->nparams * (size_t)m->gb, m->p2p_scratch, half * (size_t)m->gb, mine);
+    if (want && (r = sc__alloc_bytes(m, &m->p2p_scratch, sb / (size_t)m->gb, m->gb,
+                                     "copy-engine sums: the peers' parts")) == SC_SUCCESS)
+        r = sc_cuda_p2p_export(m->cu, resident ? m->grads : NULL, resident ? m->nparams * (size_t)m->gb : 0,
+                               m->p2p_scratch, sb, mine);
     if ((e = sc_dist_gather(c, mine, all, sizeof mine)) != SC_SUCCESS ||
-        (e = sc_dist_broadcast(c, all, sizeof all)) != SC_SUCCESS)
+        (e = sc_dist_broadcast(c, all, (size_t)W * sizeof mine)) != SC_SUCCESS)
         return e;
-    if (r == SC_SUCCESS) r = sc_cuda_p2p_import(m->cu, all + (size_t)(1 - sc_dist_comm_rank(c)) * sizeof mine);
+    if (r == SC_SUCCESS) r = sc_cuda_p2p_import(m->cu, all);
     float ok = r == SC_SUCCESS ? 1.0f : 0.0f;
     if ((e = sc_dist_allreduce_f32(c, &ok, 1)) != SC_SUCCESS) return e;
-    sc_cuda_p2p_use(m->cu, ok == 2.0f);
-    if (ok != 2.0f) {
+    sc_cuda_p2p_use(m->cu, ok == (float)W);
+    if (ok != (float)W) {
         if (want && m->mc.verbose)
             fprintf(stderr, "data parallel: the gradients are summed by NCCL (copy engines: %s)\n",
-                    r != SC_SUCCESS ? sc_last_error() : "the other rank could not use them");
+                    r != SC_SUCCESS ? sc_last_error() : "another rank could not use them");
         sc__free(m, m->p2p_scratch);
         m->p2p_scratch = NULL;
     }
@@ -9259,6 +9289,10 @@ SCDEF sc_result sc_model_create(sc_model **out, const sc_config *cfg, const sc_m
         if (mc.bf16) sc_round_bf16_inplace(host, m->nparams);
         if ((r = sc__slide_create(m, host)) != SC_SUCCESS) goto fail;
         SC_FREE(host);
+        host = NULL;
+#ifdef SLIDECHECK_CUDA
+        if ((r = sc__p2p_setup(m)) != SC_SUCCESS) goto fail;
+#endif
         *out = m;
         return SC_SUCCESS;
     }
@@ -10902,9 +10936,11 @@ static void sc__sum_chunks(sc_model *m, void *g, size_t n, int gather)
         sc_cuda_allreduce_sum(m->cu, g, n, m->gdt);
         return;
     }
-    if (ch) sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
+    int own = sc_cuda_p2p_on(m->cu) != 0; /* our copies and adds: the gather with the sums */
+    if (ch && gather && own) sc_cuda_allreduce_chunks_sum(m->cu, g, ch, m->gdt);
+    else if (ch) sc_cuda_reduce_scatter_sum(m->cu, g, ch, m->gdt);
     if (n > ch * W) sc_cuda_allreduce_sum(m->cu, (char *)g + ch * W * (size_t)m->gb, n - ch * W, m->gdt);
-    if (ch && gather) sc_cuda_allgather(m->cu, g, ch, m->gdt);
+    if (ch && gather && !own) sc_cuda_allgather(m->cu, g, ch, m->gdt);
 }
 
 static void sc__dev_sum(sc_model *m, void *g, size_t n, int layer)
@@ -10972,7 +11008,13 @@ static void sc__grads_sum_range(sc_model *m, int b0, int b1, int layer)
                                           SC_STREAM_COMM)
                    : -1;
     if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)((hi - lo) * (size_t)m->gb));
-    for (int pass = 0; pass <= gather; pass++) {
+    int own = sc_cuda_p2p_on(m->cu) != 0; /* our copies and adds: bucket by bucket, no NCCL group */
+    for (int b = b0; own && b <= b1; b++) {
+        size_t off, n;
+        sc__bucket(&m->cfg, m->nparams, b, &off, &n);
+        sc__sum_chunks(m, (char *)m->grads + off * (size_t)m->gb, n, gather);
+    }
+    for (int pass = 0; !own && pass <= gather; pass++) {
         sc_cuda_comm_group(m->cu, 1);
         for (int b = b0; b <= b1; b++) {
             size_t off, n;

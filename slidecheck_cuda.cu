@@ -122,7 +122,8 @@ struct sc_cuda {
     int comm_grouped;                             /* inside sc_cuda_comm_group: one mark at its end */
     struct sc__graph *comm_graph;                 /* a launched graph's collectives, until settled */
     cudaEvent_t hand;                             /* handoff: compute -> comm stream (back: a capture's end) */
-    struct sc__p2p *p2p;                          /* two ranks of one host: sums by the copy engines */
+    struct sc__p2p *p2p;                          /* ranks of one host: sums by the copy engines */
+    int world;                                    /* the communicator's ranks */
     cudaStream_t side;                            /* sc_cuda_memset0_behind's zeroing */
     cudaEvent_t side_fork, side_done;
     int side_pending;                             /* the compute stream has not yet waited for side_done */
@@ -3616,6 +3617,8 @@ typedef struct sc__nccl_api {
     const char *(*get_error_string)(int result);
     int (*group_start)(void);
     int (*group_end)(void);
+    int (*send)(const void *buf, size_t count, int dtype, int peer, void *comm, cudaStream_t s); /* NULL: absent */
+    int (*recv)(void *buf, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
 } sc__nccl_api;
 static sc__nccl_api sc__nccl;
 
@@ -3642,6 +3645,8 @@ static sc_result sc__nccl_load(void)
     *(void **)&a.get_error_string = dlsym(h, "ncclGetErrorString");
     *(void **)&a.group_start = dlsym(h, "ncclGroupStart");
     *(void **)&a.group_end = dlsym(h, "ncclGroupEnd");
+    *(void **)&a.send = dlsym(h, "ncclSend"); /* NCCL >= 2.7: the ordered sums need them */
+    *(void **)&a.recv = dlsym(h, "ncclRecv");
     if (!a.get_unique_id || !a.comm_init_rank || !a.all_reduce || !a.reduce_scatter || !a.all_gather ||
         !a.comm_destroy || !a.comm_abort || !a.comm_get_async_error || !a.get_error_string || !a.group_start ||
         !a.group_end)
@@ -3746,41 +3751,66 @@ SC_CUDA_DEF sc_result sc_cuda_nccl_open(sc_cuda *cu, int world, int rank, const 
         sc__cu_fail(cu, SC_ERROR_TIMEOUT, "NCCL's initialisation (ncclCommInitRank, rank %d of %d) did not finish within "
                     "%.0f s: a rank that stopped after the rendezvous, or no transport between the ranks "
                     "(NCCL_DEBUG=INFO tells which; SLIDECHECK_RENDEZVOUS_TIMEOUT sets the bound)", rank, world, timeout_s);
-    cu->rank = rank;
+    cu->rank = rank, cu->world = world;
     return cu->status;
 }
 
-/* ---- Two ranks of one host: the gradient sums by the copy engines. NCCL's kernels take SMs
-   from the backward they overlap, and the GEMMs beside them ran slower by more than the sums' own
+/* stream `to` waits for the work queued on `from` so far; the wait takes the event's state at the
+   call, so one event serves every handoff in its direction */
+static void sc__stream_after(sc_cuda *cu, cudaStream_t to, cudaStream_t from, cudaEvent_t ev)
+{
+    SC__CK(cu, cudaEventRecord(ev, from));
+    SC__CK(cu, cudaStreamWaitEvent(to, ev, 0));
+}
+
+static int sc__nccl_type(sc_dtype t) { return t == SC_BF16 ? 9 : 7; }
+
+/* ---- Ranks of one host: the gradient sums by the copy engines. NCCL's kernels take SMs from
+   the backward they overlap, and the GEMMs beside them ran slower by more than the sums' own
    time: on two H200s a background copy of the same bytes between the GPUs slowed one GPU's step
-   by about 1%, NCCL's all-reduce by about 5%. Here each rank pushes the half the peer sums into
-   the peer's scratch with cudaMemcpyAsync (a copy engine, no SM), adds the half it receives, and
-   pushes its summed half into the peer's buffer. Stream memory operations on flags in each
-   rank's memory order the two processes: the writer's fence puts the copy before its flag. The
-   sums add a + b in f32 and round once, as NCCL's two-rank sums do: the same bits. ---- */
-#define SC__P2P_FLAGS 1024 /* flag pairs: chunks a step (past them, NCCL sums) */
+   by about 1%, NCCL's all-reduce by about 5%. Here each rank pushes the parts its peers sum into
+   their scratch with cudaMemcpyAsync (a copy engine, no SM), adds the parts it receives, and
+   pushes its sums into the peers' buffers. Stream memory operations on flags in each rank's
+   memory order the processes: the writer's fence puts the copy before its flag.
+   The order of the sums: at two ranks a + b in f32, rounded once, as NCCL's two-rank sums (the
+   same bits as NCCL's). Past two, NCCL's reduce-scatter adds in its ring's order, rounding each
+   partial sum; these add rank 0's part, then rank 1's, ..., in f32 and round once. So that slide
+   mode, whose gradients are not registered, adds alike, the same sums go there by NCCL's
+   point-to-point copies into a scratch and the same add (the "ordered" sums). ---- */
+static_assert(SC_CUDA_P2P_PIECE_BYTES % 16 == 0, "the ordered sums' slots stay 16-byte aligned");
+#define SC__P2P_FLAGS 1024 /* pieces a step (past them, the ordered sums go by NCCL's copies) */
+#define SC__P2P_MAXW 8
 typedef CUresult (*sc__pfn_wait32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 typedef CUresult (*sc__pfn_range)(CUdeviceptr *, size_t *, CUdeviceptr);
 struct sc__p2p_blob {
     char host[64];                           /* gethostname: ranks of one host only */
     char bus[32];                            /* the GPU's PCI bus id */
+    int world, region_on;                    /* region_on: the gradients are registered (resident) */
     cudaIpcMemHandle_t region, scratch, flags;
     unsigned long long region_off, scratch_off, bytes, scratch_bytes;
 };
 struct sc__p2p {
-    char *region, *scratch;                  /* the registered gradients; the half the peer sends */
-    size_t bytes, scratch_bytes;
-    unsigned *flags;                         /* [0, F): "your half landed", [F, 2F): "your sums landed" */
-    char *peer_region, *peer_scratch;        /* the peer's, mapped into this process */
-    unsigned *peer_flags;
-    void *opened[3];                         /* the mappings cudaIpcOpenMemHandle gave */
-    int on;
-    unsigned k;                              /* this step's next flag pair */
+    int W;
+    char *region, *scratch;                  /* the registered gradients; the parts the peers send */
+    size_t bytes, scratch_bytes;             /* scratch: W - 1 slots of scratch_bytes / (W - 1) */
+    char *ord;                               /* the ordered sums by NCCL: W - 1 slots of SC_CUDA_P2P_PIECE_BYTES */
+    unsigned *flags;                         /* [0, F W): "sender q's part of piece k landed" at k W + q,
+                                                [F W, 2 F W): "sender q's sums of piece k landed" */
+    char *peer_region[SC__P2P_MAXW], *peer_scratch[SC__P2P_MAXW]; /* the peers', mapped into this process */
+    unsigned *peer_flags[SC__P2P_MAXW];
+    void *opened[SC__P2P_MAXW][3];           /* the mappings cudaIpcOpenMemHandle gave */
+    int on;                                  /* SC_CUDA_P2P_* */
+    unsigned k;                              /* this step's next piece */
     sc__pfn_wait32 wait32, write32;
     cudaStream_t side;                       /* the adds and the copies back, beside the copies out */
     cudaEvent_t fork, join;
 };
 static_assert(sizeof(sc__p2p_blob) <= SC_CUDA_P2P_BLOB_BYTES, "SC_CUDA_P2P_BLOB_BYTES too small");
+#define SC__P2P_FLAG_COUNT (2 * SC__P2P_FLAGS * SC__P2P_MAXW)
+static unsigned sc__p2p_ready(unsigned k, int q) { return k * SC__P2P_MAXW + (unsigned)q; }
+static unsigned sc__p2p_done(unsigned k, int q) { return SC__P2P_FLAGS * SC__P2P_MAXW + k * SC__P2P_MAXW + (unsigned)q; }
+/* receiver r keeps sender q's parts (q != r) in scratch slot (q - r - 1) mod W */
+static int sc__p2p_slot(int q, int r, int W) { return (q - r - 1 + W) % W; }
 
 static void sc__p2p_step(sc_cuda *cu)
 {
@@ -3794,7 +3824,7 @@ static void sc__p2p_unstick(sc_cuda *cu)
     sc__p2p *p = cu->p2p;
     cudaStream_t s = NULL;
     if (!p || !p->flags || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
-    (void)cudaMemsetAsync(p->flags, 1, 2 * SC__P2P_FLAGS * sizeof(unsigned), s);
+    (void)cudaMemsetAsync(p->flags, 1, SC__P2P_FLAG_COUNT * sizeof(unsigned), s);
     (void)cudaStreamSynchronize(s);
     (void)cudaStreamDestroy(s);
     (void)cudaGetLastError();
@@ -3805,8 +3835,9 @@ static void sc__p2p_free(sc_cuda *cu)
     sc__p2p *p = cu->p2p;
     if (!p) return;
     sc__p2p_unstick(cu); /* at the end of a run: no step waits on them after this */
-    for (void *o : p->opened)
-        if (o) (void)cudaIpcCloseMemHandle(o);
+    for (auto &peer : p->opened)
+        for (void *o : peer)
+            if (o) (void)cudaIpcCloseMemHandle(o);
     if (p->side) (void)cudaStreamDestroy(p->side);
     if (p->fork) (void)cudaEventDestroy(p->fork);
     if (p->join) (void)cudaEventDestroy(p->join);
@@ -3840,11 +3871,19 @@ static sc_result sc__p2p_entry(const char *name, void **fn)
 SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes, void *scratch, size_t scratch_bytes,
                                          void *blob)
 {
-    if (!sc__ok(cu) || !region || !bytes || !scratch || scratch_bytes < bytes / 2 || !blob || !cu->nccl)
-        return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_p2p_export: bad arguments or no communicator");
+    int W = cu ? cu->world : 0;
+    size_t ord = W > 2 ? (size_t)(W - 1) * SC_CUDA_P2P_PIECE_BYTES : 0;
+    if (!sc__ok(cu) || !cu->nccl || W < 2 || W > SC__P2P_MAXW || !blob || (!region && bytes) || (region && !bytes) ||
+        (ord && !scratch) || scratch_bytes < ord + (region ? (size_t)(W - 1) * ((bytes + W - 1) / W) : 0) ||
+        (!region && W == 2))
+        return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_p2p_export: bad arguments, no communicator or more than "
+                            "%d ranks", SC__P2P_MAXW);
     sc__p2p_free(cu);
+    if (ord && (!sc__nccl.send || !sc__nccl.recv))
+        return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: the NCCL library lacks ncclSend / ncclRecv");
     sc__p2p_blob b;
     memset(&b, 0, sizeof b);
+    b.world = W, b.region_on = region != NULL;
     if (gethostname(b.host, sizeof b.host - 1) != 0)
         return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: gethostname failed");
     SC__P2P_CK(cudaSetDevice(cu->dev), "cudaSetDevice");
@@ -3854,13 +3893,15 @@ SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes
     if (r != SC_SUCCESS) return r;
     CUdeviceptr base = 0, sbase = 0;
     size_t size = 0;
-    if (((sc__pfn_range)fn)(&base, &size, (CUdeviceptr)region) != CUDA_SUCCESS ||
-        ((sc__pfn_range)fn)(&sbase, &size, (CUdeviceptr)scratch) != CUDA_SUCCESS)
+    if (region && (((sc__pfn_range)fn)(&base, &size, (CUdeviceptr)region) != CUDA_SUCCESS ||
+                   ((sc__pfn_range)fn)(&sbase, &size, (CUdeviceptr)scratch) != CUDA_SUCCESS))
         return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: cuMemGetAddressRange failed");
     sc__p2p *p = new sc__p2p();
     cu->p2p = p;
+    p->W = W;
     p->region = (char *)region, p->bytes = bytes;
-    p->scratch = (char *)scratch, p->scratch_bytes = scratch_bytes;
+    p->scratch = (char *)scratch, p->scratch_bytes = scratch_bytes - ord;
+    p->ord = ord ? (char *)scratch + p->scratch_bytes : NULL;
     if ((r = sc__p2p_entry("cuStreamWaitValue32", &fn)) != SC_SUCCESS) return sc__p2p_free(cu), r;
     p->wait32 = (sc__pfn_wait32)fn;
     if ((r = sc__p2p_entry("cuStreamWriteValue32", &fn)) != SC_SUCCESS) return sc__p2p_free(cu), r;
@@ -3868,11 +3909,11 @@ SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes
     cudaError_t e = cudaStreamCreateWithFlags(&p->side, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->fork, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->join, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, 2 * SC__P2P_FLAGS * sizeof(unsigned));
-    if (e == cudaSuccess) e = cudaMemset(p->flags, 0, 2 * SC__P2P_FLAGS * sizeof(unsigned));
-    if (e == cudaSuccess) e = cudaIpcGetMemHandle(&b.region, (void *)base);
-    if (e == cudaSuccess) e = cudaIpcGetMemHandle(&b.scratch, (void *)sbase);
-    if (e == cudaSuccess) e = cudaIpcGetMemHandle(&b.flags, p->flags);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, SC__P2P_FLAG_COUNT * sizeof(unsigned));
+    if (e == cudaSuccess) e = cudaMemset(p->flags, 0, SC__P2P_FLAG_COUNT * sizeof(unsigned));
+    if (e == cudaSuccess && region) e = cudaIpcGetMemHandle(&b.region, (void *)base);
+    if (e == cudaSuccess && region) e = cudaIpcGetMemHandle(&b.scratch, (void *)sbase);
+    if (e == cudaSuccess && region) e = cudaIpcGetMemHandle(&b.flags, p->flags);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -3880,63 +3921,112 @@ SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes
         return sc_set_error(e == cudaErrorMemoryAllocation ? SC_ERROR_OUT_OF_MEMORY : SC_ERROR_UNSUPPORTED,
                             "copy-engine sums: flags or IPC handles: %s", cudaGetErrorString(e));
     }
-    b.region_off = (unsigned long long)((CUdeviceptr)region - base);
-    b.scratch_off = (unsigned long long)((CUdeviceptr)scratch - sbase);
+    b.region_off = region ? (unsigned long long)((CUdeviceptr)region - base) : 0;
+    b.scratch_off = region ? (unsigned long long)((CUdeviceptr)scratch - sbase) : 0;
     b.bytes = bytes, b.scratch_bytes = p->scratch_bytes;
     memset(blob, 0, SC_CUDA_P2P_BLOB_BYTES);
     memcpy(blob, &b, sizeof b);
     return SC_SUCCESS;
 }
 
-SC_CUDA_DEF sc_result sc_cuda_p2p_import(sc_cuda *cu, const void *peer_blob)
+SC_CUDA_DEF sc_result sc_cuda_p2p_import(sc_cuda *cu, const void *blobs)
 {
     sc__p2p *p = cu ? cu->p2p : NULL;
-    if (!p || !peer_blob) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_p2p_import: no sc_cuda_p2p_export");
-    sc__p2p_blob b, mine;
-    memcpy(&b, peer_blob, sizeof b);
+    if (!p || !blobs) return sc_set_error(SC_ERROR_INVALID_ARGS, "sc_cuda_p2p_import: no sc_cuda_p2p_export");
+    sc__p2p_blob mine;
     memset(&mine, 0, sizeof mine);
     (void)gethostname(mine.host, sizeof mine.host - 1);
-    if (strncmp(b.host, mine.host, sizeof b.host))
-        return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: the peer runs on another host (%.63s)", b.host);
-    if (b.bytes != p->bytes || b.scratch_bytes != p->scratch_bytes)
-        return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: the peer registered %llu bytes, this rank %zu",
-                            b.bytes, p->bytes);
-    int peer = -1, can = 0;
-    b.bus[sizeof b.bus - 1] = 0;
-    SC__P2P_CK(cudaDeviceGetByPCIBusId(&peer, b.bus), "the peer's GPU is not visible to this process");
-    SC__P2P_CK(cudaDeviceCanAccessPeer(&can, cu->dev, peer), "cudaDeviceCanAccessPeer");
-    if (!can || peer == cu->dev)
-        return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: no peer access from GPU %d to GPU %d", cu->dev,
-                            peer);
     SC__P2P_CK(cudaSetDevice(cu->dev), "cudaSetDevice");
-    const cudaIpcMemHandle_t *h[3] = {&b.region, &b.scratch, &b.flags};
-    for (int i = 0; i < 3; i++)
-        SC__P2P_CK(cudaIpcOpenMemHandle(&p->opened[i], *h[i], cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
-    p->peer_region = (char *)p->opened[0] + b.region_off;
-    p->peer_scratch = (char *)p->opened[1] + b.scratch_off;
-    p->peer_flags = (unsigned *)p->opened[2];
+    for (int q = 0; q < p->W; q++) {
+        if (q == cu->rank) continue;
+        sc__p2p_blob b;
+        memcpy(&b, (const char *)blobs + (size_t)q * SC_CUDA_P2P_BLOB_BYTES, sizeof b);
+        if (strncmp(b.host, mine.host, sizeof b.host))
+            return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: rank %d runs on another host (%.63s)", q,
+                                b.host);
+        if (b.world != p->W || b.region_on != (p->region != NULL) || b.bytes != p->bytes ||
+            b.scratch_bytes != p->scratch_bytes)
+            return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: rank %d registered %llu bytes, this rank %zu",
+                                q, b.bytes, p->bytes);
+        int peer = -1, can = 0;
+        b.bus[sizeof b.bus - 1] = 0;
+        SC__P2P_CK(cudaDeviceGetByPCIBusId(&peer, b.bus), "a peer's GPU is not visible to this process");
+        SC__P2P_CK(cudaDeviceCanAccessPeer(&can, cu->dev, peer), "cudaDeviceCanAccessPeer");
+        if (!can || peer == cu->dev)
+            return sc_set_error(SC_ERROR_UNSUPPORTED, "copy-engine sums: no peer access from GPU %d to GPU %d", cu->dev,
+                                peer);
+        if (!p->region) continue;
+        const cudaIpcMemHandle_t *h[3] = {&b.region, &b.scratch, &b.flags};
+        for (int i = 0; i < 3; i++)
+            SC__P2P_CK(cudaIpcOpenMemHandle(&p->opened[q][i], *h[i], cudaIpcMemLazyEnablePeerAccess),
+                       "cudaIpcOpenMemHandle");
+        p->peer_region[q] = (char *)p->opened[q][0] + b.region_off;
+        p->peer_scratch[q] = (char *)p->opened[q][1] + b.scratch_off;
+        p->peer_flags[q] = (unsigned *)p->opened[q][2];
+    }
+    p->on = -(p->region ? SC_CUDA_P2P_COPIES : SC_CUDA_P2P_ORDERED); /* used once p2p_use says every rank did */
     return SC_SUCCESS;
 }
 
 SC_CUDA_DEF void sc_cuda_p2p_use(sc_cuda *cu, int on)
 {
     if (!cu) return;
-    if (on && cu->p2p && cu->p2p->peer_flags) cu->p2p->on = 1;
-    else sc__p2p_free(cu);
+    if (!on || !cu->p2p || cu->p2p->on >= 0) sc__p2p_free(cu); /* not imported, or dropped */
+    else cu->p2p->on = -cu->p2p->on;
 }
 
-SC_CUDA_DEF int sc_cuda_p2p_on(const sc_cuda *cu) { return cu && cu->p2p && cu->p2p->on; }
+SC_CUDA_DEF int sc_cuda_p2p_on(const sc_cuda *cu) { return cu && cu->p2p && cu->p2p->on > 0 ? cu->p2p->on : 0; }
 
-/* y[i] = y[i] + x[i] (n even, 4-byte aligned), f32 adds rounded once, as k_add */
-__global__ void k_p2p_add_bf16(__nv_bfloat162 *y, const __nv_bfloat162 *x, size_t n2)
+/* y[i] = x_0[i] + x_1[i] + ... + x_{W-1}[i] (y is x_r: this rank's part), added in rank order in
+   f32 and rounded once. At W = 2: a + b, as k_add and NCCL's two-rank sums. */
+struct sc__p2p_src {
+    const void *x[SC__P2P_MAXW];
+};
+template <typename T> __global__ void k_p2p_sum(T *y, sc__p2p_src s, int W, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n2; i += (size_t)gridDim.x * blockDim.x) {
-        const float2 u = __bfloat1622float2(y[i]), v = __bfloat1622float2(x[i]);
-        y[i] = __floats2bfloat162_rn(u.x + v.x, u.y + v.y);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float acc = ldf((const T *)s.x[0] + i);
+        for (int j = 1; j < W; j++) acc += ldf((const T *)s.x[j] + i);
+        stf(y + i, acc);
     }
 }
 
-/* one flag of the protocol: the peer's flag set (after the copies queued before it), or this
+/* the same in 16-byte vectors (n8 groups of 8 bf16): each element added and rounded alone */
+__global__ void k_p2p_sum_bf16x8(uint4 *y, sc__p2p_src s, int W, size_t n8)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8; i += (size_t)gridDim.x * blockDim.x) {
+        float acc[8];
+        for (int j = 0; j < W; j++) {
+            const uint4 v = ((const uint4 *)s.x[j])[i];
+            const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float2 f = __bfloat1622float2(h[e]);
+                acc[2 * e] = j ? acc[2 * e] + f.x : f.x;
+                acc[2 * e + 1] = j ? acc[2 * e + 1] + f.y : f.y;
+            }
+        }
+        uint4 o;
+        __nv_bfloat162 *h = (__nv_bfloat162 *)&o;
+#pragma unroll
+        for (int e = 0; e < 4; e++) h[e] = __floats2bfloat162_rn(acc[2 * e], acc[2 * e + 1]);
+        y[i] = o;
+    }
+}
+
+static void sc__p2p_add(sc_cuda *cu, cudaStream_t st, void *y, const sc__p2p_src &s, size_t n, sc_dtype t)
+{
+    bool vec = t == SC_BF16 && n % 8 == 0 && (uintptr_t)y % 16 == 0;
+    for (int j = 0; j < cu->p2p->W; j++) vec = vec && (uintptr_t)s.x[j] % 16 == 0;
+    if (vec) k_p2p_sum_bf16x8<<<sc__grid(n / 8, 256), 256, 0, st>>>((uint4 *)y, s, cu->p2p->W, n / 8);
+    else if (t == SC_BF16)
+        k_p2p_sum<__nv_bfloat16><<<sc__grid(n, 256), 256, 0, st>>>((__nv_bfloat16 *)y, s, cu->p2p->W, n);
+    else k_p2p_sum<float><<<sc__grid(n, 256), 256, 0, st>>>((float *)y, s, cu->p2p->W, n);
+    cu->launches++;
+    SC__CK(cu, cudaGetLastError());
+}
+
+/* one flag of the protocol: a peer's flag set (after the copies queued before it), or this
    rank's awaited and cleared for the next step */
 static void sc__p2p_signal(sc_cuda *cu, cudaStream_t s, unsigned *peer_flag)
 {
@@ -3950,55 +4040,149 @@ static void sc__p2p_await(sc_cuda *cu, cudaStream_t s, unsigned *flag)
     if (e != CUDA_SUCCESS) sc__cu_fail(cu, SC_ERROR_CUDA, "cuStreamWaitValue32 / its clearing write failed (%d)", (int)e);
 }
 
-/* The two-rank sum of buf (n elements of t) by the copy engines: rank r sums half r of each
-   chunk, then (back) sends it to the peer. back 0 is the reduce-scatter (buf = 2 chunks of n / 2:
-   one chunk of the pipeline). false: not registered here (NCCL sums it); both ranks decide alike,
-   their layouts being the same. The chunks pipeline: the communication stream copies them out one
-   after the other while a side stream adds each that has landed and copies it back, so that a
-   range's sum takes about one copy's time, not two copies and an add in turn. */
-#define SC__P2P_CHUNK (64u << 20) /* bytes of buf a chunk */
-static bool sc__p2p_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t, int back)
+/* The region's range [buf, buf + n) (elements of t) inside the registered gradients at an even
+   offset and count: its byte offset there, else SIZE_MAX */
+static size_t sc__p2p_offset(const sc__p2p *p, const void *buf, size_t n, size_t es)
+{
+    if (!p->region || (const char *)buf < p->region) return SIZE_MAX;
+    size_t off = (size_t)((const char *)buf - p->region);
+    return off + n * es <= p->bytes && !(off % (2 * es)) && !(n % 2) ? off : SIZE_MAX;
+}
+
+/* Two ranks, plain data parallel: the sum of buf (n elements of t) by the copy engines, rank r
+   summing half r of each chunk and sending it back. false: not registered here (NCCL sums it);
+   both ranks decide alike, their layouts being the same. The chunks pipeline: the communication
+   stream copies them out one after the other while a side stream adds each that has landed and
+   copies it back, so that a range's sum takes about one copy's time, not two copies and an add. */
+#define SC__P2P_CHUNK (64u << 20) /* bytes of buf a piece */
+static bool sc__p2p_sum2(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 {
     sc__p2p *p = cu->p2p;
-    if (!p || !p->on || (t != SC_BF16 && t != SC_F32)) return false;
-    size_t es = sc_dtype_size(t), off = (size_t)((char *)buf - p->region);
-    if ((char *)buf < p->region || off + n * es > p->bytes || off % (2 * es) || n % 2) return false;
-    size_t step = back ? SC__P2P_CHUNK / es : n, nc = (n + step - 1) / step;
-    if (p->k + nc > SC__P2P_FLAGS) return false; /* this step's flags are used up */
+    if (!p || p->on != SC_CUDA_P2P_COPIES || p->W != 2 || (t != SC_BF16 && t != SC_F32)) return false;
+    size_t es = sc_dtype_size(t), off = sc__p2p_offset(p, buf, n, es);
+    size_t step = SC__P2P_CHUNK / es, nc = (n + step - 1) / step;
+    if (off == SIZE_MAX || p->k + nc > SC__P2P_FLAGS) return false;
     unsigned k0 = p->k;
     p->k += (unsigned)nc;
+    int r = cu->rank, q = 1 - r;
     cudaStream_t a = cu->comm_stream, b = p->side;
-    SC__CK(cu, cudaEventRecord(p->fork, a));
-    SC__CK(cu, cudaStreamWaitEvent(b, p->fork, 0));
+    sc__stream_after(cu, b, a, p->fork);
     for (int pass = 0; pass < 2; pass++)
         for (size_t c = 0; c < nc; c++) {
             size_t m = std::min(step, n - c * step), h = m / 2, hb = h * es; /* m even: step and n are */
             char *base = (char *)buf + c * step * es;
-            char *mine = base + (size_t)cu->rank * hb, *theirs = base + (size_t)(1 - cu->rank) * hb;
+            char *mine = base + (size_t)r * hb, *theirs = base + (size_t)q * hb;
             size_t so = (size_t)(base - p->region) / 2; /* chunks disjoint: so are their halves here */
             unsigned k = k0 + (unsigned)c;
             if (!pass) { /* out: the half the peer sums, into its scratch */
-                SC__CK(cu, cudaMemcpyAsync(p->peer_scratch + so, theirs, hb, cudaMemcpyDeviceToDevice, a));
-                sc__p2p_signal(cu, a, p->peer_flags + k);
+                SC__CK(cu, cudaMemcpyAsync(p->peer_scratch[q] + so, theirs, hb, cudaMemcpyDeviceToDevice, a));
+                sc__p2p_signal(cu, a, p->peer_flags[q] + sc__p2p_ready(k, r));
                 continue;
             }
-            sc__p2p_await(cu, b, p->flags + k);
-            if (t == SC_BF16)
-                k_p2p_add_bf16<<<sc__grid(h / 2, 256), 256, 0, b>>>((__nv_bfloat162 *)mine,
-                                                                   (const __nv_bfloat162 *)(p->scratch + so), h / 2);
-            else k_add<float><<<sc__grid(h, 256), 256, 0, b>>>((float *)mine, (const float *)mine,
-                                                               (const float *)(p->scratch + so), h);
-            cu->launches++;
-            SC__CK(cu, cudaGetLastError());
-            if (back) {
-                SC__CK(cu, cudaMemcpyAsync(p->peer_region + (mine - p->region), mine, hb, cudaMemcpyDeviceToDevice, b));
-                sc__p2p_signal(cu, b, p->peer_flags + SC__P2P_FLAGS + k);
+            sc__p2p_await(cu, b, p->flags + sc__p2p_ready(k, q));
+            sc__p2p_src s;
+            s.x[r] = mine, s.x[q] = p->scratch + so;
+            sc__p2p_add(cu, b, mine, s, h, t);
+            SC__CK(cu, cudaMemcpyAsync(p->peer_region[q] + (mine - p->region), mine, hb, cudaMemcpyDeviceToDevice, b));
+            sc__p2p_signal(cu, b, p->peer_flags[q] + sc__p2p_done(k, r));
+        }
+    sc__stream_after(cu, a, b, p->join);
+    for (size_t c = 0; c < nc; c++) /* the peer's sums have landed here */
+        sc__p2p_await(cu, a, p->flags + sc__p2p_done(k0 + (unsigned)c, q));
+    return true;
+}
+
+/* buf holds W chunks of ch: chunk r becomes the sum of every rank's chunk r (gather: every chunk
+   becomes its sum, on every rank), added in rank order. In pieces of SC__P2P_CHUNK bytes of buf
+   (ch / W... of each chunk): the communication stream copies each rank's part of a piece into its
+   scratch slot; a side stream awaits the parts of this rank's, adds them and (gather) copies the
+   sum into every peer's buffer. Scratch: slot j at j S + (offset of buf) / W, S = the slot size,
+   so that the ranges of disjoint buffers are disjoint. */
+static bool sc__p2p_copies(sc_cuda *cu, char *buf, size_t ch, sc_dtype t, int gather)
+{
+    sc__p2p *p = cu->p2p;
+    int W = p->W, r = cu->rank;
+    size_t es = sc_dtype_size(t), off = sc__p2p_offset(p, buf, ch * W, es);
+    size_t S = p->scratch_bytes / (size_t)(W - 1) / es, o = off / es / (size_t)W; /* elements */
+    size_t s = std::max<size_t>(SC__P2P_CHUNK / es / (size_t)W, 2), nc = (ch + s - 1) / s;
+    if (off == SIZE_MAX || o + ch > S || p->k + nc > SC__P2P_FLAGS) return false;
+    unsigned k0 = p->k;
+    p->k += (unsigned)nc;
+    cudaStream_t a = cu->comm_stream, b = p->side;
+    sc__stream_after(cu, b, a, p->fork);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t c = 0; c < nc; c++) {
+            size_t e0 = c * s, m = std::min(s, ch - e0), mb = m * es;
+            unsigned k = k0 + (unsigned)c;
+            char *mine = buf + ((size_t)r * ch + e0) * es;
+            if (!pass) { /* out: each peer's part, into its slot for this rank */
+                for (int i = 1; i < W; i++) {
+                    int q = (r + i) % W;
+                    char *dst = p->peer_scratch[q] + ((size_t)sc__p2p_slot(r, q, W) * S + o + e0) * es;
+                    SC__CK(cu, cudaMemcpyAsync(dst, buf + ((size_t)q * ch + e0) * es, mb, cudaMemcpyDeviceToDevice, a));
+                    sc__p2p_signal(cu, a, p->peer_flags[q] + sc__p2p_ready(k, r));
+                }
+                continue;
+            }
+            sc__p2p_src sx;
+            for (int q = 0; q < W; q++) {
+                if (q != r) sc__p2p_await(cu, b, p->flags + sc__p2p_ready(k, q));
+                sx.x[q] = q == r ? mine : p->scratch + ((size_t)sc__p2p_slot(q, r, W) * S + o + e0) * es;
+            }
+            sc__p2p_add(cu, b, mine, sx, m, t);
+            for (int i = 1; gather && i < W; i++) {
+                int q = (r + i) % W;
+                SC__CK(cu, cudaMemcpyAsync(p->peer_region[q] + (mine - p->region), mine, mb, cudaMemcpyDeviceToDevice, b));
+                sc__p2p_signal(cu, b, p->peer_flags[q] + sc__p2p_done(k, r));
             }
         }
-    SC__CK(cu, cudaEventRecord(p->join, b));
-    SC__CK(cu, cudaStreamWaitEvent(a, p->join, 0));
-    for (size_t c = 0; back && c < nc; c++) /* the peer's sums have landed here */
-        sc__p2p_await(cu, a, p->flags + SC__P2P_FLAGS + k0 + c);
+    sc__stream_after(cu, a, b, p->join);
+    for (size_t c = 0; gather && c < nc; c++) /* the peers' sums have landed here */
+        for (int q = 0; q < W; q++)
+            if (q != r) sc__p2p_await(cu, a, p->flags + sc__p2p_done(k0 + (unsigned)c, q));
+    return true;
+}
+
+/* The same sums by NCCL's point-to-point copies into the ordered scratch, in pieces of it, and
+   the same add, on the communication stream; gather: NCCL's all-gather (a copy). */
+static void sc__p2p_ordered(sc_cuda *cu, char *buf, size_t ch, sc_dtype t, int gather)
+{
+    sc__p2p *p = cu->p2p;
+    int W = p->W, r = cu->rank, dt = sc__nccl_type(t);
+    size_t es = sc_dtype_size(t), s = SC_CUDA_P2P_PIECE_BYTES / es;
+    cudaStream_t a = cu->comm_stream;
+    for (size_t e0 = 0; e0 < ch && sc__ok(cu); e0 += s) {
+        size_t m = std::min(s, ch - e0);
+        char *mine = buf + ((size_t)r * ch + e0) * es;
+        sc__p2p_src sx;
+        SC__NCK(cu, sc__nccl.group_start());
+        for (int q = 0; q < W; q++) {
+            if (q == r) { sx.x[q] = mine; continue; }
+            char *slot = p->ord + (size_t)sc__p2p_slot(q, r, W) * SC_CUDA_P2P_PIECE_BYTES;
+            sx.x[q] = slot;
+            SC__NCK(cu, sc__nccl.send(buf + ((size_t)q * ch + e0) * es, m, dt, q, cu->nccl, a));
+            SC__NCK(cu, sc__nccl.recv(slot, m, dt, q, cu->nccl, a));
+        }
+        int e = sc__nccl.group_end();
+        if (e != 0 && sc__ok(cu)) sc__cu_fail(cu, SC_ERROR_CUDA, "ncclGroupEnd failed: %s", sc__nccl.get_error_string(e));
+        sc__p2p_add(cu, a, mine, sx, m, t);
+    }
+    if (gather) SC__NCK(cu, sc__nccl.all_gather(buf + (size_t)r * ch * es, buf, ch, dt, cu->nccl, a));
+}
+
+/* the chunks' sums by the copy engines, else (ordered) by NCCL's copies; false: by NCCL's
+   reduce-scatter (the caller) */
+static bool sc__p2p_chunks(sc_cuda *cu, void *buf, size_t ch, sc_dtype t, int gather)
+{
+    sc__p2p *p = cu->p2p;
+    if (!p || p->on <= 0 || (t != SC_BF16 && t != SC_F32)) return false;
+    if (p->on == SC_CUDA_P2P_COPIES && sc__p2p_copies(cu, (char *)buf, ch, t, gather)) return true;
+    if (p->W == 2 || !p->ord) return false; /* two ranks: any order gives the same sums */
+    if (cu->comm_grouped) { /* its adds would run before NCCL's copies that the group defers */
+        sc__cu_fail(cu, SC_ERROR_INVALID_ARGS, "the ordered sums inside sc_cuda_comm_group");
+        return true;
+    }
+    sc__p2p_ordered(cu, (char *)buf, ch, t, gather);
     return true;
 }
 
@@ -4020,13 +4204,6 @@ static void sc__nccl_close(sc_cuda *cu)
     cu->comm_stream = NULL;
 }
 
-/* stream `to` waits for the work queued on `from` so far; the wait takes the event's state at the
-   call, so one event serves every handoff in its direction */
-static void sc__stream_after(sc_cuda *cu, cudaStream_t to, cudaStream_t from, cudaEvent_t ev)
-{
-    SC__CK(cu, cudaEventRecord(ev, from));
-    SC__CK(cu, cudaStreamWaitEvent(to, ev, 0));
-}
 
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu)
 {
@@ -4074,13 +4251,12 @@ static bool sc__comm_ready(sc_cuda *cu, const char *what)
     return sc__ok(cu);
 }
 
-static int sc__nccl_type(sc_dtype t) { return t == SC_BF16 ? 9 : 7; }
 
 /* Sum buf (n elements of t) over the ranks, in place, on the communication stream. */
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 {
     if (!n || !sc__comm_ready(cu, "sc_cuda_allreduce_sum")) return;
-    if (!sc__p2p_sum(cu, buf, n, t, 1))
+    if (!sc__p2p_sum2(cu, buf, n, t))
         SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, sc__nccl_type(t), 0, cu->nccl, cu->comm_stream));
     sc__comm_mark(cu);
 }
@@ -4091,7 +4267,7 @@ SC_CUDA_DEF void sc_cuda_reduce_scatter_sum(sc_cuda *cu, void *buf, size_t n, sc
 {
     if (!n || !sc__comm_ready(cu, "sc_cuda_reduce_scatter_sum")) return;
     char *b = (char *)buf;
-    if (sc__p2p_sum(cu, buf, 2 * n, t, 0)) {
+    if (sc__p2p_chunks(cu, buf, n, t, 0)) {
         sc__comm_mark(cu);
         return;
     }
@@ -4107,6 +4283,22 @@ SC_CUDA_DEF void sc_cuda_allgather(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
     char *b = (char *)buf;
     SC__NCK(cu, sc__nccl.all_gather(b + (size_t)cu->rank * n * sc_dtype_size(t), b, n, sc__nccl_type(t), cu->nccl,
                                     cu->comm_stream));
+    sc__comm_mark(cu);
+}
+
+/* buf holds W chunks of n: each becomes the sum of the ranks' chunks (reduce_scatter_sum, then
+   allgather), in one pass of pieces where the copy engines make the sums. */
+SC_CUDA_DEF void sc_cuda_allreduce_chunks_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
+{
+    if (!n || !sc__comm_ready(cu, "sc_cuda_allreduce_chunks_sum")) return;
+    if (sc__p2p_chunks(cu, buf, n, t, 1)) {
+        sc__comm_mark(cu);
+        return;
+    }
+    char *b = (char *)buf;
+    size_t own = (size_t)cu->rank * n * sc_dtype_size(t);
+    SC__NCK(cu, sc__nccl.reduce_scatter(b, b + own, n, sc__nccl_type(t), 0, cu->nccl, cu->comm_stream));
+    SC__NCK(cu, sc__nccl.all_gather(b + own, b, n, sc__nccl_type(t), cu->nccl, cu->comm_stream));
     sc__comm_mark(cu);
 }
 

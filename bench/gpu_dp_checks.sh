@@ -3,7 +3,8 @@
 #  1. equality: NG ranks x batch 4/NG against 1 GPU x batch 4 (tiny, 5 AdamW steps): fp32 losses
 #     within 1e-5, bf16 within 1e-2 relative; two NG-rank runs save byte-identical checkpoints;
 #     ZeRO-1 saves the same bytes as plain data parallel; at 2 ranks the default sums (by the copy
-#     engines where the GPUs reach each other) the bytes of --dp-sums nccl; slide mode the same checks as resident
+#     engines where the GPUs reach each other) the bytes of --dp-sums nccl, past 2 slide and resident with --dp-sums
+#     nccl the same bytes (NCCL's order) and the default within the rounding of them; slide mode the same checks as resident
 #     (slide's ZeRO-1: the same bytes as slide without it), and slide the bytes of resident (bf16: with
 #     --master-weights, as slide keeps them); one sum a layer (--bucket-mb 0) the default groups' bytes;
 #     resident NG-rank runs replay the whole-step CUDA graph (collectives inside) and save the bytes of
@@ -114,6 +115,21 @@ for dt in fp32 bf16; do
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
     # two ranks of one host sum by the copy engines (the default where the GPUs reach each other):
     # NCCL's sums (--dp-sums nccl) give the same bytes, plain and ZeRO-1
+    # past two ranks the default adds the ranks' parts in rank order (copy engines, resident; NCCL's
+    # copies, slide) where NCCL's ring adds in its own: --dp-sums nccl gives slide and resident the
+    # same bytes as each other (NCCL's order), and the default's differ from them by at most the rounding
+    if [ "$NG" -gt 2 ]; then
+        for md in resident slide; do
+            "$BIN/slidecheck" $tiny --mode $md --dtype $dt --batch $EB --gpus $NG $mw --dp-sums nccl \
+                --save "$O/save_${md}_${dt}_nccl" > "$O/${md}_${dt}_nccl.log" 2>&1 || { echo "$NG ranks $md --dp-sums nccl: exit $?"; fail=1; }
+        done
+        if cmp -s "$O/save_resident_${dt}_nccl/model.safetensors" "$O/save_slide_${dt}_nccl/model.safetensors"; then
+            echo "$dt --dp-sums nccl: slide saved resident's weights${mw:+ ($mw)} (bitwise): PASS"
+        else echo "$dt --dp-sums nccl: slide and resident differ: FAIL"; fail=1; fi
+        how=$(grep -o 'summed by [a-zA-Z ]*' "$O/two_resident_${dt}_a.log" | head -n 1)
+        printf "%s: the default run (%s) against --dp-sums nccl: " $dt "$how"
+        python3 bench/cmp_weights.py "$rs/model.safetensors" "$O/save_resident_${dt}_nccl/model.safetensors" $tol || fail=1
+    fi
     if [ "$NG" = 2 ]; then
         for g in resident_${dt}_a ${dt}_z; do
             zf=""; [ $g = ${dt}_z ] && zf="--zero 1"
@@ -248,8 +264,8 @@ if [ "${RESIDENT:-1}" = 1 ]; then # RESIDENT=0, SLIDE=0, DDP=0, TWO_NODE=0 skip 
 # the same N-GPU run stepped eagerly: what the whole-step CUDA graph gives under data parallel
 "$BIN/slidecheck" $big --gpus $NG --cuda-graph off --out "$O/speed2e" > "$O/speed2e.log" 2>&1
 "$BIN/slidecheck" $big --gpus $NG --zero 1 --out "$O/speedz" > "$O/speedz.log" 2>&1
-# two GPUs: the sums by NCCL's kernels beside the default's copy engines
-[ "$NG" = 2 ] && "$BIN/slidecheck" $big --gpus $NG --dp-sums nccl > "$O/speed2n.log" 2>&1
+# the sums by NCCL's kernels beside the default's copy engines
+"$BIN/slidecheck" $big --gpus $NG --dp-sums nccl > "$O/speed2n.log" 2>&1
 grep -h '^summary' "$O/speed1.log" "$O/speed2.log" "$O/speed2e.log" "$O/speedz.log" "$O/speed2n.log" 2> /dev/null
 python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2.log" "$O/speed2/trace.json" "$O/speed1/trace.json"
 echo "--cuda-graph off:"; python3 bench/dp_hidden.py "$O/speed1.log" "$O/speed2e.log" "$O/speed2e/trace.json" "$O/speed1/trace.json"

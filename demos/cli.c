@@ -244,14 +244,16 @@ static const cli_help cli_helps[] = {
      "each host keeps the state of its 1/N of each layer"},
     {"plan", "data parallel", "zero", "--zero 1", "with --gpus N and AdamW: each GPU keeps 1/N of the AdamW state"},
     {"plan", "data parallel", "dp-sums", "--dp-sums auto|nccl",
-     "with --gpus 2: auto counts the copy-engine sums' scratch (half the gradients), nccl does not"},
+     "with --gpus N (2 to 8): auto counts the copy-engine sums' scratch ((N - 1) / N of the gradients), nccl "
+     "does not"},
     {"train", "data parallel", "bucket-mb", "--bucket-mb N",
      "on the GPU (resident): the gradients of consecutive layers are summed by one NCCL launch once they "
      "reach N MiB (default 640; 0: one sum a layer); the same bits whatever N. Slide mode: one sum a layer"},
     {"train", "data parallel", "dp-sums", "--dp-sums auto|nccl",
-     "two GPUs of this machine (resident): auto (default) sums the gradients by the copy engines, peer copies "
-     "that leave the backward every SM, with a scratch of half the gradients, where the GPUs reach each other "
-     "and NCCL_P2P_DISABLE is not set; nccl: NCCL's all-reduce. The same bits either way"},
+     "GPUs of this machine (2 to 8): auto (default) sums the gradients by the copy engines, peer copies "
+     "that leave the backward every SM, with a scratch of (N - 1) / N of the gradients (resident), where the GPUs "
+     "reach each other and NCCL_P2P_DISABLE is not set; nccl: NCCL's collectives. Two GPUs: the same bits either "
+     "way. More: auto adds in rank order, in slide mode too (the same bits as resident), NCCL in its ring's"},
     {"train", "data parallel", "rendezvous-timeout", "--rendezvous-timeout S",
      "seconds a rank waits for the others, at the start and in every exchange (default: "
      "SLIDECHECK_RENDEZVOUS_TIMEOUT, else 60)"},
@@ -755,11 +757,14 @@ static int cmd_plan(int argc, char **argv)
     }
     printf("model %s  B=%d T=%d  %s storage  optim %s  (times: roofline estimate)\n", cfg.name[0] ? cfg.name : o.hf,
            o.batch, o.seq, o.dtype, o.optim);
+    sc_model_config nccl_sums = mc;
+    nccl_sums.dp_sums = SC_DP_SUMS_NCCL;
     if (W > 1) /* per GPU: the batch is each rank's; the gradients are summed in place (no bucket copies) */
         printf("data parallel over %d GPUs, per GPU: fixed %.3f GiB (weights, gradients, %s AdamW state%s); NCCL's "
                "own buffers are not counted\n", W, (double)sc_model_config_fixed_bytes_dp(&cfg, &mc, W) / 1073741824.0,
                o.zero ? "1/N of the" : "all the",
-               W == 2 && o.dp_sums != SC_DP_SUMS_NCCL ? ", the copy-engine sums' scratch" : "");
+               sc_model_config_fixed_bytes_dp(&cfg, &nccl_sums, W) != sc_model_config_fixed_bytes_dp(&cfg, &mc, W)
+                   ? ", the copy-engine sums' scratch" : "");
     printf("budget %.3f GiB, planned for %.3f GiB (allocator margin: 2%% + 4 MiB + small buffers)\n",
            (double)o.budget / 1073741824.0, (double)pb_budget / 1073741824.0);
     print_plan(&rep, &plan);
@@ -1312,9 +1317,13 @@ static int cmd_train(int argc, char **argv)
     sc_cuda *cu = sc_model_cuda(m);
     if (o.op_times && !cu) die_usage("%s", "--op-times needs the cuda device");
     if (o.op_times && (r = sc_cuda_profile_ops(cu, 1)) != SC_SUCCESS) die(r, "--op-times");
-    if (W > 1 && rank == 0 && cu && !slide)
+    if (W > 1 && rank == 0 && cu && (!slide || W > 2)) {
+        int how = sc_cuda_p2p_on(cu);
         printf("data parallel: the gradients are summed by %s\n",
-               sc_cuda_p2p_on(cu) ? "the copy engines (peer copies between the two GPUs)" : "NCCL");
+               how == SC_CUDA_P2P_COPIES ? "the copy engines (peer copies between the GPUs)"
+               : how == SC_CUDA_P2P_ORDERED ? "NCCL's copies and our adds in rank order (as the copy engines')"
+                                            : "NCCL");
+    }
 #else
     if (o.op_times) die_usage("%s", "--op-times needs a build with CUDA");
 #endif

@@ -281,17 +281,25 @@ static void test_zero_fixed(void)
         CHECK(z < plain && cut <= most + (size_t)W && cut + slack >= most, "ZeRO-1 on %d GPUs cuts %zu of %zu bytes of AdamW "
               "state ((1 - 1/W) of it: %zu, less at most %zu for the remainders)", W, cut, state, most, slack);
     }
-    /* two ranks: the copy-engine sums' scratch (half the bf16 gradients) unless dp_sums is NCCL */
+    /* ranks of one host: the copy-engine sums' scratch ((W - 1) / W of the bf16 gradients, to
+       256 bytes; past two ranks W - 1 ordered pieces more) unless dp_sums is NCCL */
     mc.zero = 0;
     size_t n = sc_config_num_params(&cfg), ce = sc_model_config_fixed_bytes_dp(&cfg, &mc, 2);
     mc.dp_sums = SC_DP_SUMS_NCCL;
     size_t nc = sc_model_config_fixed_bytes_dp(&cfg, &mc, 2);
-    CHECK(ce - nc == (n + 1) / 2 * 2, "2 ranks: the copy-engine scratch, %zu bytes, is half the bytes of %zu bf16 gradients", ce - nc, n);
-    size_t nc4 = sc_model_config_fixed_bytes_dp(&cfg, &mc, 4);
+    CHECK(ce - nc == ((n + 1) / 2 * 2 + 255) / 256 * 256, "2 ranks: the copy-engine scratch, %zu bytes, is half the bytes "
+          "of %zu bf16 gradients", ce - nc, n);
+    size_t nc4 = sc_model_config_fixed_bytes_dp(&cfg, &mc, 4), nc9 = sc_model_config_fixed_bytes_dp(&cfg, &mc, 9);
     mc.dp_sums = SC_DP_SUMS_AUTO;
-    CHECK(sc_model_config_fixed_bytes_dp(&cfg, &mc, 4) == nc4 && nc4 == nc,
-          "4 ranks sum by NCCL: no scratch (%zu bytes, as with dp_sums NCCL: %zu; 2 ranks by NCCL: %zu)",
-          sc_model_config_fixed_bytes_dp(&cfg, &mc, 4), nc4, nc);
+    size_t ce4 = sc_model_config_fixed_bytes_dp(&cfg, &mc, 4), want4 = (3 * ((n + 3) / 4) * 2 + 255) / 256 * 256 + 3 * (8u << 20);
+    CHECK(nc4 == nc && ce4 - nc4 == want4, "4 ranks: the scratch is %zu bytes (3/4 of the gradients and 3 pieces of 8 MiB: "
+          "%zu); by NCCL none (%zu against 2 ranks' %zu)", ce4 - nc4, want4, nc4, nc);
+    CHECK(sc_model_config_fixed_bytes_dp(&cfg, &mc, 9) == nc9, "9 ranks: past 8, NCCL sums: no scratch");
+    mc.mode = SC_MODE_SLIDE;
+    CHECK(sc_model_config_fixed_bytes_dp(&cfg, &mc, 4) - sc_model_config_fixed_bytes_dp(&cfg, &mc, 1) ==
+              3 * (size_t)(8u << 20) && sc_model_config_fixed_bytes_dp(&cfg, &mc, 2) == sc_model_config_fixed_bytes_dp(&cfg, &mc, 1),
+          "slide: the ordered pieces alone past two ranks, nothing at two");
+    mc.mode = SC_MODE_RESIDENT;
 }
 
 static void test_closed_forms(void)
