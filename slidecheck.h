@@ -1917,7 +1917,7 @@ SCDEF int sc_plan_is_budget(const char *policy, size_t *budget);
    depth, and so on.
    Memory: Peak = F + the activations of sc_plan_evaluate, F being sc_model_config_fixed_bytes
    (resident) or sc_slide_window_bytes, which counts the device layers' weights, gradients, f32
-   master and AdamW state (slide); a configuration fits when Peak <= sc_plan_budget_usable(mem_cap).
+   master and AdamW state and past two GPU ranks the ordered sums' scratch (slide); a configuration fits when Peak <= sc_plan_budget_usable(mem_cap).
    Slide with accum micro-batches runs each layer over all of them in turn (one upload a layer),
    so what one saves stays for every one: Peak + (accum - 1) x the plan's saved bytes.
    Time: one profile on a copy of the model with 2 layers (random weights, no cap, on the
@@ -8336,12 +8336,18 @@ SCDEF size_t sc_model_config_fixed_bytes(const sc_config *cfg, const sc_model_co
 /* Ranks of one host may sum by the copy engines (dp_sums, sc_cuda_p2p_*): resident mode's scratch
    for the parts the peers send ((W - 1) / W of the gradients) and, past two ranks, the ordered sums'
    pieces (slide too) */
+static size_t sc__p2p_ordered_bytes(const sc_model_config *mc, int W)
+{
+    int on = mc->device == SC_DEVICE_CUDA && W > 2 && W <= 8 && mc->dp_sums != SC_DP_SUMS_NCCL;
+    return on ? (size_t)(W - 1) * SC_CUDA_P2P_PIECE_BYTES : 0;
+}
+
 static size_t sc__p2p_scratch_bytes(const sc_model_config *mc, size_t n, int gb, int W)
 {
     if (mc->device != SC_DEVICE_CUDA || W < 2 || W > 8 || mc->dp_sums == SC_DP_SUMS_NCCL) return 0;
-    size_t ord = W > 2 ? (size_t)(W - 1) * SC_CUDA_P2P_PIECE_BYTES : 0;
     size_t parts = (size_t)(W - 1) * ((n + (size_t)W - 1) / (size_t)W) * (size_t)gb;
-    return (mc->mode == SC_MODE_RESIDENT ? (parts + 255) / 256 * 256 : 0) + ord; /* ord's slots 256-aligned */
+    return (mc->mode == SC_MODE_RESIDENT ? (parts + 255) / 256 * 256 : 0) /* the ordered slots 256-aligned */ +
+           sc__p2p_ordered_bytes(mc, W);
 }
 
 SCDEF size_t sc_model_config_fixed_bytes_dp(const sc_config *cfg, const sc_model_config *mc, int W)
@@ -10574,7 +10580,9 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *c, const sc_model_config *mc
     size_t grads = R * ln * gb > hn * gb ? R * ln * gb : hn * gb;
     if (mc && mc->slide_keep_head) /* the kept head's weights, gradients, master and AdamW state */
         return (size_t)(P + W) * ln * pb + R * ln * gb + sc__kept_numel(c) * per + dev;
-    return (size_t)(P + W) * ln * pb + hw * pb + grads + dev;
+    /* past two GPU ranks, the ordered sums' scratch (sc__p2p_setup) */
+    size_t ord = mc && mc->comm ? sc__p2p_ordered_bytes(mc, sc_dist_comm_world(mc->comm)) : 0;
+    return (size_t)(P + W) * ln * pb + hw * pb + grads + dev + ord;
 }
 
 static int sc__group_has(const sc__slide *sl, int g, int unit)
