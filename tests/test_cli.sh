@@ -114,6 +114,13 @@ expect 0 "plan --gpus 2 --dp-sums nccl" $PL --dp-sums nccl; f3=$(fixed)
 if [ -n "$f3" ] && awk -v a="$f1" -v b="$f3" 'BEGIN { exit !(a - b > 1.60 && a - b < 1.61) }'; then
     ok "plan: the copy-engine scratch on 2 GPUs counted, not with --dp-sums nccl ($f1 -> $f3 GiB)"
 else bad "plan: --dp-sums nccl fixed memory '$f1' -> '$f3' GiB"; fi
+# four: (N - 1) / N of them (2.40 GiB) and three 8 MiB pieces of the ordered sums (2.43 GiB in all)
+P4=$(echo "$PL" | sed 's/--gpus 2/--gpus 4/')
+expect 0 "plan --gpus 4" $P4; f4=$(fixed); grep -q "the copy-engine sums' scratch" "$T/out" && s4=1 || s4=0
+expect 0 "plan --gpus 4 --dp-sums nccl" $P4 --dp-sums nccl; f5=$(fixed)
+if [ $s4 = 1 ] && [ -n "$f4" ] && [ -n "$f5" ] && awk -v a="$f4" -v b="$f5" 'BEGIN { exit !(a - b > 2.42 && a - b < 2.44) }'; then
+    ok "plan: the copy-engine scratch on 4 GPUs counted and named, not with --dp-sums nccl ($f4 -> $f5 GiB)"
+else bad "plan --gpus 4: fixed memory '$f4' -> '$f5' GiB, scratch named: $s4"; fi
 expect 2 "plan --zero 1 without --gpus" $S plan --model tiny --seq 64 --batch 1 --budget 1GiB --zero 1
 expect 2 "malformed budget policy" $S train --model tiny --seq 32 --batch 1 --steps 1 --device cpu --ckpt budget:lots
 expect 1 "budget too small for any plan" $S train --model tiny --seq 256 --batch 4 --steps 1 --device cpu --ckpt budget:20MiB
