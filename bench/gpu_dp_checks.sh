@@ -14,7 +14,7 @@
 #     stops the other within the timeouts, with a message naming it;
 #  2. speed: the Qwen3-1.7B shape, bf16 weights and AdamW state (as the DDP side), seq 2048 x batch 4 per GPU,
 #     1 GPU against N (scaling = N x step(1) / step(N)), N with --cuda-graph off (what the graph gives),
-#     N with ZeRO-1 (peak memory), at N = 2 with --dp-sums nccl (NCCL's sums), with traces: the fraction of the
+#     N with ZeRO-1 (peak memory), N with --dp-sums nccl (NCCL's sums), with traces: the fraction of the
 #     all-reduce time that overlaps compute-stream spans (bench/dp_hidden.py); PyTorch DDP beside
 #     it (bench/ddp_step.py under torchrun).
 #   sh bench/gpu_dp_checks.sh OUTDIR      (BIN=dir of prebuilt binaries, default build;
@@ -113,8 +113,6 @@ for dt in fp32 bf16; do
     if cmp -s "$O/save_resident_${dt}_a/model.safetensors" "$O/save_${dt}_z/model.safetensors"; then
         echo "$dt: ZeRO-1 saved the same weights as plain data parallel (bitwise): PASS"
     else echo "$dt: ZeRO-1 and plain data parallel differ: FAIL"; fail=1; fi
-    # two ranks of one host sum by the copy engines (the default where the GPUs reach each other):
-    # NCCL's sums (--dp-sums nccl) give the same bytes, plain and ZeRO-1
     # past two ranks the default adds the ranks' parts in rank order (copy engines, resident; NCCL's
     # copies, slide) where NCCL's ring adds in its own: --dp-sums nccl gives slide and resident the
     # same bytes as each other (NCCL's order), and the default's differ from them by at most the rounding
@@ -130,6 +128,8 @@ for dt in fp32 bf16; do
         printf "%s: the default run (%s) against --dp-sums nccl: " $dt "$how"
         python3 bench/cmp_weights.py "$rs/model.safetensors" "$O/save_resident_${dt}_nccl/model.safetensors" $tol || fail=1
     fi
+    # two ranks of one host sum by the copy engines (the default where the GPUs reach each other):
+    # NCCL's sums (--dp-sums nccl) give the same bytes, plain and ZeRO-1
     if [ "$NG" = 2 ]; then
         for g in resident_${dt}_a ${dt}_z; do
             zf=""; [ $g = ${dt}_z ] && zf="--zero 1"
