@@ -3804,6 +3804,9 @@ struct sc__p2p {
     sc__pfn_wait32 wait32, write32;
     cudaStream_t side;                       /* the adds and the copies back, beside the copies out */
     cudaEvent_t fork, join;
+    cudaStream_t lane[2][SC__P2P_MAXW];      /* past two ranks: a stream a peer for the copies out (0)
+                                                and back (1), so that the copy engines run them at once */
+    cudaEvent_t lane_done[2][SC__P2P_MAXW], added;
 };
 static_assert(sizeof(sc__p2p_blob) <= SC_CUDA_P2P_BLOB_BYTES, "SC_CUDA_P2P_BLOB_BYTES too small");
 #define SC__P2P_FLAG_COUNT (2 * SC__P2P_FLAGS * SC__P2P_MAXW)
@@ -3839,6 +3842,12 @@ static void sc__p2p_free(sc_cuda *cu)
         for (void *o : peer)
             if (o) (void)cudaIpcCloseMemHandle(o);
     if (p->side) (void)cudaStreamDestroy(p->side);
+    for (int d = 0; d < 2; d++)
+        for (int q = 0; q < SC__P2P_MAXW; q++) {
+            if (p->lane[d][q]) (void)cudaStreamDestroy(p->lane[d][q]);
+            if (p->lane_done[d][q]) (void)cudaEventDestroy(p->lane_done[d][q]);
+        }
+    if (p->added) (void)cudaEventDestroy(p->added);
     if (p->fork) (void)cudaEventDestroy(p->fork);
     if (p->join) (void)cudaEventDestroy(p->join);
     if (p->flags) (void)cudaFree(p->flags);
@@ -3909,6 +3918,12 @@ SC_CUDA_DEF sc_result sc_cuda_p2p_export(sc_cuda *cu, void *region, size_t bytes
     cudaError_t e = cudaStreamCreateWithFlags(&p->side, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->fork, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->join, cudaEventDisableTiming);
+    if (e == cudaSuccess && W > 2) e = cudaEventCreateWithFlags(&p->added, cudaEventDisableTiming);
+    for (int d = 0; d < 2 && region && W > 2; d++)
+        for (int q = 0; q < W && e == cudaSuccess; q++) {
+            e = cudaStreamCreateWithFlags(&p->lane[d][q], cudaStreamNonBlocking);
+            if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p->lane_done[d][q], cudaEventDisableTiming);
+        }
     if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, SC__P2P_FLAG_COUNT * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemset(p->flags, 0, SC__P2P_FLAG_COUNT * sizeof(unsigned));
     if (e == cudaSuccess && region) e = cudaIpcGetMemHandle(&b.region, (void *)base);
@@ -4049,59 +4064,20 @@ static size_t sc__p2p_offset(const sc__p2p *p, const void *buf, size_t n, size_t
     return off + n * es <= p->bytes && !(off % (2 * es)) && !(n % 2) ? off : SIZE_MAX;
 }
 
-/* Two ranks, plain data parallel: the sum of buf (n elements of t) by the copy engines, rank r
-   summing half r of each chunk and sending it back. false: not registered here (NCCL sums it);
-   both ranks decide alike, their layouts being the same. The chunks pipeline: the communication
-   stream copies them out one after the other while a side stream adds each that has landed and
-   copies it back, so that a range's sum takes about one copy's time, not two copies and an add. */
 #define SC__P2P_CHUNK (64u << 20) /* bytes of buf a piece */
-static bool sc__p2p_sum2(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
-{
-    sc__p2p *p = cu->p2p;
-    if (!p || p->on != SC_CUDA_P2P_COPIES || p->W != 2 || (t != SC_BF16 && t != SC_F32)) return false;
-    size_t es = sc_dtype_size(t), off = sc__p2p_offset(p, buf, n, es);
-    size_t step = SC__P2P_CHUNK / es, nc = (n + step - 1) / step;
-    if (off == SIZE_MAX || p->k + nc > SC__P2P_FLAGS) return false;
-    unsigned k0 = p->k;
-    p->k += (unsigned)nc;
-    int r = cu->rank, q = 1 - r;
-    cudaStream_t a = cu->comm_stream, b = p->side;
-    sc__stream_after(cu, b, a, p->fork);
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t c = 0; c < nc; c++) {
-            size_t m = std::min(step, n - c * step), h = m / 2, hb = h * es; /* m even: step and n are */
-            char *base = (char *)buf + c * step * es;
-            char *mine = base + (size_t)r * hb, *theirs = base + (size_t)q * hb;
-            size_t so = (size_t)(base - p->region) / 2; /* chunks disjoint: so are their halves here */
-            unsigned k = k0 + (unsigned)c;
-            if (!pass) { /* out: the half the peer sums, into its scratch */
-                SC__CK(cu, cudaMemcpyAsync(p->peer_scratch[q] + so, theirs, hb, cudaMemcpyDeviceToDevice, a));
-                sc__p2p_signal(cu, a, p->peer_flags[q] + sc__p2p_ready(k, r));
-                continue;
-            }
-            sc__p2p_await(cu, b, p->flags + sc__p2p_ready(k, q));
-            sc__p2p_src s;
-            s.x[r] = mine, s.x[q] = p->scratch + so;
-            sc__p2p_add(cu, b, mine, s, h, t);
-            SC__CK(cu, cudaMemcpyAsync(p->peer_region[q] + (mine - p->region), mine, hb, cudaMemcpyDeviceToDevice, b));
-            sc__p2p_signal(cu, b, p->peer_flags[q] + sc__p2p_done(k, r));
-        }
-    sc__stream_after(cu, a, b, p->join);
-    for (size_t c = 0; c < nc; c++) /* the peer's sums have landed here */
-        sc__p2p_await(cu, a, p->flags + sc__p2p_done(k0 + (unsigned)c, q));
-    return true;
-}
-
 /* buf holds W chunks of ch: chunk r becomes the sum of every rank's chunk r (gather: every chunk
    becomes its sum, on every rank), added in rank order. In pieces of SC__P2P_CHUNK bytes of buf
    (ch / W... of each chunk): the communication stream copies each rank's part of a piece into its
    scratch slot; a side stream awaits the parts of this rank's, adds them and (gather) copies the
-   sum into every peer's buffer. Scratch: slot j at j S + (offset of buf) / W, S = the slot size,
-   so that the ranges of disjoint buffers are disjoint. */
+   sum into every peer's buffer. Past two ranks the copies out and back go on a stream a peer
+   (lane), so that several copy engines move them at once. The pieces pipeline: a range's sum takes
+   about one copy's time, not two copies and an add. Scratch: slot j at j S + (offset of buf) / W,
+   S = the slot size, so that the ranges of disjoint buffers are disjoint. Two ranks, plain data
+   parallel: the all-reduce of n is this with ch = n / 2 and the gather. */
 static bool sc__p2p_copies(sc_cuda *cu, char *buf, size_t ch, sc_dtype t, int gather)
 {
     sc__p2p *p = cu->p2p;
-    int W = p->W, r = cu->rank;
+    int W = p->W, r = cu->rank, lanes = W > 2;
     size_t es = sc_dtype_size(t), off = sc__p2p_offset(p, buf, ch * W, es);
     size_t S = p->scratch_bytes / (size_t)(W - 1) / es, o = off / es / (size_t)W; /* elements */
     size_t s = std::max<size_t>(SC__P2P_CHUNK / es / (size_t)W, 2), nc = (ch + s - 1) / s;
@@ -4110,17 +4086,19 @@ static bool sc__p2p_copies(sc_cuda *cu, char *buf, size_t ch, sc_dtype t, int ga
     p->k += (unsigned)nc;
     cudaStream_t a = cu->comm_stream, b = p->side;
     sc__stream_after(cu, b, a, p->fork);
+    for (int i = 1; lanes && i < W; i++) sc__stream_after(cu, p->lane[0][(r + i) % W], a, p->fork);
     for (int pass = 0; pass < 2; pass++)
         for (size_t c = 0; c < nc; c++) {
             size_t e0 = c * s, m = std::min(s, ch - e0), mb = m * es;
             unsigned k = k0 + (unsigned)c;
             char *mine = buf + ((size_t)r * ch + e0) * es;
-            if (!pass) { /* out: each peer's part, into its slot for this rank */
+            if (!pass) { /* out: each peer's part, into its slot for this rank (a lane a peer) */
                 for (int i = 1; i < W; i++) {
                     int q = (r + i) % W;
+                    cudaStream_t o_s = lanes ? p->lane[0][q] : a;
                     char *dst = p->peer_scratch[q] + ((size_t)sc__p2p_slot(r, q, W) * S + o + e0) * es;
-                    SC__CK(cu, cudaMemcpyAsync(dst, buf + ((size_t)q * ch + e0) * es, mb, cudaMemcpyDeviceToDevice, a));
-                    sc__p2p_signal(cu, a, p->peer_flags[q] + sc__p2p_ready(k, r));
+                    SC__CK(cu, cudaMemcpyAsync(dst, buf + ((size_t)q * ch + e0) * es, mb, cudaMemcpyDeviceToDevice, o_s));
+                    sc__p2p_signal(cu, o_s, p->peer_flags[q] + sc__p2p_ready(k, r));
                 }
                 continue;
             }
@@ -4130,13 +4108,18 @@ static bool sc__p2p_copies(sc_cuda *cu, char *buf, size_t ch, sc_dtype t, int ga
                 sx.x[q] = q == r ? mine : p->scratch + ((size_t)sc__p2p_slot(q, r, W) * S + o + e0) * es;
             }
             sc__p2p_add(cu, b, mine, sx, m, t);
+            if (gather && lanes) SC__CK(cu, cudaEventRecord(p->added, b));
             for (int i = 1; gather && i < W; i++) {
                 int q = (r + i) % W;
-                SC__CK(cu, cudaMemcpyAsync(p->peer_region[q] + (mine - p->region), mine, mb, cudaMemcpyDeviceToDevice, b));
-                sc__p2p_signal(cu, b, p->peer_flags[q] + sc__p2p_done(k, r));
+                cudaStream_t o_s = lanes ? p->lane[1][q] : b;
+                if (lanes) SC__CK(cu, cudaStreamWaitEvent(o_s, p->added, 0));
+                SC__CK(cu, cudaMemcpyAsync(p->peer_region[q] + (mine - p->region), mine, mb, cudaMemcpyDeviceToDevice, o_s));
+                sc__p2p_signal(cu, o_s, p->peer_flags[q] + sc__p2p_done(k, r));
             }
         }
     sc__stream_after(cu, a, b, p->join);
+    for (int d = 0; lanes && d <= gather; d++)
+        for (int i = 1; i < W; i++) sc__stream_after(cu, a, p->lane[d][(r + i) % W], p->lane_done[d][(r + i) % W]);
     for (size_t c = 0; gather && c < nc; c++) /* the peers' sums have landed here */
         for (int q = 0; q < W; q++)
             if (q != r) sc__p2p_await(cu, a, p->flags + sc__p2p_done(k0 + (unsigned)c, q));
@@ -4256,7 +4239,10 @@ static bool sc__comm_ready(sc_cuda *cu, const char *what)
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 {
     if (!n || !sc__comm_ready(cu, "sc_cuda_allreduce_sum")) return;
-    if (!sc__p2p_sum2(cu, buf, n, t))
+    sc__p2p *p = cu->p2p; /* two ranks: the halves are the chunks (any order gives the same sums) */
+    bool ce = p && p->on == SC_CUDA_P2P_COPIES && p->W == 2 && !(n % 2) && (t == SC_BF16 || t == SC_F32) &&
+              sc__p2p_copies(cu, (char *)buf, n / 2, t, 1);
+    if (!ce)
         SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, sc__nccl_type(t), 0, cu->nccl, cu->comm_stream));
     sc__comm_mark(cu);
 }
