@@ -1386,7 +1386,9 @@ typedef struct sc_model_config {
                                   head's whole on every rank */
     int bucket_mb;             /* data parallel over NCCL, resident: the gradients of consecutive
                                   layers (from the last down) are summed by one NCCL launch once
-                                  they reach bucket_mb MiB, and at layer 1; layer 0's alone, so that
+                                  they reach bucket_mb MiB or hold as many layers as are left below
+                                  them (the last groups: 4, 2, 1 layers, so that their sums end
+                                  under the backward), and at layer 1; layer 0's alone, so that
                                   the update of the others starts under its backward. Two ranks,
                                   plain: one all-reduce of the range; else each layer's
                                   reduce-scatter and remainder grouped in one launch (and plain data
@@ -1394,7 +1396,10 @@ typedef struct sc_model_config {
                                   alone: the same bits whatever bucket_mb. Fewer launches slow the
                                   backward less: at 2048 x 4 a GPU, 7 layers a sum scaled
                                   1.880-1.892x where one a layer scaled 1.861-1.866x (2 x H200), and
-                                  3.689x against 3.643x at 4 GPUs (4 x H200). 0: SC_BUCKET_MB;
+                                  3.689x against 3.643x at 4 GPUs (4 x H200). The last groups'
+                                  halving: 1.925x against 1.917x (2 x H200, alternating runs);
+                                  4 x H200, copy engines: 3.793x, where an earlier call with one
+                                  group from layer 6 to 1 gave 3.749x. 0: SC_BUCKET_MB;
                                   SC_BUCKET_LAYER (or a size under one layer's): one a layer */
     int dp_sums;               /* data parallel on the GPU, 2 to 8 ranks of one host:
                                   SC_DP_SUMS_AUTO (0) sums the gradients by the copy engines (peer
@@ -11047,15 +11052,18 @@ static void sc__grads_sum(sc_model *m, int b)
 }
 
 /* Layer l's gradients are complete, those of l + 1 .. top too, unsummed: queue the sum of layers
-   top .. l once they reach sc_model_config.bucket_mb, and at layers 1 and 0 (layer 0 alone, so
-   that the first optimizer piece starts under the embedding's backward). Returns the new top. */
+   top .. l once they reach sc_model_config.bucket_mb, or once they are as many as the layers below
+   l (whose backward is all that is left to hide the sum behind: the last groups halve, 4, 2, 1
+   layers, where one group of bucket_mb would end its sum well after the backward), and at layers 1
+   and 0 (layer 0 alone, so that the first optimizer piece starts under the embedding's backward).
+   Returns the new top. */
 static int sc__grads_sum_layers(sc_model *m, int l, int top)
 {
-    int L = m->cfg.num_layers;
-    size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)(top - l + 1);
+    int L = m->cfg.num_layers, k = top - l + 1;
+    size_t n = sc_config_layer_offsets(&m->cfg).size * (size_t)k;
     int mb = m->mc.bucket_mb == SC_BUCKET_LAYER ? 0 : m->mc.bucket_mb ? m->mc.bucket_mb : SC_BUCKET_MB;
     double cap = mb * 1048576.0;
-    if (l > 1 && (double)n * m->gb < cap) return top;
+    if (l > 1 && k < l && (double)n * m->gb < cap) return top;
     sc__grads_sum_range(m, L - top, L - l, l);
     return l - 1;
 }

@@ -281,13 +281,13 @@ def ready_times(tr, slow):
 
 def layer_groups(sizes, L, eb, cap):
     """the layers' buckets (1 .. L: layers L-1 .. 0) in the groups slidecheck sums them in
-    (sc__grads_sum_layers): consecutive layers from L-1 down until they reach cap bytes, and at
-    layer 1; layer 0 alone"""
+    (sc__grads_sum_layers): consecutive layers from L-1 down until they reach cap bytes or are
+    as many as the layers below them, and at layer 1; layer 0 alone"""
     groups, cur, nb = [], [], 0
     for b in range(1, L + 1):
         cur.append(b)
         nb += sizes[b] * eb
-        if L - b <= 1 or nb >= cap:
+        if L - b <= 1 or nb >= cap or len(cur) >= L - b:
             groups.append(cur)
             cur, nb = [], 0
     return groups
@@ -713,15 +713,18 @@ def selftest():
     # the layers' groups: 5 layers of 12000 bytes, 30000 a group: layers 4, 3, 2 (36000), 1, 0; at
     # with a cap of one layer, one a layer; the 2-layer model above: 1, 0 whatever the cap
     sz = [1000] + [6000] * 5 + [12000]
+    # without a cap: layers 4, 3, 2 (as many as below them: 1, 0), then 1, then 0
     ok(layer_groups(sz, 5, 2, 30000) == [[1, 2, 3], [4], [5]] and
-       layer_groups(sz, 5, 2, 1) == [[1], [2], [3], [4], [5]] and layer_groups(m["sizes"], 2, 2, 1e12) == [[1], [2]],
-       'layer groups: up to the cap, layer 1 closes one, layer 0 alone')
+       layer_groups(sz, 5, 2, 1) == [[1], [2], [3], [4], [5]] and layer_groups(m["sizes"], 2, 2, 1e12) == [[1], [2]] and
+       layer_groups(sz, 5, 2, 1e12) == [[1, 2, 3], [4], [5]] and
+       layer_groups([1000] + [6000] * 9 + [12000], 9, 2, 1e12) == [[1, 2, 3, 4, 5], [6, 7], [8], [9]],
+       'layer groups: up to the cap or the layers below, layer 1 closes one, layer 0 alone')
     # bucket sizes of the real model: slidecheck prints params 1720574976 for qwen3-1.7b
     s, L = buckets(MODELS['qwen3-1.7b'])
     ok(sum(s) == 1720574976 and L == 28 and len(s) == 30, 'qwen3-1.7b buckets: %d parameters, %d buckets' % (
         sum(s), len(s)))
     g7 = layer_groups(s, L, 2, 640 * 1048576)
-    ok([len(x) for x in g7] == [7, 7, 7, 6, 1], 'qwen3-1.7b in bf16 at 640 MiB: groups of %s layers (7, 7, 7, 6, 1)' % (
+    ok([len(x) for x in g7] == [7, 7, 7, 4, 2, 1], 'qwen3-1.7b in bf16 at 640 MiB: groups of %s layers (7, 7, 7, 4, 2, 1)' % (
         [len(x) for x in g7]))
     # the whole report on the synthetic files, with a measured 2-GPU step
     with open(os.path.join(d, 'speed1.log'), 'w') as f:
