@@ -5,7 +5,9 @@ batch the same). hidden = per step, the all-reduce spans' time (stream "nccl") t
 compute-stream span, over all of their time; median over the steps after the first.
 With the 1-GPU trace: where the W-GPU step loses its time, phase by phase (the median over the
 steps after the first two of each phase's spans summed per step), and how much of the W-GPU
-backward layers' time has a collective running beside it."""
+backward layers' time has a collective running beside it, and what runs after the last backward
+layer (each span of the median-length step that ends past it: the exposed sums, the embedding's
+backward, the optimizer)."""
 import json, re, statistics, sys
 
 
@@ -86,3 +88,27 @@ if len(sys.argv) > 4:
     span = sum(b - a for a, b in bwd)
     if span > 0:
         print('backward layers: a collective runs beside them %.1f%% of their time' % (100.0 * busy / span))
+
+
+def tail(ev):
+    """after the last backward layer: each span that ends later, of the median-length step (the
+    steps after the first two): where the W-GPU step's time past the backward goes"""
+    steps = sorted((e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'), key=lambda e: e['ts'])[2:]
+    if not steps:
+        return
+    st = sorted(steps, key=lambda e: e['dur'])[len(steps) // 2]
+    t0, t1 = st['ts'], st['ts'] + st['dur']
+    sp = [e for e in ev if e['ph'] == 'X' and e.get('cat') != 'step' and t0 <= e['ts'] < t1]
+    lay = [e['ts'] + e['dur'] for e in sp if e.get('cat') == 'bwd' and e.get('name') == 'layer']
+    if not lay:
+        return
+    b = max(lay)
+    print('after the backward layers (step %s, %.2f ms of its %.2f): span, stream, start, ms, bus GB/s' % (
+        st['args'].get('step'), (t1 - b) / 1e3, st['dur'] / 1e3))
+    for e in sorted((e for e in sp if e['ts'] + e['dur'] > b), key=lambda e: e['ts']):
+        a = e.get('args', {})
+        print('  %-16s %-28s %+8.2f %7.2f %s' % (e['name'][:16], names.get(e['tid'], e['tid'])[:28], (e['ts'] - b) / 1e3,
+                                              e['dur'] / 1e3, '%.0f' % a['bus GB/s'] if 'bus GB/s' in a else ''))
+
+
+tail(ev)
