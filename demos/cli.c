@@ -247,8 +247,9 @@ static const cli_help cli_helps[] = {
      "with --gpus N (2 to 8): auto counts the copy-engine sums' scratch ((N - 1) / N of the gradients), nccl "
      "does not"},
     {"train", "data parallel", "bucket-mb", "--bucket-mb N",
-     "on the GPU (resident): the gradients of consecutive layers are summed by one NCCL launch once they "
-     "reach N MiB (default 640; 0: one sum a layer); the same bits whatever N. Slide mode: one sum a layer"},
+     "on the GPU (resident): the gradients of consecutive layers are summed by one launch once they "
+     "reach N MiB (default 640; 0: one sum a layer) or are as many as the layers below them; the same bits "
+     "whatever N. Slide mode: one sum a layer"},
     {"train", "data parallel", "dp-sums", "--dp-sums auto|nccl",
      "GPUs of this machine (2 to 8): auto (default) sums the gradients by the copy engines, peer copies "
      "that leave the backward every SM, with a scratch of (N - 1) / N of the gradients (resident), where the GPUs "
