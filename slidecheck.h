@@ -1381,7 +1381,10 @@ typedef struct sc_model_config {
                                   landed, then one host update; the same bits as resident mode. */
     int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
                                   state of its 1/W of the parameters, then the ranks exchange the
-                                  updated parameters; the same bits as plain data parallel. Slide mode: the host state of this rank's chunk of each
+                                  updated parameters (on the GPU, resident: at the start of the next
+                                  step, under its forward, bucket by bucket as it reads them, or
+                                  when sc_model_get_params reads them); the same bits as plain data
+                                  parallel. Slide mode: the host state of this rank's chunk of each
                                   layer (the split its host updates), the embedding, final norm and
                                   head's whole on every rank */
     int bucket_mb;             /* data parallel over NCCL, resident: the gradients of consecutive
@@ -1503,7 +1506,9 @@ SCDEF int sc__slide_norm_first_force(int on);
 SCDEF sc_result sc_params_init(float *dst, const sc_config *cfg, uint64_t seed);
 /* Copy parameters / gradients / last logits ([B,T,V]) to host floats. In slide mode's data
    parallel on the GPU each rank's host holds current weights for its chunks of each layer only,
-   so get_params gathers them over the comm: every rank must call it. */
+   and after a resident ZeRO-1 update on the GPU each rank's device holds its own chunks' (the
+   next step's forward gathers the others'), so get_params gathers them over the comm: every rank
+   must call it. */
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst);
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst);
 SCDEF const float *sc_model_logits(const sc_model *m);
@@ -8221,6 +8226,7 @@ struct sc_model {
     sc_cuda *cu;                   /* NULL on the CPU backend */
     int nccl;                      /* data parallel on the GPU: gradients summed over NCCL */
     int zero_gpu;                  /* ... with ZeRO-1: reduce-scatter, update of this rank's chunks, all-gather */
+    int zero_stale;                /* ... the other ranks' chunks of the last update are not gathered yet */
     size_t coll_l1, coll_emb;      /* collectives queued before layer 0's sum, and up to the embedding's */
     char devname[24];              /* the allocator's name: "cuda:0" */
     int pb, gb, ab;                /* bytes per element: parameters, their gradients, activations */
@@ -11079,17 +11085,74 @@ static int sc__emb_gathered(const sc_model *m)
     return W * m->accum * m->B * m->T * m->ab < 2.0 * m->cfg.vocab_size * m->gb;
 }
 
+#ifdef SLIDECHECK_CUDA
+/* ZeRO-1: every rank's updated chunk of bucket b into every rank's weights (traced: a span) */
+static void sc__zero_gather_bucket(sc_model *m, int b, int traced)
+{
+    int W = sc_dist_comm_world(m->mc.comm), L = m->cfg.num_layers;
+    size_t off, n;
+    sc__bucket(&m->cfg, m->nparams, b, &off, &n);
+    size_t ch = n / (size_t)W;
+    int sp = m->tr && traced ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, b >= 1 && b <= L ? L - b : -1,
+                                                    SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(ch * W * (size_t)m->pb));
+    if (ch) sc_cuda_allgather(m->cu, (char *)m->params + off * (size_t)m->pb, ch, m->pdt);
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+}
+
+/* ZeRO-1: piece p of the last update's gathers, after what the compute stream has queued so far
+   (a graph's replay then cannot run the gathers ahead of the forward: a whole step's of them
+   queued at once held a replay's first layer back until most had run, ~5 ms on two H200s).
+   Pieces in the order the forward reads the weights: 0 the embedding, 1 + l layer l, L + 1 the
+   final norm / head. at[p]: the collectives queued up to piece p. traced: a span (in a step). */
+static void sc__zero_gather_piece(sc_model *m, size_t *at, int p, int traced)
+{
+    int L = m->cfg.num_layers;
+    sc_cuda_comm_wait(m->cu);
+    sc__zero_gather_bucket(m, p == 0 ? L + 1 : p <= L ? L + 1 - p : 0, traced);
+    at[p] = sc_cuda_comm_count(m->cu);
+}
+#endif
+
+#define SC__ZERO_AHEAD 2 /* ZeRO-1: the forward reads piece i while pieces up to i + 2 are gathered */
+
+/* ZeRO-1, the first forward of a step (zg non-NULL): piece i's weights are gathered before the
+   compute stream reads them, and piece i + SC__ZERO_AHEAD's gather is queued (piece 0: the first
+   ones), so that each runs under the forward of the pieces before it. Before the first update
+   every rank's chunks are alike: the gathers then move the same bits and change nothing. */
+static void sc__zero_ready(sc_model *m, size_t *zg, int i)
+{
+#ifdef SLIDECHECK_CUDA
+    if (!zg) return;
+    int last = m->cfg.num_layers + 1;
+    for (int p = i ? i + SC__ZERO_AHEAD : 0; p <= i + SC__ZERO_AHEAD && p <= last; p++) sc__zero_gather_piece(m, zg, p, 1);
+    sc_cuda_comm_join(m->cu, zg[i]);
+#else
+    (void)m, (void)zg, (void)i;
+#endif
+}
+
 static sc_result sc__resident_pass(sc_model *m, const sc_plan *plan, int k)
 {
     const sc_config *c = &m->cfg;
     int L = c->num_layers, N = m->B * m->T;
     float *dres = NULL;
     sc__mb_select(m, k);
+    size_t *zg = NULL; /* ZeRO-1: the first forward reads each bucket once gathered */
+#ifdef SLIDECHECK_CUDA
+    size_t zgat[SC_MAX_LAYERS + 2];
+    if (m->zero_gpu && k == 0) zg = zgat;
+#endif
     SC__TRY(sc__act_get(m, 0, SC__A_X));
     int sp = sc__span_begin(m, "embedding", SC_PHASE_FWD, -1);
+    sc__zero_ready(m, zg, 0);
     SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, c->hidden_size);
     sc__span_end(m, sp);
-    for (int l = 0; l < L; l++) SC__TRY(sc__layer_forward(m, plan, l));
+    for (int l = 0; l < L; l++) {
+        sc__zero_ready(m, zg, 1 + l);
+        SC__TRY(sc__layer_forward(m, plan, l));
+    }
+    sc__zero_ready(m, zg, L + 1);
     if (k == 0) m->last_saved = sc_allocator_live_bytes_tagged(&m->alloc, "layer ");
 #ifdef SLIDECHECK_CUDA
     if (m->cu) sc_cuda_side_join(m->cu); /* the gradients' zeroing (sc__resident_step) ran beside the forward */
@@ -11171,8 +11234,8 @@ static void sc__embedding_backward(sc_model *m)
 static sc_result sc__device_update_range(sc_model *m, size_t n, size_t off, size_t cnt, int norm);
 
 #ifdef SLIDECHECK_CUDA
-/* ZeRO-1: AdamW on this rank's chunk and the remainder of bucket b, then the all-gather of the
-   updated chunks on the communication stream (it overlaps the next bucket's update). */
+/* ZeRO-1: AdamW on this rank's chunk and the remainder of bucket b (which every rank updates
+   alike). The other ranks' chunks come with the next step's forward (sc__zero_ready). */
 static void sc__zero_update_bucket(sc_model *m, int b, const sc_optim_consts *k)
 {
     int W = sc_dist_comm_world(m->mc.comm), r = sc_dist_comm_rank(m->mc.comm), sb = m->mc.state_bf16 ? 2 : m->pb;
@@ -11185,12 +11248,6 @@ static void sc__zero_update_bucket(sc_model *m, int b, const sc_optim_consts *k)
         sc_cuda_adamw_update(m->cu, (char *)m->params + at[i] * (size_t)m->pb, (char *)m->opt_m + so * (size_t)sb,
                              (char *)m->opt_v + so * (size_t)sb, m->pdt, st, (char *)m->grads + at[i] * (size_t)m->gb,
                              m->gdt, cnt[i], k);
-    sc_cuda_comm_wait(m->cu);
-    int L = m->cfg.num_layers;
-    int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, b >= 1 && b <= L ? L - b : -1, SC_STREAM_COMM) : -1;
-    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(ch * W * (size_t)m->pb));
-    sc_cuda_allgather(m->cu, (char *)m->params + off * (size_t)m->pb, ch, m->pdt);
-    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
 }
 #endif
 
@@ -11210,7 +11267,7 @@ static sc_result sc__zero_update(sc_model *m)
     for (int b = 0; b < L; b++) sc__zero_update_bucket(m, b, &k);
     sc_cuda_comm_join(m->cu, m->coll_emb);
     for (int b = L; b < L + 2; b++) sc__zero_update_bucket(m, b, &k);
-    sc_cuda_comm_join(m->cu, sc_cuda_comm_count(m->cu)); /* the next forward reads the gathered weights */
+    m->zero_stale = 1; /* the next step's forward gathers the other ranks' chunks */
     return sc_cuda_status(m->cu);
 #else
     (void)m;
@@ -12410,6 +12467,9 @@ SCDEF sc_result sc_model_step(sc_model *m, const sc_plan *plan, const int32_t *i
 #ifdef SLIDECHECK_CUDA
     if (r == SC_SUCCESS && m->nccl) r = sc__comm_settle(m); /* never a hang */
     m->coll_l1 = m->coll_emb = 0; /* settled: an optimizer step after this one waits for nothing */
+    /* ZeRO-1: the forward gathered the last update's chunks; this one's wait for the next step (a
+       graph's replay runs sc__zero_update on the device only: the flag is set here) */
+    if (r == SC_SUCCESS && m->zero_gpu) m->zero_stale = update;
 #endif
     /* the loss last: reading it waits for the device, which by now has the whole step queued */
     if (r == SC_SUCCESS) r = sc__download_f32(m, m->rowloss_host, m->rowloss_all, 4, (size_t)NA);
@@ -12458,7 +12518,7 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     if (!m->sl) {
         sc_result r = sc__resident_update(m);
 #ifdef SLIDECHECK_CUDA
-        if (r == SC_SUCCESS && m->nccl) r = sc__comm_settle(m); /* ZeRO-1's gathers */
+        if (r == SC_SUCCESS && m->nccl) r = sc__comm_settle(m); /* the sums (ZeRO-1 gathers with the next step) */
 #endif
         return r;
     }
@@ -12491,8 +12551,25 @@ SCDEF sc_result sc_model_optimizer_step(sc_model *m)
     return r;
 }
 
+#ifdef SLIDECHECK_CUDA
+/* Every rank's chunks of the last update into the weights now (a reader outside the steps) */
+static sc_result sc__zero_flush(sc_model *m)
+{
+    if (!m->zero_stale) return SC_SUCCESS;
+    size_t at[SC_MAX_LAYERS + 2];
+    for (int p = 0; p <= m->cfg.num_layers + 1; p++) sc__zero_gather_piece(m, at, p, 0);
+    sc_cuda_comm_join(m->cu, at[m->cfg.num_layers + 1]);
+    sc_result r = sc__comm_settle(m);
+    if (r == SC_SUCCESS) m->zero_stale = 0;
+    return r;
+}
+#endif
+
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
 {
+#ifdef SLIDECHECK_CUDA
+    if (m->zero_gpu) SC__TRY(sc__zero_flush(m));
+#endif
     if (m->sl) {
         sc__slide_drain(m);
         sc__slide_head_flush(m, 1); /* a kept head slot: the host copy gets its rows (it stays kept) */

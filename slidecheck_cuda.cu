@@ -4187,7 +4187,6 @@ static void sc__nccl_close(sc_cuda *cu)
     cu->comm_stream = NULL;
 }
 
-
 SC_CUDA_DEF void sc_cuda_comm_wait(sc_cuda *cu)
 {
     if (sc__ok(cu) && cu->comm_stream) sc__stream_after(cu, cu->comm_stream, cu->stream, cu->hand);
@@ -4234,15 +4233,12 @@ static bool sc__comm_ready(sc_cuda *cu, const char *what)
     return sc__ok(cu);
 }
 
-
 /* Sum buf (n elements of t) over the ranks, in place, on the communication stream. */
 SC_CUDA_DEF void sc_cuda_allreduce_sum(sc_cuda *cu, void *buf, size_t n, sc_dtype t)
 {
     if (!n || !sc__comm_ready(cu, "sc_cuda_allreduce_sum")) return;
-    sc__p2p *p = cu->p2p; /* two ranks: the halves are the chunks (any order gives the same sums) */
-    bool ce = p && p->on == SC_CUDA_P2P_COPIES && p->W == 2 && !(n % 2) && (t == SC_BF16 || t == SC_F32) &&
-              sc__p2p_copies(cu, (char *)buf, n / 2, t, 1);
-    if (!ce)
+    /* two ranks: the halves are the chunks (any order gives the same sums) */
+    if (!(cu->world == 2 && !(n % 2) && sc__p2p_chunks(cu, buf, n / 2, t, 1)))
         SC__NCK(cu, sc__nccl.all_reduce(buf, buf, n, sc__nccl_type(t), 0, cu->nccl, cu->comm_stream));
     sc__comm_mark(cu);
 }

@@ -1314,7 +1314,8 @@ static void test_dp_one_rank(const sc_config *c, int B, int T, int master, int s
     char nm[400];
     /* per step: [norm | head] after the head's backward, one per layer, the all-gather of every
        rank's dL/dx_0 (and ids) last, and a tied head's part of the embedding summed after the
-       head's backward (ZeRO-1: the same reduce-scatters and as many all-gathers of the weights;
+       head's backward (ZeRO-1: the same reduce-scatters and as many all-gathers of the weights,
+       with each step's first forward, the first step's included; sc_model_get_params's are not traced;
        slide: the head's (a tied head's rows and norm apart, as resident's buckets), the layers' and
        the gather, plus one all-gather per layer upload) */
     for (int d = 1; d < nv; d++) {
