@@ -8,7 +8,11 @@
    factor between sizes, 2), --iters N (20, the most timed; 5 at least), --warmup N (5), --budget-s S
    (0.5: fewer iterations where N would take longer), --dtype bf16|f32, --ops
    allreduce,reduce_scatter,allgather, --transport NAME (the CSV's transport_hint; default from
-   NCCL_NET / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_IB_DISABLE and the node count).
+   NCCL_NET / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_IB_DISABLE and the node count),
+   --copy-engines 1 (ranks of one host: the buffer registered for the library's copy-engine sums,
+   as resident training registers its gradients; all-reduce at two ranks and past two the chunks'
+   sums with their gather, sc_cuda_allreduce_chunks_sum, and reduce-scatter go by peer copies, the
+   all-gather stays NCCL's; transport "ce").
    The ranks meet over the launcher's variables (sc_dist_env_read, as the training tool does); rank
    0's NCCL unique id reaches the others over the control channel. Each rank uses GPU LOCAL_RANK
    modulo the devices CUDA_VISIBLE_DEVICES lists.
@@ -41,7 +45,7 @@ static const char *op_names[OP_COUNT] = {"allreduce", "reduce_scatter", "allgath
 typedef struct bench_opts {
     const char *out, *transport;
     size_t min_bytes, max_bytes;
-    int step, iters, warmup, ops[OP_COUNT];
+    int step, iters, warmup, ops[OP_COUNT], ce;
     double budget_s;
     sc_dtype dt;
 } bench_opts;
@@ -58,7 +62,7 @@ static void usage(const char *msg)
 {
     fprintf(stderr, "allreduce: %s\nusage: allreduce [--out FILE.csv] [--min-bytes 8K] [--max-bytes 1G] [--step 2|4] "
                     "[--iters 20] [--warmup 5] [--budget-s 0.5] [--dtype bf16|f32] "
-                    "[--ops allreduce,reduce_scatter,allgather] [--transport NAME]\n", msg);
+                    "[--ops allreduce,reduce_scatter,allgather] [--transport NAME] [--copy-engines 0|1]\n", msg);
     exit(2);
 }
 
@@ -115,6 +119,9 @@ static void parse(bench_opts *o, int argc, char **argv)
             if (!strcmp(v, "bf16")) o->dt = SC_BF16;
             else if (!strcmp(v, "f32") || !strcmp(v, "fp32")) o->dt = SC_F32;
             else usage("--dtype: bf16 or f32");
+        } else if (!strcmp(a, "--copy-engines")) {
+            if (strcmp(v, "0") && strcmp(v, "1")) usage("--copy-engines: 0 or 1");
+            o->ce = v[0] == '1';
         } else if (!strcmp(a, "--ops")) {
             char buf[256];
             snprintf(buf, sizeof buf, "%s", v);
@@ -130,10 +137,13 @@ static void parse(bench_opts *o, int argc, char **argv)
     if (o->min_bytes > o->max_bytes) usage("--min-bytes is above --max-bytes");
 }
 
-/* one collective over `count` elements: the whole buffer (all-reduce) or a rank's chunk (the others) */
-static void run_op(sc_cuda *cu, int op, void *buf, size_t count, sc_dtype dt)
+/* one collective over `count` elements: the whole buffer (all-reduce) or a rank's chunk (the others).
+   chunks: the all-reduce as the W chunks' sums and their gather (the copy engines past two ranks) */
+static void run_op(sc_cuda *cu, int op, void *buf, size_t count, sc_dtype dt, int chunks)
 {
-    if (op == OP_ALLREDUCE) sc_cuda_allreduce_sum(cu, buf, count, dt);
+    int W = chunks;
+    if (op == OP_ALLREDUCE && W > 2) sc_cuda_allreduce_chunks_sum(cu, buf, count / (size_t)W, dt);
+    else if (op == OP_ALLREDUCE) sc_cuda_allreduce_sum(cu, buf, count, dt);
     else if (op == OP_REDUCE_SCATTER) sc_cuda_reduce_scatter_sum(cu, buf, count, dt);
     else sc_cuda_allgather(cu, buf, count, dt);
 }
@@ -145,7 +155,7 @@ static void settle(sc_cuda *cu, double timeout_s, const char *what)
 
 /* Each op once on C elements a rank (all-reduce: W C) of small integers, exact in bf16: element i
    of rank r is (i % 7) + r + 1. 1 when every value is what the op must give. */
-static int check_op(sc_cuda *cu, sc_dist_comm *comm, int op, void *buf, sc_dtype dt, double timeout_s)
+static int check_op(sc_cuda *cu, sc_dist_comm *comm, int op, void *buf, sc_dtype dt, double timeout_s, int chunks)
 {
     const size_t C = 1024;
     int W = sc_dist_comm_world(comm), r = sc_dist_comm_rank(comm);
@@ -155,7 +165,7 @@ static int check_op(sc_cuda *cu, sc_dist_comm *comm, int op, void *buf, sc_dtype
     for (size_t i = 0; i < n; i++) x[i] = (float)(i % 7) + (float)r + 1.0f;
     sc_cuda_upload_f32(cu, buf, dt, x, n);
     sc_cuda_comm_wait(cu); /* the communication stream reads what the compute stream wrote */
-    run_op(cu, op, buf, op == OP_ALLREDUCE ? n : C, dt);
+    run_op(cu, op, buf, op == OP_ALLREDUCE ? n : C, dt, chunks);
     settle(cu, timeout_s, "check");
     sc_cuda_download_f32(cu, x, buf, dt, n);
     if (sc_cuda_status(cu) != SC_SUCCESS) die("check");
@@ -185,11 +195,11 @@ int main(int argc, char **argv)
     if (sc_dist_env_read(&e) != SC_SUCCESS) die("launch environment");
     rank_ = e.rank;
     int W = e.world_size;
-    const char *transport = o.transport ? o.transport : transport_guess(e.node_count);
+    const char *transport = o.transport ? o.transport : o.ce ? "ce" : transport_guess(e.node_count);
     /* what every rank must agree on: the sizes, counts and ops */
     uint64_t h = sc_hash_bytes(0, &o.min_bytes, sizeof o.min_bytes);
     h = sc_hash_bytes(h, &o.max_bytes, sizeof o.max_bytes);
-    int nums[4 + OP_COUNT] = {o.step, o.iters, o.warmup, (int)o.dt, o.ops[0], o.ops[1], o.ops[2]};
+    int nums[5 + OP_COUNT] = {o.step, o.iters, o.warmup, (int)o.dt, o.ops[0], o.ops[1], o.ops[2], o.ce};
     h = sc_hash_bytes(h, nums, sizeof nums);
     h = sc_hash_bytes(h, &o.budget_s, sizeof o.budget_s);
     unsigned char blob[8] = {0}, id[SC_NCCL_ID_BYTES];
@@ -213,10 +223,31 @@ int main(int argc, char **argv)
         return 1;
     }
     double tmo = e.timeout_s;
-    int ok = 1;
+    int ok = 1, chunks = 0;
+    if (o.ce) { /* the buffer registered for the copy engines, with a slot of cap / W a peer */
+        size_t sb = ((size_t)(W - 1) * ((cap / es + (size_t)W - 1) / (size_t)W) * es + 255) / 256 * 256;
+        void *scratch = sc_cuda_raw_alloc(sb, cu);
+        unsigned char mine[SC_CUDA_P2P_BLOB_BYTES], *all = (unsigned char *)malloc((size_t)W * sizeof mine);
+        if (!scratch || !all || W < 2 || W > 8) {
+            fprintf(stderr, "allreduce: --copy-engines: 2 to 8 ranks, and %zu bytes of scratch\n", sb);
+            return 1;
+        }
+        memset(mine, 0, sizeof mine);
+        if (sc_cuda_p2p_export(cu, buf, cap, scratch, sb, mine) != SC_SUCCESS) die("--copy-engines: export");
+        if (sc_dist_gather(comm, mine, all, sizeof mine) != SC_SUCCESS ||
+            sc_dist_broadcast(comm, all, (size_t)W * sizeof mine) != SC_SUCCESS)
+            die("--copy-engines: the blobs");
+        float in = sc_cuda_p2p_import(cu, all) == SC_SUCCESS ? 1.0f : 0.0f;
+        if (!in) fprintf(stderr, "allreduce: rank %d: --copy-engines: %s\n", e.rank, sc_last_error());
+        if (sc_dist_allreduce_f32(comm, &in, 1) != SC_SUCCESS) die("--copy-engines");
+        if (in != (float)W) return 1; /* a rank could not map its peers: every rank stops */
+        sc_cuda_p2p_use(cu, 1);
+        free(all);
+        chunks = W; /* (the scratch stays mapped until sc_cuda_destroy) */
+    }
     for (int op = 0; op < OP_COUNT; op++) {
         if (!o.ops[op]) continue;
-        int mine = check_op(cu, comm, op, buf, o.dt, tmo), all[256];
+        int mine = check_op(cu, comm, op, buf, o.dt, tmo, chunks), all[256];
         if (W > 256) { fprintf(stderr, "allreduce: at most 256 ranks\n"); return 2; }
         if (sc_dist_gather(comm, &mine, e.rank ? NULL : all, sizeof mine) != SC_SUCCESS) die("gather");
         for (int q = 0; e.rank == 0 && q < W; q++)
@@ -249,10 +280,11 @@ int main(int argc, char **argv)
         for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= (size_t)o.step) {
             /* all-reduce: bytes / es elements; the others: W chunks of `count` */
             size_t count = op == OP_ALLREDUCE ? bytes / es : bytes / (es * (size_t)W);
+            if (op == OP_ALLREDUCE && chunks > 2) count -= count % (size_t)W; /* W whole chunks */
             size_t total = op == OP_ALLREDUCE ? count * es : count * es * (size_t)W;
             if (!count) continue;
             void *w0 = sc_cuda_event_record(SC_STREAM_COMM, cu);
-            for (int i = 0; i < o.warmup; i++) run_op(cu, op, buf, count, o.dt);
+            for (int i = 0; i < o.warmup; i++) run_op(cu, op, buf, count, o.dt, chunks);
             void *w1 = sc_cuda_event_record(SC_STREAM_COMM, cu);
             settle(cu, tmo, "warm-up");
             /* fewer timed iterations where the full count would pass the budget: rank 0 decides */
@@ -265,7 +297,7 @@ int main(int argc, char **argv)
             if (sc_dist_barrier(comm) != SC_SUCCESS) die("barrier");
             ev[0] = sc_cuda_event_record(SC_STREAM_COMM, cu);
             for (int i = 0; i < n; i++) {
-                run_op(cu, op, buf, count, o.dt);
+                run_op(cu, op, buf, count, o.dt, chunks);
                 ev[i + 1] = sc_cuda_event_record(SC_STREAM_COMM, cu);
             }
             settle(cu, tmo, op_names[op]);

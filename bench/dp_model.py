@@ -56,9 +56,11 @@ collectives' time that overlaps a compute interval (the backward, the embedding 
 optimizer), over all of their time (as bench/dp_hidden.py measures it).
 ZeRO-1: each bucket reduce-scattered only (plus the remainder; the same order, W = 2 included), the
 gather and the embedding backward as above, then the AdamW update on 1/W of each bucket (the
-measured optimizer time x share / W) in bucket order (norm/head, layers L-1 .. 0, embedding),
-each bucket's all-gather of the updated weights queued behind its update, the next step waiting
-for the last all-gather.
+measured optimizer time x share / W) in bucket order (norm/head, layers L-1 .. 0, embedding). The
+updated weights' all-gathers run at the start of the next step (sc__zero_gather), in the order the
+forward reads them (embedding, layers 0 .., norm/head), each forward piece (its start from the
+trace's forward spans) waiting for its own: the compute from then on is delayed by the largest
+wait.
 At large W the gather grows with W (each rank receives W x batch x seq x hidden) while the
 embedding's all-reduce it replaced did not: past W ~ 2 vocab / (batch x seq) it moves more bytes,
 and the embedding backward grows W-fold too.
@@ -227,6 +229,7 @@ def read_trace(path, skip):
         head = [e for e in inside if e['name'] == 'lm_head+loss']
         lay = {e['args']['layer']: e for e in inside if e['cat'] == 'bwd' and e['name'] == 'layer'}
         emb = [e for e in inside if e['cat'] == 'bwd' and e['name'] == 'embedding']
+        fwd = {e['args']['layer']: e for e in inside if e['cat'] == 'fwd' and e['name'] in ('embedding', 'layer')}
         opt = [e for e in inside if e['cat'] == 'opt']
         if not head or not lay or not emb or not opt:
             continue
@@ -234,7 +237,12 @@ def read_trace(path, skip):
         if sorted(lay) != list(range(L)):
             continue
         end = lambda e: (e['ts'] + e['dur'] - t0) / 1e3  # ms from the step's start
-        per.append({'head': end(head[-1]), 'layers': [end(lay[l]) for l in range(L)],
+        # the forward's pieces' starts: the embedding, layers 0 .., the head (evenly spread where
+        # the trace has no forward spans)
+        f0 = [fwd[i]['ts'] for i in range(-1, L) if i in fwd] + [head[0]['ts']]
+        if len(f0) != L + 2:
+            f0 = [t0 + (head[0]['ts'] - t0) * i / (L + 1) for i in range(L + 2)]
+        per.append({'fwd': [(x - t0) / 1e3 for x in f0], 'head': end(head[-1]), 'layers': [end(lay[l]) for l in range(L)],
                     'dur': [lay[l]['dur'] / 1e3 for l in range(L)], 'emb': end(emb[-1]),
                     'embdur': emb[-1]['dur'] / 1e3,
                     'opt0': (opt[0]['ts'] - t0) / 1e3, 'opt': sum(e['dur'] for e in opt) / 1e3,
@@ -244,6 +252,7 @@ def read_trace(path, skip):
     med = lambda f: statistics.median(f(p) for p in per)
     L = len(per[0]['layers'])
     return {'L': L, 'n': len(per), 'head': med(lambda p: p['head']), 'emb': med(lambda p: p['emb']),
+            'fwd': [med(lambda p: p['fwd'][i]) for i in range(L + 2)],
             'embdur': med(lambda p: p['embdur']),
             'layers': [med(lambda p: p['layers'][l]) for l in range(L)],
             'dur': [med(lambda p: p['dur'][l]) for l in range(L)],
@@ -293,13 +302,14 @@ def layer_groups(sizes, L, eb, cap):
     return groups
 
 
-def sum_time(cost, n, W, eb, gather):
+def sum_time(cost, n, W, eb, gather, ce=False):
     """ms of sc__sum_chunks: n gradient elements (eb bytes each) summed over W ranks. W = 2 and
-    gather: one all-reduce; else a reduce-scatter of W (n / W), an all-reduce of the remainder,
-    then (gather; not ZeRO-1) the all-gather of the chunks"""
+    gather, or the copy engines' sums (ce: bench/allreduce.c --copy-engines 1 timed the chunks' sums
+    and their gather as its all-reduce) and gather: one all-reduce; else a reduce-scatter of W
+    (n / W), an all-reduce of the remainder, then (gather; not ZeRO-1) the all-gather of the chunks"""
     if W < 2:
         return 0.0
-    if W == 2 and gather:
+    if (W == 2 or ce) and gather:
         return cost('allreduce', n * eb)
     ch = n // W
     t = cost('reduce_scatter', ch * W * eb) if ch else 0.0
@@ -323,6 +333,25 @@ def gathers(m, W):
     return W > 1 and W * m['rows'] * m['ab'] < 2 * m['vocab'] * m['eb']
 
 
+ZERO_AHEAD = 2  # the header's SC__ZERO_AHEAD
+
+
+def zero_gathers(tr, m, W, cost):
+    """ZeRO-1: the last update's all-gathers in the order the forward reads the weights (the
+    embedding, layers 0 .., the norm / head), each forward piece waiting for its own; piece p's is
+    queued when the forward reaches piece p - ZERO_AHEAD (pieces 0 .. ZERO_AHEAD at the step's
+    start; sc__zero_ready): their intervals, and the delay they add to the forward"""
+    sizes, L, eb = m['sizes'], tr['L'], m['eb']
+    iv, t, d = [], 0.0, 0.0
+    for i, b in enumerate([L + 1] + [L - l for l in range(L)] + [0]):
+        if sizes[b] // W:
+            t0 = max(t, tr['fwd'][i - ZERO_AHEAD] + d if i > ZERO_AHEAD else 0.0)
+            iv.append((t0, t0 + cost('allgather', sizes[b] // W * W * eb)))
+            t = iv[-1][1]
+        d = max(d, t - tr['fwd'][i])  # piece i starts at fwd[i] + d, once its gather is done
+    return iv, d
+
+
 def simulate(tr, m, W, mode, cost, F, U=0.0):
     """one step at W ranks: (step ms, comm intervals, compute intervals, end of layer 0's backward).
     m: the model (sizes: bucket elements, tied, rows a rank, hidden, eb and ab: bytes of a gradient
@@ -337,13 +366,15 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
     g = gathers(m, W)
     order = [[0]] + ([[L + 1]] if m['tied'] and g else []) + layer_groups(sizes, L, eb, m.get('bucket', 0))
     slow = [U if W > 1 else 0.0] * L
+    zg, zd = zero_gathers(tr, m, W, cost) if mode != 'dp' and W > 1 else ([], 0.0)
     for _ in range(8 if F > 0 and W > 1 else 1):  # fixed point: the layers a collective runs beside are slower
         ready, tb = ready_times(tr, slow)
-        comm, t, done = [], 0.0, {}
+        ready, tb = [x + zd for x in ready], tb + zd  # ZeRO-1: the forward's wait for the gathers
+        comm, t, done = list(zg), zg[-1][1] if zg else 0.0, {}
         if W > 1:
             for grp in order:
                 s = max(ready[0] if grp == [L + 1] else ready[max(grp)], t)
-                t = s + sum_time(cost, sum(sizes[b] for b in grp), W, eb, mode == 'dp')
+                t = s + sum_time(cost, sum(sizes[b] for b in grp), W, eb, mode == 'dp', m.get('ce', False))
                 comm.append((s, t))
                 for b in grp:
                     done[b] = t
@@ -362,7 +393,7 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
             c += tr['embdur']
             if W > 1:
                 s = max(c, t)
-                t = s + sum_time(cost, sizes[L + 1], W, eb, mode == 'dp')
+                t = s + sum_time(cost, sizes[L + 1], W, eb, mode == 'dp', m.get('ce', False))
                 comm.append((s, t))
                 done[L + 1] = t
             c += gap
@@ -373,18 +404,14 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
             c = max([c + tr['opt'] * fa] + [e for _, e in comm])  # layer 0 and the embedding: after the gather
             comp.append((c, c + tr['opt'] * (1 - fa)))
             end = c + tr['opt'] * (1 - fa)
-        else:  # ZeRO-1: update 1/W of each bucket, then its all-gather behind it on the comm stream
+        else:  # ZeRO-1: update 1/W of each bucket (the next step's forward gathers them)
             for b, n in enumerate(sizes):
                 if b == L and done:
                     c = max(c, max(done.values()))  # layer 0's and the embedding's chunks: every sum in
                 u = tr['opt'] * n / N / W
                 comp.append((c, c + u))
                 c += u
-                if n // W:
-                    s = max(c, t)
-                    t = s + cost('allgather', n // W * W * eb)
-                    comm.append((s, t))
-            end = max(c, t)
+            end = c
         if F > 0 and W > 1:
             ci = merge(comm)
             nslow = []
@@ -422,10 +449,12 @@ def ranks_of(path, default):
     return int(m.group(1)) if m else default
 
 
-def measured_from_logs(d):
-    """{key: ms} from bench/gpu_dp_checks.sh's logs: 1 (speed1), W (speed2), zW (speedz), sockW (sock2)"""
+def measured_from_logs(d, ce=False):
+    """{key: ms} from bench/gpu_dp_checks.sh's logs: 1 (speed1), W (the sums modelled: speed2, the default's
+    copy engines, with ce; else speed2n, --dp-sums nccl, where it ran), zW (speedz), sockW (sock2)"""
     out = {}
-    for name, key in (('speed1.log', '1'), ('speed2.log', ''), ('speedz.log', 'z'), ('sock2.log', 'sock')):
+    dp = 'speed2.log' if ce or not os.path.exists(os.path.join(d, 'speed2n.log')) else 'speed2n.log'
+    for name, key in (('speed1.log', '1'), (dp, ''), ('speedz.log', 'z'), ('sock2.log', 'sock')):
         p = os.path.join(d, name)
         if os.path.exists(p):
             ms = median_step(p)
@@ -552,6 +581,9 @@ def main(argv=None):
     ap.add_argument('--base-us', type=float, default=0.0,
                     help='the part of each fitted alpha that is paid once a collective, not per hop')
     ap.add_argument('--skip', type=int, default=2, help='warm-up steps of the trace to drop')
+    ap.add_argument('--copy-engines', action='store_true',
+                    help='the --nvlink CSV is bench/allreduce.c --copy-engines 1\'s: a bucket\'s sum with its gather is '
+                    'one all-reduce at any W (the library\'s default within a host)')
     ap.add_argument('--bucket-mb', type=int, default=640,
                     help='as train --bucket-mb: the layers summed by one NCCL launch up to this many MiB (0: one a layer)')
     ap.add_argument('--ws', default=','.join(map(str, WS)))
@@ -571,7 +603,7 @@ def main(argv=None):
     sizes, L = buckets(shape)
     eb = 2 if args.dtype == 'bf16' else 4
     m = {'sizes': sizes, 'tied': shape[7], 'rows': args.batch * args.seq, 'hidden': shape[1], 'vocab': shape[0],
-         'eb': eb, 'ab': eb, 'bucket': args.bucket_mb * 1048576}
+         'eb': eb, 'ab': eb, 'bucket': args.bucket_mb * 1048576, 'ce': args.copy_engines}
     tr = read_trace(args.trace, args.skip)
     if tr['L'] != L:
         raise SystemExit('the trace has %d layers, the model %d: pass the run\'s --model or --config' % (tr['L'], L))
@@ -585,7 +617,7 @@ def main(argv=None):
     if not inters:
         inters.append(Link.assumed(400.0, 10.0))
         inters[-1].note += ' (default: no --socket CSV and no --inter-gbps)'
-    meas = measured_from_logs(args.logs) if args.logs else {}
+    meas = measured_from_logs(args.logs, args.copy_engines) if args.logs else {}
     for kv in args.measured:
         k, _, v = kv.partition('=')
         meas[k] = float(v)
@@ -674,10 +706,12 @@ def selftest():
     calls = []
     rec = lambda op, nb: calls.append((op, nb)) or 0.0
     sum_time(rec, 10, 2, 2, True), sum_time(rec, 10, 2, 2, False), sum_time(rec, 10, 4, 2, True)
-    sum_time(rec, 10, 4, 2, False)
+    sum_time(rec, 10, 4, 2, False), sum_time(rec, 10, 4, 2, True, True), sum_time(rec, 10, 4, 2, False, True)
     ok(calls == [('allreduce', 20), ('reduce_scatter', 20), ('reduce_scatter', 16), ('allreduce', 4),
-                 ('allgather', 16), ('reduce_scatter', 16), ('allreduce', 4)],
-       'sums: W = 2 all-reduce, ZeRO-1 reduce-scatter; W = 4 reduce-scatter + remainder (+ all-gather)')
+                 ('allgather', 16), ('reduce_scatter', 16), ('allreduce', 4), ('allreduce', 20),
+                 ('reduce_scatter', 16), ('allreduce', 4)],
+       'sums: W = 2 all-reduce, ZeRO-1 reduce-scatter; W = 4 reduce-scatter + remainder (+ all-gather); '
+       'the copy engines one all-reduce')
     # by hand, W = 2: all-reduces 0.5 ms (norm), 6 (the tied embedding's head part), 3 (layers):
     # [10, 10.5], [10.5, 16.5], [16.5, 19.5], [19.5, 22.5]; the gather (4000 + 800 bytes, 0.5 + 0.1
     # ms) [22.5, 23.1]; the embedding backward over 2 ranks' rows 2 ms: 25.1; the optimizer's 28%
@@ -693,11 +727,14 @@ def selftest():
     u = dict(m, tied=False)
     r = summarize(tr, u, 2, 'dp', cost, 0.0)
     ok(abs(r['step'] - 26.6) < 1e-9, 'untied head, W = 2: step 26.6 ms by hand: %.4f' % r['step'])
-    # ZeRO-1, W = 2: reduce-scatters [10, 10.25], [10.25, 13.25] (embedding), [14, 15.5], [18, 19.5];
-    # the gather [19.5, 20.1], the embedding backward to 22.1; updates 0.04, 0.24, 0.24, 0.48 from
-    # 22.1, each bucket's all-gather (0.25, 1.5, 1.5, 3) behind its update: the last ends 28.39; + 1
+    ok(tr['fwd'] == [0, 1, 4, 7], 'trace: the forward pieces start at 0, 1, 4, 7 ms')
+    # ZeRO-1, W = 2: the last update's all-gathers first, in the forward's order: embedding [0, 3],
+    # layer 0 [3, 4.5], layer 1 [4.5, 6], norm [6, 6.25]; layer 0's forward (at 1) waits to 4.5: all
+    # compute 3.5 ms later. Reduce-scatters [13.5, 13.75], [13.75, 16.75] (embedding), [17.5, 19],
+    # [21.5, 23]; the gather [23, 23.6], the embedding backward to 25.6; updates 0.04, 0.24, 0.24,
+    # 0.48: 26.6; + 1
     z = summarize(tr, m, 2, 'zero1', cost, 0.0)
-    ok(abs(z['step'] - 29.39) < 1e-9, 'ZeRO-1, W = 2: step 29.39 ms by hand: %.4f' % z['step'])
+    ok(abs(z['step'] - 27.6) < 1e-9, 'ZeRO-1, W = 2: step 27.6 ms by hand: %.4f' % z['step'])
     # fast collectives: the step is the 1-GPU step plus the second rank's rows; all but layer 0's
     # sum and the gather (after the backward, nothing beside them) hidden: 3.8 of 5.48 ns a byte
     fast = lambda op, nb: 1e-7 * nb

@@ -313,6 +313,13 @@ if [ "${ALLREDUCE:-1}" = 1 ] && command -v torchrun > /dev/null; then
         # shellcheck disable=SC2086 # sockcsv: empty or two words
         python3 bench/dp_model.py --trace "$O/speed1" --nvlink "$O/allreduce_nvlink.csv" $sockcsv \
             --inter-gbps 400 --inter-lat-us 10 --logs "$O" --out "$O/dp_model.txt" || { echo "dp_model.py: exit $?"; fail=1; }
+        # the default's sums by the copy engines: their collectives, and the model on them against speed2
+        torchrun --nproc-per-node $NG --master-port "$(free_port)" --no-python "$BIN/allreduce" --copy-engines 1 \
+            --out "$O/allreduce_ce.csv" > "$O/allreduce_ce.log" 2>&1 ||
+            { echo "allreduce by the copy engines: exit $?"; tail -n 5 "$O/allreduce_ce.log"; fail=1; }
+        grep -h 'allreduce .* 268435456 ' "$O/allreduce_ce.log" 2>/dev/null
+        python3 bench/dp_model.py --trace "$O/speed1" --nvlink "$O/allreduce_ce.csv" --copy-engines \
+            --inter-gbps 400 --inter-lat-us 10 --logs "$O" --out "$O/dp_model_ce.txt" || { echo "dp_model.py --copy-engines: exit $?"; fail=1; }
     else echo "no $BIN/allreduce (make build/allreduce): the collective benchmark and the model skipped"; fi
 fi
 echo "checks: $([ $fail = 0 ] && echo all passed || echo FAILED)"
