@@ -57,10 +57,10 @@ optimizer), over all of their time (as bench/dp_hidden.py measures it).
 ZeRO-1: each bucket reduce-scattered only (plus the remainder; the same order, W = 2 included), the
 gather and the embedding backward as above, then the AdamW update on 1/W of each bucket (the
 measured optimizer time x share / W) in bucket order (norm/head, layers L-1 .. 0, embedding). The
-updated weights' all-gathers run at the start of the next step (sc__zero_gather), in the order the
-forward reads them (embedding, layers 0 .., norm/head), each forward piece (its start from the
-trace's forward spans) waiting for its own: the compute from then on is delayed by the largest
-wait.
+updated weights' all-gathers run under the next step's forward (sc__zero_ready), in the order it
+reads them (embedding, layers 0 .., norm/head), piece p's queued when the forward reaches piece
+p - 2, each forward piece (its start from the trace's forward spans) waiting for its own: the
+compute from then on is delayed by the largest wait.
 At large W the gather grows with W (each rank receives W x batch x seq x hidden) while the
 embedding's all-reduce it replaced did not: past W ~ 2 vocab / (batch x seq) it moves more bytes,
 and the embedding backward grows W-fold too.
