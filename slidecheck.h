@@ -12626,9 +12626,12 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         } else {
             sc__slide_drain(m);
         }
-        /* one process, unclipped: asked once, the next updating steps sum each layer's
-           chunks as it lands, and the norm no longer waits for the updates */
-        int one = sc_dist_comm_world(m->mc.comm) <= 1 && !m->nccl; /* (ZeRO-1 is several) */
+        /* unclipped, in one process or over NCCL (every host holds the summed gradients): asked
+           once, the next updating steps sum each layer's chunks as it lands, and the norm no
+           longer waits for the updates, which then run beside the next step. The CPU backend's
+           data parallel sums after the backward (and its ZeRO-1 exchanges the updates): there
+           the norm follows them all. */
+        int one = m->nccl || sc_dist_comm_world(m->mc.comm) <= 1;
         if (one && !sl->gn_part && sc__slide_norm_sums(sl) != SC_SUCCESS) return NAN;
         sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
         if (one) {
