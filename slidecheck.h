@@ -10090,6 +10090,20 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
                                             c->hidden_size, nt) != SC_SUCCESS)
                 sl->task_err = SC_ERROR_OUT_OF_MEMORY;
         if (t->update) sc__slide_update_rows(m, &t->k, b->touched, 1, wb, 0, c->vocab_size);
+        /* every gradient outside the layers is final now: their chunks' norm sums here, in turn
+           with the updates, rather than by the norm's caller on threads of its own beside them
+           (0.3B gradients at the 1.7B shape, on cores the updates use) */
+        if (sl->gn_part) {
+            size_t e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c), c0, c1;
+            if (sc__norm_chunks_in(0, e, &c0, &c1)) {
+                sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
+                memset(sl->gn_done + c0, 1, c1 - c0);
+            }
+            if (sc__norm_chunks_in(no, m->nparams - no, &c0, &c1)) {
+                sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
+                memset(sl->gn_done + c0, 1, c1 - c0);
+            }
+        }
     }
 }
 
