@@ -323,7 +323,8 @@ USAGE
      sc_cuda_allreduce_chunks_sum   the chunks' sums and their gather in one pass
      sc_cuda_p2p_export / _import / _use / _on   ranks of one host: the sums by peer copies
      sc_cuda_grad_norm(cu, g, gt, n, max_norm) / sc_cuda_grad_norm_read   the clipping norm
-     sc_cuda_grad_norm_chunks(cu, part, g, gt, n)   its chunk sums (slide: into pinned host memory)
+     sc_cuda_grad_norm_chunks(cu, stream, part, g, gt, n)   its chunk sums on a stream (slide: into
+                                         pinned host memory)
      sc_cuda_sgd_update / sc_cuda_adamw_update   the optimizers, the host's bits
      sc_cuda_sgd_update_norm / _adamw_update_norm   the same, and the gradient norm from the same read
      sc_cuda_<op>(cu, ...)               every CPU layer op above but rope_table, on the GPU:
@@ -1790,7 +1791,7 @@ SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *s
    ceil(n / SC_GRAD_NORM_CHUNK)) on the compute stream: where g starts at a chunk of a gradient
    vector, sc_grad_norm's chunk sums of it, bit for bit. part is device memory or pinned host
    memory (sc_cuda_host_alloc: with unified addressing the kernel writes it where it is). */
-SC_CUDA_DEF void sc_cuda_grad_norm_chunks(sc_cuda *cu, double *part, const void *g, sc_dtype gt, size_t n);
+SC_CUDA_DEF void sc_cuda_grad_norm_chunks(sc_cuda *cu, int stream, double *part, const void *g, sc_dtype gt, size_t n);
 SC_CUDA_DEF void sc_cuda_adamw_update(sc_cuda *cu, void *p, void *m, void *v, sc_dtype pt, sc_dtype st, const void *g,
                                 sc_dtype gt, size_t n, const sc_optim_consts *k);
 /* The update and the 2-norm of g in one pass over g: the bits of the update followed by
@@ -9936,9 +9937,9 @@ static sc_result sc__slide_norm_sums(sc__slide *sl)
 {
     sc_model *m = sl->m;
     sl->gn_nc = (sc_config_num_params(&m->cfg) + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK;
-    /* on the GPU, one process: the device's kernels write the layers' sums into pinned memory
-       (over NCCL the gradients are summed on another stream first: the host sums them) */
-    sl->gn_dev = m->cu != NULL && !m->nccl && sc_dist_comm_world(m->mc.comm) <= 1;
+    /* on the GPU, in one process or over NCCL (after each layer's sum, on the download stream):
+       the device's kernels write the layers' sums into pinned memory, and no host pass reads them */
+    sl->gn_dev = m->cu != NULL && (m->nccl || sc_dist_comm_world(m->mc.comm) <= 1);
     sl->gn_part = (double *)sc__host_alloc(m, sizeof(double) * (sl->gn_nc ? sl->gn_nc : 1), sl->gn_dev);
     sl->gn_done = (unsigned char *)SC_MALLOC(sl->gn_nc ? sl->gn_nc : 1);
     if (sl->gn_done) memset(sl->gn_done, 0, sl->gn_nc ? sl->gn_nc : 1);
@@ -9964,7 +9965,8 @@ static void sc__slide_norm_sum(sc_model *m, const void *p, size_t gs, size_t c0,
     const char *g = (const char *)p + (c0 * SC_GRAD_NORM_CHUNK - gs) * (size_t)m->gb;
 #ifdef SLIDECHECK_CUDA
     if (m->cu) {
-        sc_cuda_grad_norm_chunks(m->cu, sl->gn_part + c0, g, m->gdt, (c1 - c0) * SC_GRAD_NORM_CHUNK);
+        /* over NCCL the download stream, which waits for the sums, not the compute stream */
+        sc_cuda_grad_norm_chunks(m->cu, m->nccl ? 2 : 0, sl->gn_part + c0, g, m->gdt, (c1 - c0) * SC_GRAD_NORM_CHUNK);
         return;
     }
 #endif
@@ -10054,8 +10056,9 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     } else if (t->kind == SC__TASK_NORM || t->kind == SC__TASK_LAYER) {
         size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit), c0, c1;
         /* this layer's gradients are final: its norm sums here (or the device's landed with
-           them), or in a task of their own */
-        if (sl->gn_part && (t->kind == SC__TASK_NORM || !t->update) && sc__norm_chunks_in(base, sc__layer_numel(c), &c0, &c1)) {
+           them: over NCCL they always do), or in a task of their own */
+        int marks = t->kind == SC__TASK_NORM || !t->update || (sl->gn_dev && m->nccl);
+        if (sl->gn_part && marks && sc__norm_chunks_in(base, sc__layer_numel(c), &c0, &c1)) {
             if (!sl->gn_dev) sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
             memset(sl->gn_done + c0, 1, c1 - c0);
         }
@@ -12640,14 +12643,17 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         } else {
             sc__slide_drain(m);
         }
-        /* unclipped, in one process or over NCCL (every host holds the summed gradients): asked
-           once, the next updating steps sum each layer's chunks as it lands, and the norm no
-           longer waits for the updates, which then run beside the next step. The CPU backend's
-           data parallel sums after the backward (and its ZeRO-1 exchanges the updates): there
-           the norm follows them all. */
+        /* in one process or over NCCL (every host holds the summed gradients): asked once, the
+           next steps sum each layer's chunks as it lands (over NCCL on the device, after its
+           sum), and the norm adds those sums instead of reading every gradient again. Unclipped
+           in one process it no longer waits for the updates, which then run beside the next
+           step; over NCCL it still does: the updates beside the next step's forward and its
+           collectives ran slower on two H200s of one host (648 against 603 ms a step). The CPU
+           backend's data parallel sums after the backward (and its ZeRO-1 exchanges the
+           updates): there the norm follows them all, in one pass. */
         int one = m->nccl || sc_dist_comm_world(m->mc.comm) <= 1;
         if (one && !sl->gn_part && sc__slide_norm_sums(sl) != SC_SUCCESS) return NAN;
-        sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
+        sl->gn_split = one && !m->nccl && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
         if (one) {
             if ((sl->ndev || m->params) && sc__slide_norm_kept(m) != SC_SUCCESS) return NAN;
             m->gnorm_step = m->t;

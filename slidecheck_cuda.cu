@@ -5848,19 +5848,20 @@ static void sc__gn_finish(sc_cuda *cu, size_t nc, float max_norm)
 static size_t sc__gn_chunks(size_t n) { return (n + SC_GRAD_NORM_CHUNK - 1) / SC_GRAD_NORM_CHUNK; }
 static unsigned sc__gn_blocks(size_t nc) { return (unsigned)((nc + SC__NORM_WARPS - 1) / SC__NORM_WARPS); }
 
-SC_CUDA_DEF void sc_cuda_grad_norm_chunks(sc_cuda *cu, double *part, const void *g, sc_dtype gt, size_t n)
+SC_CUDA_DEF void sc_cuda_grad_norm_chunks(sc_cuda *cu, int stream, double *part, const void *g, sc_dtype gt, size_t n)
 {
     size_t nc = sc__gn_chunks(n);
     if (!sc__ok(cu) || !nc) return;
+    cudaStream_t st = sc__stream_of(cu, stream);
     if (sc__v8(8, {g})) {
         unsigned gr = sc__gn_blocks(nc);
         if (gt == SC_BF16)
-            k_sumsq_chunks8<0, float, float, bf16><<<gr, 32 * SC__NORM_WARPS, 0, cu->stream>>>(part, (const bf16 *)g, n, NULL, NULL, NULL, NULL, NULL);
+            k_sumsq_chunks8<0, float, float, bf16><<<gr, 32 * SC__NORM_WARPS, 0, st>>>(part, (const bf16 *)g, n, NULL, NULL, NULL, NULL, NULL);
         else
-            k_sumsq_chunks8<0, float, float, float><<<gr, 32 * SC__NORM_WARPS, 0, cu->stream>>>(part, (const float *)g, n, NULL, NULL, NULL, NULL, NULL);
+            k_sumsq_chunks8<0, float, float, float><<<gr, 32 * SC__NORM_WARPS, 0, st>>>(part, (const float *)g, n, NULL, NULL, NULL, NULL, NULL);
     } else { /* an unaligned buffer: one element a load, the same order */
-        if (gt == SC_BF16) k_sumsq_chunks<bf16><<<(unsigned)nc, 256, 0, cu->stream>>>(part, (const bf16 *)g, n);
-        else k_sumsq_chunks<float><<<(unsigned)nc, 256, 0, cu->stream>>>(part, (const float *)g, n);
+        if (gt == SC_BF16) k_sumsq_chunks<bf16><<<(unsigned)nc, 256, 0, st>>>(part, (const bf16 *)g, n);
+        else k_sumsq_chunks<float><<<(unsigned)nc, 256, 0, st>>>(part, (const float *)g, n);
     }
     sc__launched(cu, "grad_norm chunks");
 }
@@ -5870,7 +5871,7 @@ SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size
     if (!sc__ok(cu)) return;
     size_t nc = sc__gn_chunks(n);
     if (!sc__gn_reserve(cu, nc)) return;
-    sc_cuda_grad_norm_chunks(cu, cu->gn_part, g, gt, n);
+    sc_cuda_grad_norm_chunks(cu, 0, cu->gn_part, g, gt, n);
     sc__gn_finish(cu, nc, max_norm);
 }
 
