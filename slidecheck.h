@@ -1537,8 +1537,10 @@ SCDEF int sc_model_steps_done(const sc_model *m);
    or the host optimizer). In slide mode, one process, unclipped: once asked, the later updating
    steps sum each layer's part as its gradients land, ahead of its update, and the norm waits
    for those sums and the head's and embedding's tasks only, not for the layers' updates; the
-   parts kept on the device (slide_device_layers, slide_keep_head) are summed there. NaN where
-   the gradients are not all in one place (slide_device_update after an update, GPU ZeRO-1). */
+   parts kept on the device (slide_device_layers, slide_keep_head) are summed there. Over NCCL
+   (every host holds the summed gradients) each layer's part is summed on the device after its
+   sum, and the norm waits for the updates, then adds the parts. NaN where the gradients are not
+   all in one place (slide_device_update after an update, GPU ZeRO-1). */
 SCDEF double sc_model_grad_norm(sc_model *m);
 /* The optimizer's state as a safetensors file: "exp_avg" and "exp_avg_sq" (AdamW's m and v) and
    "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
@@ -8777,7 +8779,7 @@ typedef struct sc__slide {
     size_t gn_nc;
     int gn_split, gn_now, gn_tasks;
     int gn_dev; /* the device sums each streamed layer's chunks before its gradients go down, into
-                   gn_part (pinned): the host's task only marks them */
+                   gn_part (pinned): the host's task only marks them (one process, or NCCL) */
     sc__hspan *hspans; size_t nhspans, chspans;
     struct sc_model *m;
 } sc__slide;
