@@ -1,7 +1,8 @@
 """Data parallel on the GPU: scaling and how much of the all-reduce hides behind compute.
     python3 bench/dp_hidden.py ONE_GPU.log TWO_GPU.log TRACE.json [ONE_GPU_TRACE.json]
 scaling = W x step(1 GPU) / step(W GPUs), from the tool's summary lines (median step, per rank's
-batch the same). hidden = per step, the all-reduce spans' time (stream "nccl") that overlaps a
+batch the same), and from the mean of the step lines after the first (slide: every host update
+counted once). hidden = per step, the all-reduce spans' time (stream "nccl") that overlaps a
 compute-stream span, over all of their time; median over the steps after the first.
 With the 1-GPU trace: where the W-GPU step loses its time, phase by phase (the median over the
 steps after the first two of each phase's spans summed per step), and how much of the W-GPU
@@ -16,6 +17,14 @@ def median_step(path):
         if line.startswith('summary:'):
             return float(re.search(r'median step ([0-9.]+) ms', line).group(1))
     raise SystemExit('%s: no summary line' % path)
+
+
+def mean_after_first(path):
+    """the mean of the step lines' times after the first (steps 2..N), or None. Slide mode in one
+    process carries a step's host updates into the next; its first step waits for them, and so
+    does its last: the mean over steps 2..N counts every update once, where the median may not."""
+    ms = [float(m.group(1)) for m in (re.match(r'step \d+ .*? ms ([0-9.]+) ', l) for l in open(path)) if m]
+    return sum(ms[1:]) / len(ms[1:]) if len(ms) > 1 else None
 
 
 def overlap(a0, a1, iv):
@@ -52,6 +61,9 @@ for s in (e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'):
     if tot > 0:
         fr.append(sum(overlap(a, b, cs) for a, b in ar) / tot)
 print('step: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (one, W, two, W * one / two))
+m1, m2 = mean_after_first(sys.argv[1]), mean_after_first(sys.argv[2])
+if m1 and m2:
+    print('mean of steps 2..N: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (m1, W, m2, W * m1 / m2))
 if fr:
     print('all-reduce hidden behind compute: median %.1f%% over %d steps (min %.1f%%, max %.1f%%)' % (
         100 * statistics.median(fr[1:] or fr), len(fr), 100 * min(fr), 100 * max(fr)))
