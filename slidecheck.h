@@ -1790,7 +1790,8 @@ SC_CUDA_DEF void sc_cuda_sgd_update(sc_cuda *cu, void *p, sc_dtype pt, const voi
 SC_CUDA_DEF void sc_cuda_grad_norm(sc_cuda *cu, const void *g, sc_dtype gt, size_t n, float max_norm);
 SC_CUDA_DEF sc_result sc_cuda_grad_norm_read(sc_cuda *cu, double *norm, float *scale);
 /* The squares' sums of g[0, n) chunk by chunk, SC_GRAD_NORM_CHUNK elements each, into part[0,
-   ceil(n / SC_GRAD_NORM_CHUNK)) on the compute stream: where g starts at a chunk of a gradient
+   ceil(n / SC_GRAD_NORM_CHUNK)) on `stream` (0 the compute stream, 1 and 2 the upload and
+   download streams, SC_STREAM_COMM the collectives'): where g starts at a chunk of a gradient
    vector, sc_grad_norm's chunk sums of it, bit for bit. part is device memory or pinned host
    memory (sc_cuda_host_alloc: with unified addressing the kernel writes it where it is). */
 SC_CUDA_DEF void sc_cuda_grad_norm_chunks(sc_cuda *cu, int stream, double *part, const void *g, sc_dtype gt, size_t n);
@@ -12650,7 +12651,7 @@ SCDEF double sc_model_grad_norm(sc_model *m)
            sum), and the norm adds those sums instead of reading every gradient again. Unclipped
            in one process it no longer waits for the updates, which then run beside the next
            step; over NCCL it still does: the updates beside the next step's forward and its
-           collectives ran slower on two H200s of one host (648 against 603 ms a step). The CPU
+           collectives ran slower (bench/RESULTS.md, slide on two GPUs). The CPU
            backend's data parallel sums after the backward (and its ZeRO-1 exchanges the
            updates): there the norm follows them all, in one pass. */
         int one = m->nccl || sc_dist_comm_world(m->mc.comm) <= 1;
