@@ -9767,12 +9767,44 @@ static void sc__slide_layer_chunk(const sc_model *m, int split, size_t at[2], si
               split ? sc_dist_comm_rank(m->mc.comm) : 0, at, cnt);
 }
 
+/* Slide over NCCL with a tied LM head that goes up whole (not kept, not in slices, not updated on
+   the device): the host update of the embedding's rows is split as the layers' are, rank r its
+   chunk of rows and every rank the remainder (sc__chunk); the head's upload gathers the other
+   ranks' rows on the device, and the embedding's forward reads them there. */
+static int sc__slide_head_split(const sc_model *m)
+{
+    return m->nccl && sc_dist_comm_world(m->mc.comm) > 1 && m->cfg.tie_embeddings && !m->mc.slide_keep_head &&
+           !m->mc.slide_device_update && (sc__head_rows(m) >= m->cfg.vocab_size || m->mc.slide_head_once);
+}
+
+/* The embedding rows this rank updates: [at[i], at[i] + cnt[i]), all of them unless the head is split */
+static void sc__slide_row_chunk(const sc_model *m, size_t at[2], size_t cnt[2])
+{
+    int split = sc__slide_head_split(m);
+    sc__chunk((size_t)m->cfg.vocab_size, split ? sc_dist_comm_world(m->mc.comm) : 1,
+              split ? sc_dist_comm_rank(m->mc.comm) : 0, at, cnt);
+}
+
+/* Over NCCL: how many of the parameters the host updates belong to the other ranks' chunks (of
+   the streamed layers, unless the device updates them, and of a split head's rows) */
+static int sc__dev_layer(const sc_model *m, int l);
+static size_t sc__slide_others(const sc_model *m)
+{
+    const sc_config *c = &m->cfg;
+    size_t at[2], cnt[2], n = 0, ln = sc__layer_numel(c);
+    if (!m->nccl || sc_dist_comm_world(m->mc.comm) < 2) return 0;
+    sc__slide_layer_chunk(m, 1, at, cnt);
+    for (int l = 0; l < c->num_layers && !m->mc.slide_device_update; l++)
+        if (!sc__dev_layer(m, l)) n += ln - cnt[0] - cnt[1];
+    sc__slide_row_chunk(m, at, cnt);
+    return n + ((size_t)c->vocab_size - cnt[0] - cnt[1]) * (size_t)c->hidden_size;
+}
+
 /* Where parameter `off`'s AdamW state sits in hm / hv. ZeRO-1 (sl->zero): a rank keeps state
    only for what it updates, in parameter order: the embedding, its chunks of each layer (the
    split above) and the final norm with an untied head. The embedding, norm and head keep whole
-   state on every rank: every rank updates them alike (over NCCL each host adds every rank's
-   embedding rows and uploads the whole head); sharding them would need an exchange of their
-   weights before every upload, not built. Without ZeRO-1: off itself. off = nparams gives the
+   state on every rank (a split head's rank updates its rows only: the others' state idles there;
+   an untied one's every rank updates alike). Without ZeRO-1: off itself. off = nparams gives the
    state's size. Only offsets this rank updates have a place. */
 static size_t sc__slide_state_at(const sc_model *m, size_t off)
 {
@@ -9840,6 +9872,16 @@ static void sc__slide_update_rows(sc_model *m, const sc_optim_consts *k, const u
             r = e;
         }
     }
+}
+
+/* ... of the rows this rank updates (sc__slide_row_chunk) */
+static void sc__slide_update_own_rows(sc_model *m, const sc_optim_consts *k, const unsigned char *touched, int want,
+                                      int wb)
+{
+    size_t at[2], cnt[2];
+    sc__slide_row_chunk(m, at, cnt);
+    for (int i = 0; i < 2; i++)
+        if (cnt[i]) sc__slide_update_rows(m, k, touched, want, wb, (int)at[i], (int)(at[i] + cnt[i]));
 }
 
 /* The embedding backward on the host, with the CUDA kernel's arithmetic: each token's rows are
@@ -9932,7 +9974,6 @@ static int sc__slide_split_rows(const sc_model *m, int *out)
 
 static void *sc__host_alloc(sc_model *m, size_t bytes, int pinned);
 static void sc__host_free(sc_model *m, void *p, int pinned);
-static int sc__dev_layer(const sc_model *m, int l);
 
 /* The norm's chunk sums and which of them the layer tasks summed (none yet). Only while no task
    runs: they read sl->gn_part. */
@@ -10048,8 +10089,11 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
     int nt = sc__slide_threads(m), wb = m->mc.slide_dpu ? t->par : 0;
     if (t->kind == SC__TASK_CLIPPED) { /* the update after clipping: unit L the embedding, norm and head */
         size_t e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c);
-        if (t->unit == c->num_layers) {
-            sc__slide_update(m, &t->k, 0, e, nt, wb);
+        if (t->unit == c->num_layers) { /* the embedding: this rank's rows (sc__slide_row_chunk) */
+            size_t at[2], cnt[2], C = (size_t)c->hidden_size;
+            sc__slide_row_chunk(m, at, cnt);
+            SC_ASSERT(e == (size_t)c->vocab_size * C);
+            for (int i = 0; i < 2; i++) sc__slide_update(m, &t->k, at[i] * C, cnt[i] * C, nt, wb);
             sc__slide_update(m, &t->k, no, m->nparams - no, nt, wb);
         } else { /* over NCCL this rank's chunks (the upload gathers the rest), as SC__TASK_LAYER */
             size_t at[2], cnt[2], base = sc_config_layer_base(c, t->unit);
@@ -10086,7 +10130,7 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
         if (t->update) { /* devhead: the device updated the LM head (tied: the rows no token touched) */
             size_t off = sc_config_norm_offset(c);
             sc__slide_update(m, &t->k, off, t->devhead ? (size_t)c->hidden_size : m->nparams - off, nt, wb);
-            if (!t->devhead || !c->tie_embeddings) sc__slide_update_rows(m, &t->k, b->touched, 0, wb, 0, c->vocab_size);
+            if (!t->devhead || !c->tie_embeddings) sc__slide_update_own_rows(m, &t->k, b->touched, 0, wb);
         }
     } else {
         int N = b->N;
@@ -10095,7 +10139,7 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
                                             m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * N, N,
                                             c->hidden_size, nt) != SC_SUCCESS)
                 sl->task_err = SC_ERROR_OUT_OF_MEMORY;
-        if (t->update) sc__slide_update_rows(m, &t->k, b->touched, 1, wb, 0, c->vocab_size);
+        if (t->update) sc__slide_update_own_rows(m, &t->k, b->touched, 1, wb);
         /* every gradient outside the layers is final now: their chunks' norm sums here, in turn
            with the updates, rather than by the norm's caller on threads of its own beside them
            (0.3B gradients at the 1.7B shape, on cores the updates use) */
@@ -10637,6 +10681,28 @@ static sc__slot *sc__slot_of(sc__slide *sl, int unit, int L)
     return NULL;
 }
 
+#ifdef SLIDECHECK_CUDA
+/* Slide over NCCL: once this rank's chunk of `unit` (ch elements at rank r's place in slot s, in
+   rank order) and the remainder are up, NCCL gathers the other ranks' chunks into the slot; it is
+   ready on the comm stream. */
+static int sc__slide_gather_up(sc_model *m, sc__slot *s, int unit, size_t ch)
+{
+    int W = sc_dist_comm_world(m->mc.comm);
+    sc__ev up;
+    up.stream = 1, up.seq = 0, up.cu = sc_cuda_event_record(1, m->cu);
+    sc__stream_wait(m, SC_STREAM_COMM, &up);
+    sc__ev_release(m, &up);
+    int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, unit < m->cfg.num_layers ? unit : -1,
+                                          SC_STREAM_COMM) : -1;
+    if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(ch * (size_t)W * (size_t)m->pb));
+    sc_cuda_allgather(m->cu, s->w, ch, m->pdt);
+    if (sp >= 0) sc_tracer_span_end(m->tr, sp);
+    s->ready.stream = SC_STREAM_COMM, s->ready.seq = 0, s->ready.cu = sc_cuda_event_record(SC_STREAM_COMM, m->cu);
+    s->unit = unit;
+    return 1;
+}
+#endif
+
 /* Upload `unit` into a slot, for its use in group `gu` while group g computes. Returns 0 when no
    slot can take it without evicting a layer needed sooner (Belady's rule). */
 static int sc__slide_load(sc_model *m, int unit, int gu, int g)
@@ -10664,11 +10730,19 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
     sc__ev_release(m, &s->ready);
     const char *src = sc__slide_src(sl);
     size_t pb = (size_t)m->pb;
-    if (unit == L) { /* [lm head | norm], or the norm only when the head goes up in slices */
-        size_t lm = sc__head_rows(m) < c->vocab_size && !m->mc.slide_head_once ? 0 : (size_t)c->vocab_size * c->hidden_size;
-        sc__copy_async(m, 1, s->w, src + sc_config_lm_head_offset(c) * pb, lm * pb, SC_PHASE_H2D, -1);
-        sc__copy_async(m, 1, (char *)s->w + lm * pb, src + sc_config_norm_offset(c) * pb, (size_t)c->hidden_size * pb,
-                       SC_PHASE_H2D, -1);
+    if (unit == L) { /* [lm head | norm], or the norm only when the head goes up in slices; a split
+                        head (sc__slide_head_split): this rank's rows, and NCCL gathers the others' */
+        size_t C = (size_t)c->hidden_size, ho = sc_config_lm_head_offset(c), at[2] = {0, 0}, cnt[2] = {0, 0};
+        size_t lm = sc__head_rows(m) < c->vocab_size && !m->mc.slide_head_once ? 0 : (size_t)c->vocab_size * C;
+        int split = sc__slide_head_split(m);
+        if (split) sc__slide_row_chunk(m, at, cnt);
+        else cnt[0] = lm / C;
+        for (int i = 0; i < 2; i++)
+            sc__copy_async(m, 1, (char *)s->w + at[i] * C * pb, src + (ho + at[i] * C) * pb, cnt[i] * C * pb, SC_PHASE_H2D, -1);
+        sc__copy_async(m, 1, (char *)s->w + lm * pb, src + sc_config_norm_offset(c) * pb, C * pb, SC_PHASE_H2D, -1);
+#ifdef SLIDECHECK_CUDA
+        if (split) return sc__slide_gather_up(m, s, unit, cnt[0] * C);
+#endif
     } else if (!m->nccl) {
         sc__copy_async(m, 1, s->w, src + sc_config_layer_base(c, unit) * pb, sc__layer_numel(c) * pb, SC_PHASE_H2D, unit);
         sl->lw[unit] = (float *)s->w;
@@ -10676,23 +10750,12 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
 #ifdef SLIDECHECK_CUDA
         /* data parallel: this rank's host holds the current weights of its chunks of the layer
            only (it updates only those): they go up, and NCCL gathers the others' */
-        int W = sc_dist_comm_world(m->mc.comm);
         size_t at[2], cnt[2], base = sc_config_layer_base(c, unit);
         sc__slide_layer_chunk(m, 1, at, cnt);
         for (int i = 0; i < 2; i++)
             sc__copy_async(m, 1, (char *)s->w + at[i] * pb, src + (base + at[i]) * pb, cnt[i] * pb, SC_PHASE_H2D, unit);
-        sc__ev up;
-        up.stream = 1, up.seq = 0, up.cu = sc_cuda_event_record(1, m->cu);
-        sc__stream_wait(m, SC_STREAM_COMM, &up);
-        sc__ev_release(m, &up);
-        int sp = m->tr ? sc_tracer_span_begin(m->tr, "all-gather", SC_PHASE_COMM, unit, SC_STREAM_COMM) : -1;
-        if (sp >= 0) sc_tracer_span_bytes(m->tr, sp, (int64_t)(cnt[0] * W * pb));
-        sc_cuda_allgather(m->cu, s->w, cnt[0], m->pdt);
-        if (sp >= 0) sc_tracer_span_end(m->tr, sp);
         sl->lw[unit] = (float *)s->w;
-        s->ready.stream = SC_STREAM_COMM, s->ready.seq = 0, s->ready.cu = sc_cuda_event_record(SC_STREAM_COMM, m->cu);
-        s->unit = unit;
-        return 1;
+        return sc__slide_gather_up(m, s, unit, cnt[0]);
 #endif
     }
     s->ready = sc__ev_record(m, 1);
@@ -11888,15 +11951,20 @@ static sc_result sc__slide_gather_dres(sc_model *m, sc__stepbuf *b)
 }
 #endif
 
-/* Slide's data parallel: every rank's chunk of each layer into dst (f32, parameter order), over
-   the control channel; the remainders every rank holds alike. A chunk is the part sc_dist_part
-   gives the rank of the layer's first W x chunk elements. */
-static sc_result sc__slide_gather_layers(sc_model *m, float *dst)
+/* Slide's data parallel: every rank's chunk of each layer (and of a split head's rows) into dst
+   (f32, parameter order), over the control channel; the remainders every rank holds alike. A
+   chunk is the part sc_dist_part gives the rank of the first W x chunk elements. */
+static sc_result sc__slide_gather_chunks(sc_model *m, float *dst)
 {
     int W = sc_dist_comm_world(m->mc.comm);
-    size_t ch = sc__layer_numel(&m->cfg) / (size_t)W;
+    size_t ch = sc__layer_numel(&m->cfg) / (size_t)W, at[2], cnt[2];
     for (int l = 0; l < m->cfg.num_layers; l++)
         SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_layer_base(&m->cfg, l), ch * (size_t)W));
+    if (sc__slide_head_split(m)) {
+        sc__slide_row_chunk(m, at, cnt);
+        SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_lm_head_offset(&m->cfg),
+                                      cnt[0] * (size_t)m->cfg.hidden_size * (size_t)W));
+    }
     return SC_SUCCESS;
 }
 
@@ -11920,7 +11988,7 @@ static sc_result sc__slide_update_all(sc_model *m, const sc_optim_consts *k, int
         for (int i = 0; i < 2; i++) sc__slide_update(m, k, sc_config_layer_base(c, l) + at[i], cnt[i], nt, wb);
     sc__slide_update(m, k, no, m->nparams - no, nt, wb);
     SC_ASSERT(m->nccl || sl->hpt == SC_F32); /* the CPU backend's host weights are f32 */
-    return m->nccl ? SC_SUCCESS : sc__slide_gather_layers(m, (float *)sl->hp);
+    return m->nccl ? SC_SUCCESS : sc__slide_gather_chunks(m, (float *)sl->hp);
 }
 
 /* Slide mode's data parallel (CPU backend): once every gradient is on the host, the embedding
@@ -12007,6 +12075,10 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     else if (dpn) SC__TRY(sc__slide_stepbuf_ranks(m, sb));
     else SC__TRY(sc__slide_stepbuf(m, sb, m->ids_all, M));
     sc__slide_head_pull(m, sb);
+    /* a split head: each host holds its own rows current only, so the head goes up first (its
+       update has run: waited above) and the embedding's rows come from the slot */
+    int hsplit = sc__slide_head_split(m);
+    if (hsplit) sc__slide_load(m, L, L, 0);
 
     /* forward: the embedding rows are gathered on the host and go up with the activations (a
        kept embedding: on the device, as resident mode) */
@@ -12021,7 +12093,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
                 SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, m->params, N, C);
                 continue;
             }
-            if (sl->hfresh && c->tie_embeddings) { /* the kept head slot holds the current rows */
+            if ((sl->hfresh || hsplit) && c->tie_embeddings) { /* the head slot holds the current rows */
                 sc__stream_wait(m, 0, &sl->head.ready);
                 SC__OP(m, embedding_forward, m->acts[0][SC__A_X], m->ids_dev, (const float *)sl->head.w, N, C);
                 continue;
@@ -12159,7 +12231,7 @@ done:
         sl->host_params = !update ? 0
                           : sl->devhead ? (size_t)C * (1 + (c->tie_embeddings ? (size_t)sb->ntouched : (size_t)V))
                           : (sl->devup ? m->nparams - layers : m->nparams) - (keep ? sc__kept_numel(c) : 0) -
-                                (size_t)sl->ndev * ln;
+                                (size_t)sl->ndev * ln - sc__slide_others(m);
     }
     if (r == SC_SUCCESS && sl->task_err != SC_SUCCESS)
         r = sc__fail(sl->task_err, "slide: a host optimizer task ran out of memory");
@@ -12406,7 +12478,8 @@ static sc_result sc__slide_clipped_update(sc_model *m)
     sl->k = sc__model_consts(m);
     m->gscale = 1.0f; /* the tasks carry the scale in their constants */
     sl->update = 1;
-    sl->host_params = m->nparams; /* clipping keeps every parameter on the host (refused at create otherwise) */
+    /* clipping keeps every parameter on the host (refused at create otherwise) */
+    sl->host_params = m->nparams - sc__slide_others(m);
     sl->par = m->t & 1;
     sl->pending = 0;
     if (sl->zero && !m->nccl) { /* the CPU backend's ZeRO-1: its update ends with the exchange */
@@ -12594,7 +12667,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
         sc__slide_drain(m);
         sc__slide_head_flush(m, 1); /* a kept head slot: the host copy gets its rows (it stays kept) */
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
-        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_layers(m, dst));
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst));
         SC__TRY(sc__dev_layers_io(m, 0, dst, 0));
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
@@ -12697,7 +12770,7 @@ static sc_result sc__slide_state_io(sc_model *m, int which, float *buf, int load
         SC__OMP(omp parallel for schedule(static))
         for (long long j = 0; j < (long long)len; j++) sc__st(h, t, s0 + (size_t)j, buf[off + (size_t)j]);
     }
-    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_layers(m, buf));
+    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_chunks(m, buf));
     SC__TRY(sc__dev_layers_io(m, which + 2, buf, load)); /* the layers on the device: their state is there */
     if (load && which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
         uint16_t *w = (uint16_t *)sl->hw[0];
