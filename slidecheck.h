@@ -1506,10 +1506,11 @@ SCDEF int sc__slide_norm_first_force(int on);
    OUT_OF_MEMORY only for its small parameter table. */
 SCDEF sc_result sc_params_init(float *dst, const sc_config *cfg, uint64_t seed);
 /* Copy parameters / gradients / last logits ([B,T,V]) to host floats. In slide mode's data
-   parallel on the GPU each rank's host holds current weights for its chunks of each layer only,
-   and after a resident ZeRO-1 update on the GPU each rank's device holds its own chunks' (the
-   next step's forward gathers the others'), so get_params gathers them over the comm: every rank
-   must call it. */
+   parallel on the GPU each rank's host holds current weights and gradients for its chunks of each
+   layer (and current weights for its share of a tied head's rows) only, and after a resident
+   ZeRO-1 update on the GPU each rank's device holds its own chunks' (the next step's forward
+   gathers the others'), so get_params and, in slide mode, get_grads gather them over the comm:
+   every rank must call them. */
 SCDEF sc_result sc_model_get_params(sc_model *m, float *dst);
 SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst);
 SCDEF const float *sc_model_logits(const sc_model *m);
@@ -10536,7 +10537,11 @@ static sc_result sc__slide_create(sc_model *m, const float *init)
     if (pthread_mutex_init(&sl->mu, NULL) || pthread_cond_init(&sl->cv, NULL))
         return sc__fail(SC_ERROR_OUT_OF_MEMORY, "slide: pthread mutex/cond init failed");
     sl->sync_ok = 1;
-    if (m->mc.clip_grad_norm > 0.0f && sc__slide_norm_sums(sl) != SC_SUCCESS) return SC_ERROR_OUT_OF_MEMORY;
+    /* the norm's sums from the start with clipping, and over NCCL, where the device sums each
+       layer's chunks and only this rank's share of its gradients comes down (sc__slide_layer_down) */
+    if ((m->mc.clip_grad_norm > 0.0f || (m->nccl && sc_dist_comm_world(m->mc.comm) > 1)) &&
+        sc__slide_norm_sums(sl) != SC_SUCCESS)
+        return SC_ERROR_OUT_OF_MEMORY;
     int gpu = m->cu != NULL, master = gpu && m->mc.bf16 && m->mc.master_weights;
     int dpu = m->mc.slide_dpu != 0, nw = dpu ? 2 : master; /* working copies */
     size_t n = m->nparams;
@@ -10829,6 +10834,31 @@ static void sc__slide_grads_down(sc_model *m, void *dev, void *host, size_t byte
     sc__d2h_after_compute(m);
     sc__copy_async(m, 2, host, dev, bytes, SC_PHASE_D2H, unit);
 }
+/* Layer l's gradients (summed) down into hg. Over NCCL, where the device sums the norm's whole
+   chunks, only what this host reads: its chunks of the layer (sc__slide_layer_chunk) and the ends
+   of the layer that share a chunk of the norm with a neighbour (sc__slide_norm_finish sums those
+   on the host). The rest of hg's layer is left stale there (sc_model_get_grads gathers it). */
+static void sc__slide_layer_down(sc_model *m, int l)
+{
+    sc__slide *sl = m->sl;
+    size_t gb = (size_t)m->gb, ln = sc__layer_numel(&m->cfg), base = sc_config_layer_base(&m->cfg, l), c0, c1;
+    char *host = (char *)sl->hg + base * gb, *dev = (char *)sl->lg[l];
+    if (!m->nccl || sc_dist_comm_world(m->mc.comm) < 2 || !sl->gn_part || !sl->gn_dev ||
+        !sc__norm_chunks_in(base, ln, &c0, &c1)) {
+        sc__slide_grads_down(m, dev, host, ln * gb, l);
+        return;
+    }
+    size_t at[2], cnt[2], a = c0 * SC_GRAD_NORM_CHUNK - base, b = c1 * SC_GRAD_NORM_CHUNK - base;
+    sc__slide_layer_chunk(m, 1, at, cnt);
+    size_t piece[4][2] = {{at[0], cnt[0]}, {at[1], cnt[1]}, {0, a}, {b, ln - b}};
+    size_t lo = at[0], hi = at[0] + cnt[0] == at[1] ? ln : at[0] + cnt[0]; /* (the last rank's chunk meets the remainder) */
+    for (int i = 0; i < 4; i++) {
+        size_t o = piece[i][0], n = piece[i][1];
+        if (i >= 2 && o >= lo && o + n <= hi) continue; /* an end inside what came down already */
+        if (n) sc__slide_grads_down(m, dev + o * gb, host + o * gb, n * gb, l);
+    }
+}
+
 /* SGD on n device weights from n device gradients: resident mode's update */
 static void sc__slide_sgd(sc_model *m, void *w, const void *g, size_t n)
 {
@@ -12024,7 +12054,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     sc__slide *sl = m->sl;
     const sc_config *c = &m->cfg;
     int L = c->num_layers, C = c->hidden_size, V = c->vocab_size, N = m->B * m->T, M = m->accum;
-    size_t ab = (size_t)m->ab, gb = (size_t)m->gb, ln = sc__layer_numel(c);
+    size_t ab = (size_t)m->ab, ln = sc__layer_numel(c);
     sc_result r = SC_SUCCESS;
     int sp, g;
     int dpu = m->mc.slide_dpu != 0, keep = m->mc.slide_keep_head != 0;
@@ -12167,7 +12197,7 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
                 if (dpn) sc__dev_sum(m, sl->lg[l], ln, l), sc__d2h_after_comm(m);
 #endif
                 sc__slide_norm_dev(m, l, sl->lg[l]);
-                sc__slide_grads_down(m, sl->lg[l], (char *)sl->hg + sc_config_layer_base(c, l) * gb, ln * gb, l);
+                sc__slide_layer_down(m, l);
                 sl->rfree[sl->lgk[l]] = sc__ev_record(m, 2);
                 if (!dp && sl->gn_now) sc__slide_queue(m, SC__TASK_NORM, l, sc__ev_record(m, 2));
                 if (!dp) sc__slide_queue(m, SC__TASK_LAYER, l, sc__ev_record(m, 2));
@@ -12683,6 +12713,8 @@ SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
+        /* over NCCL a host holds its chunks of each layer's gradients only (sc__slide_layer_down) */
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst));
         SC__TRY(sc__dev_layers_io(m, 1, dst, 0));
         return sc__kept_download(m, dst, m->grads, m->gb);
     }
