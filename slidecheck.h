@@ -7937,17 +7937,20 @@ static void sc__sumsq_lanes(double *lane, const void *g, sc_dtype gt, size_t o, 
 
 /* The chunk sums [c0, c1) of g[0, n): each depends on its own chunk only, so a chunk can be
    summed whenever its gradients are final (slide mode sums each layer's as it lands). */
+static void sc__grad_norm_chunk(double *part, const void *g, sc_dtype gt, size_t n, size_t c)
+{
+    double lane[256] = {0};
+    size_t o = c * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
+    sc__sumsq_lanes(lane, g, gt, o, e);
+    part[c] = sc__tree256(lane);
+}
+
 static void sc__grad_norm_chunks(double *part, const void *g, sc_dtype gt, size_t n, size_t c0, size_t c1, int threads)
 {
     int nt = sc__optim_threads(threads);
     (void)nt;
     SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 4))
-    for (long long c = (long long)c0; c < (long long)c1; c++) {
-        double lane[256] = {0};
-        size_t o = (size_t)c * SC_GRAD_NORM_CHUNK, e = o + SC_GRAD_NORM_CHUNK < n ? o + SC_GRAD_NORM_CHUNK : n;
-        sc__sumsq_lanes(lane, g, gt, o, e);
-        part[c] = sc__tree256(lane);
-    }
+    for (long long c = (long long)c0; c < (long long)c1; c++) sc__grad_norm_chunk(part, g, gt, n, (size_t)c);
 }
 
 static double sc__grad_norm_finish(const double *part, size_t nc)
@@ -10071,13 +10074,13 @@ static double sc__slide_norm_finish(sc_model *m)
 {
     sc__slide *sl = m->sl;
     int nt = sc__slide_threads(m);
-    for (size_t c0 = 0; c0 < sl->gn_nc;) {
-        if (sl->gn_done[c0]) { c0++; continue; }
-        size_t c1 = c0;
-        while (c1 < sl->gn_nc && !sl->gn_done[c1]) c1++;
-        sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
-        c0 = c1;
-    }
+    (void)nt;
+    /* one parallel region, not one a run of chunks: a region's threads all meet at its end, and
+       where another rank's updates share the cores each of some 60 runs (the layers' ends) waited
+       for its threads' turn */
+    SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 64))
+    for (long long c = 0; c < (long long)sl->gn_nc; c++)
+        if (!sl->gn_done[c]) sc__grad_norm_chunk(sl->gn_part, sl->hg, m->gdt, m->nparams, (size_t)c);
     memset(sl->gn_done, 0, sl->gn_nc);
     return sc__grad_norm_finish(sl->gn_part, sl->gn_nc);
 }
