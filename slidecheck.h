@@ -1485,7 +1485,8 @@ typedef struct sc_slide_info {
                                         weights come from the head and the backward) */
     size_t host_update_params;       /* parameters the host optimizer updated in the last step (all,
                                         less what the device updated with slide_keep_head or
-                                        slide_device_update; 0 without an update) */
+                                        slide_device_update, and over NCCL less the other ranks'
+                                        chunks; 0 without an update) */
     size_t pinned_bytes, host_bytes; /* held now */
     size_t window_bytes;             /* device bytes of the slots and gradient buffers (and of the
                                         layers kept on the device: sc_slide_window_bytes) */
@@ -10075,9 +10076,9 @@ static double sc__slide_norm_finish(sc_model *m)
     sc__slide *sl = m->sl;
     int nt = sc__slide_threads(m);
     (void)nt;
-    /* one parallel region, not one a run of chunks: a region's threads all meet at its end, and
-       where another rank's updates share the cores each of some 60 runs (the layers' ends) waited
-       for its threads' turn */
+    /* one parallel region, not one a run of chunks (some 60: the layers' ends): a region's threads
+       all meet at its end, and while another rank's updates shared the cores those meetings held
+       the step's end many times the work (bench/RESULTS.md, slide on two GPUs) */
     SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 64))
     for (long long c = 0; c < (long long)sl->gn_nc; c++)
         if (!sl->gn_done[c]) sc__grad_norm_chunk(sl->gn_part, sl->hg, m->gdt, m->nparams, (size_t)c);
