@@ -42,35 +42,6 @@ def merge(iv):
     return out
 
 
-one, two = median_step(sys.argv[1]), median_step(sys.argv[2])
-ev = json.load(open(sys.argv[3]))['traceEvents']
-names = {e['tid']: e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
-comm = [t for t, n in names.items() if n.startswith('nccl')]
-comp = [t for t, n in names.items() if n in ('gpu compute', 'cpu compute')]
-W = 2  # the ranks: from the tool's "data parallel: N ranks" line
-m = re.search(r'data parallel: (\d+) ranks', open(sys.argv[2]).read())
-if m:
-    W = int(m.group(1))
-fr = []
-for s in (e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'):
-    t0, t1 = s['ts'], s['ts'] + s['dur']
-    inside = lambda e: e['ph'] == 'X' and e.get('cat') != 'step' and t0 <= e['ts'] < t1
-    cs = merge([(e['ts'], e['ts'] + e['dur']) for e in ev if inside(e) and e['tid'] in comp])
-    ar = [(e['ts'], e['ts'] + e['dur']) for e in ev if inside(e) and e['tid'] in comm]
-    tot = sum(b - a for a, b in ar)
-    if tot > 0:
-        fr.append(sum(overlap(a, b, cs) for a, b in ar) / tot)
-print('step: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (one, W, two, W * one / two))
-m1, m2 = mean_after_first(sys.argv[1]), mean_after_first(sys.argv[2])
-if m1 and m2:
-    print('mean of steps 2..N: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (m1, W, m2, W * m1 / m2))
-if fr:
-    print('all-reduce hidden behind compute: median %.1f%% over %d steps (min %.1f%%, max %.1f%%)' % (
-        100 * statistics.median(fr[1:] or fr), len(fr), 100 * min(fr), 100 * max(fr)))
-else:
-    print('no all-reduce spans in the trace')
-
-
 def phases(path):
     """per phase: the median over steps (after the first two) of its spans' summed time, ms; and
     the backward layer spans of those steps"""
@@ -90,19 +61,7 @@ def phases(path):
     return {k: statistics.median(v) for k, v in per.items()}, bwd
 
 
-if len(sys.argv) > 4:
-    p1, _ = phases(sys.argv[4])
-    pw, bwd = phases(sys.argv[3])
-    print('phases, median ms a step (1 GPU -> %d GPUs): %s' % (W, ', '.join(
-        '%s %.2f -> %.2f' % (k, p1.get(k, 0.0), pw.get(k, 0.0)) for k in sorted(set(p1) | set(pw)))))
-    ar = merge([(e['ts'], e['ts'] + e['dur']) for e in ev if e['ph'] == 'X' and e['tid'] in comm])
-    busy = sum(overlap(a, b, ar) for a, b in bwd)
-    span = sum(b - a for a, b in bwd)
-    if span > 0:
-        print('backward layers: a collective runs beside them %.1f%% of their time' % (100.0 * busy / span))
-
-
-def tail(ev):
+def tail(ev, names):
     """after the last backward layer: each span that ends later, of the median-length step (the
     steps after the first two): where the W-GPU step's time past the backward goes"""
     steps = sorted((e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'), key=lambda e: e['ts'])[2:]
@@ -123,4 +82,48 @@ def tail(ev):
                                               e['dur'] / 1e3, '%.0f' % a['bus GB/s'] if 'bus GB/s' in a else ''))
 
 
-tail(ev)
+
+def main():
+    one, two = median_step(sys.argv[1]), median_step(sys.argv[2])
+    ev = json.load(open(sys.argv[3]))['traceEvents']
+    names = {e['tid']: e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    comm = [t for t, n in names.items() if n.startswith('nccl')]
+    comp = [t for t, n in names.items() if n in ('gpu compute', 'cpu compute')]
+    W = 2  # the ranks: from the tool's "data parallel: N ranks" line
+    m = re.search(r'data parallel: (\d+) ranks', open(sys.argv[2]).read())
+    if m:
+        W = int(m.group(1))
+    fr = []
+    for s in (e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'):
+        t0, t1 = s['ts'], s['ts'] + s['dur']
+        inside = lambda e: e['ph'] == 'X' and e.get('cat') != 'step' and t0 <= e['ts'] < t1
+        cs = merge([(e['ts'], e['ts'] + e['dur']) for e in ev if inside(e) and e['tid'] in comp])
+        ar = [(e['ts'], e['ts'] + e['dur']) for e in ev if inside(e) and e['tid'] in comm]
+        tot = sum(b - a for a, b in ar)
+        if tot > 0:
+            fr.append(sum(overlap(a, b, cs) for a, b in ar) / tot)
+    print('step: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (one, W, two, W * one / two))
+    m1, m2 = mean_after_first(sys.argv[1]), mean_after_first(sys.argv[2])
+    if m1 and m2:
+        print('mean of steps 2..N: 1 GPU %.2f ms, %d GPUs %.2f ms; scaling %.3f x' % (m1, W, m2, W * m1 / m2))
+    if fr:
+        print('all-reduce hidden behind compute: median %.1f%% over %d steps (min %.1f%%, max %.1f%%)' % (
+            100 * statistics.median(fr[1:] or fr), len(fr), 100 * min(fr), 100 * max(fr)))
+    else:
+        print('no all-reduce spans in the trace')
+
+    if len(sys.argv) > 4:
+        p1, _ = phases(sys.argv[4])
+        pw, bwd = phases(sys.argv[3])
+        print('phases, median ms a step (1 GPU -> %d GPUs): %s' % (W, ', '.join(
+            '%s %.2f -> %.2f' % (k, p1.get(k, 0.0), pw.get(k, 0.0)) for k in sorted(set(p1) | set(pw)))))
+        ar = merge([(e['ts'], e['ts'] + e['dur']) for e in ev if e['ph'] == 'X' and e['tid'] in comm])
+        busy = sum(overlap(a, b, ar) for a, b in bwd)
+        span = sum(b - a for a, b in bwd)
+        if span > 0:
+            print('backward layers: a collective runs beside them %.1f%% of their time' % (100.0 * busy / span))
+    tail(ev, names)
+
+
+if __name__ == '__main__':
+    main()
