@@ -11985,16 +11985,17 @@ static sc_result sc__slide_gather_dres(sc_model *m, sc__stepbuf *b)
 }
 #endif
 
-/* Slide's data parallel: every rank's chunk of each layer (and of a split head's rows) into dst
-   (f32, parameter order), over the control channel; the remainders every rank holds alike. A
-   chunk is the part sc_dist_part gives the rank of the first W x chunk elements. */
-static sc_result sc__slide_gather_chunks(sc_model *m, float *dst)
+/* Slide's data parallel: every rank's chunk of each layer (and with rows, of a split head's rows:
+   weights and state, not the gradients, which every host holds whole) into dst (f32, parameter
+   order), over the control channel; the remainders every rank holds alike. A chunk is the part
+   sc_dist_part gives the rank of the first W x chunk elements. */
+static sc_result sc__slide_gather_chunks(sc_model *m, float *dst, int rows)
 {
     int W = sc_dist_comm_world(m->mc.comm);
     size_t ch = sc__layer_numel(&m->cfg) / (size_t)W, at[2], cnt[2];
     for (int l = 0; l < m->cfg.num_layers; l++)
         SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_layer_base(&m->cfg, l), ch * (size_t)W));
-    if (sc__slide_head_split(m)) {
+    if (rows && sc__slide_head_split(m)) {
         sc__slide_row_chunk(m, at, cnt);
         SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_lm_head_offset(&m->cfg),
                                       cnt[0] * (size_t)m->cfg.hidden_size * (size_t)W));
@@ -12022,7 +12023,7 @@ static sc_result sc__slide_update_all(sc_model *m, const sc_optim_consts *k, int
         for (int i = 0; i < 2; i++) sc__slide_update(m, k, sc_config_layer_base(c, l) + at[i], cnt[i], nt, wb);
     sc__slide_update(m, k, no, m->nparams - no, nt, wb);
     SC_ASSERT(m->nccl || sl->hpt == SC_F32); /* the CPU backend's host weights are f32 */
-    return m->nccl ? SC_SUCCESS : sc__slide_gather_chunks(m, (float *)sl->hp);
+    return m->nccl ? SC_SUCCESS : sc__slide_gather_chunks(m, (float *)sl->hp, 1);
 }
 
 /* Slide mode's data parallel (CPU backend): once every gradient is on the host, the embedding
@@ -12701,7 +12702,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
         sc__slide_drain(m);
         sc__slide_head_flush(m, 1); /* a kept head slot: the host copy gets its rows (it stays kept) */
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
-        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst));
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst, 1));
         SC__TRY(sc__dev_layers_io(m, 0, dst, 0));
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
@@ -12718,7 +12719,7 @@ SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
         /* over NCCL a host holds its chunks of each layer's gradients only (sc__slide_layer_down) */
-        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst));
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst, 0));
         SC__TRY(sc__dev_layers_io(m, 1, dst, 0));
         return sc__kept_download(m, dst, m->grads, m->gb);
     }
@@ -12806,7 +12807,7 @@ static sc_result sc__slide_state_io(sc_model *m, int which, float *buf, int load
         SC__OMP(omp parallel for schedule(static))
         for (long long j = 0; j < (long long)len; j++) sc__st(h, t, s0 + (size_t)j, buf[off + (size_t)j]);
     }
-    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_chunks(m, buf));
+    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_chunks(m, buf, 1));
     SC__TRY(sc__dev_layers_io(m, which + 2, buf, load)); /* the layers on the device: their state is there */
     if (load && which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
         uint16_t *w = (uint16_t *)sl->hw[0];
