@@ -10772,17 +10772,11 @@ static int sc__slide_load(sc_model *m, int unit, int gu, int g)
     return 1;
 }
 
-/* Make group g's units resident (the compute stream waits for their uploads), then prefetch the
-   next `prefetch` units in schedule order while slots allow. */
-static void sc__slide_acquire(sc_model *m, int g)
+/* Upload the `prefetch` units after group g, in schedule order, while slots allow. */
+static void sc__slide_prefetch(sc_model *m, int g)
 {
     sc__slide *sl = m->sl;
     int L = m->cfg.num_layers, P = m->mc.slide_prefetch > 0 ? m->mc.slide_prefetch : 1;
-    for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
-        if (!sc__dev_layer(m, u) && !sc__slot_of(sl, u, L)) { /* (a device layer is always resident) */
-            sc__slide_wait_unit(m, sl->wp, u); /* the update of u this step's weights come from */
-            sc__slide_load(m, u, g, g);
-        }
     int ahead = 0;
     for (int h = g + 1; h < sl->ngroups && ahead < P; h++)
         for (int u = sl->gfirst[h]; u <= sl->glast[h] && ahead < P; u++) {
@@ -10799,6 +10793,22 @@ static void sc__slide_acquire(sc_model *m, int g)
     /* a streamed head goes up once its update has run, in the forward, not in its turn behind the
        last layer's upload, which a host-bound step issues last: the loss then waited for it */
     if (g < L && !m->nccl && !sc__slot_of(sl, L, L) && sc__slide_unit_ready(sl, sl->wp, L)) sc__slide_load(m, L, L, g);
+}
+
+/* Make group g's units resident (the compute stream waits for their uploads), and with pre
+   prefetch. Without, the caller prefetches once it has queued the group's compute: over NCCL,
+   where a prefetch waits for its unit's update (each load is a collective), the compute then
+   runs meanwhile. */
+static void sc__slide_acquire_ex(sc_model *m, int g, int pre)
+{
+    sc__slide *sl = m->sl;
+    int L = m->cfg.num_layers;
+    for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++)
+        if (!sc__dev_layer(m, u) && !sc__slot_of(sl, u, L)) { /* (a device layer is always resident) */
+            sc__slide_wait_unit(m, sl->wp, u); /* the update of u this step's weights come from */
+            sc__slide_load(m, u, g, g);
+        }
+    if (pre) sc__slide_prefetch(m, g);
     int sp = sc__span_begin(m, "wait h2d", SC_PHASE_OTHER, sl->gfirst[g] == L ? -1 : sl->gfirst[g]);
     for (int u = sl->gfirst[g]; u <= sl->glast[g]; u++) {
         if (sc__dev_layer(m, u)) continue;
@@ -10808,6 +10818,8 @@ static void sc__slide_acquire(sc_model *m, int g)
     }
     sc__span_end(m, sp);
 }
+
+static void sc__slide_acquire(sc_model *m, int g) { sc__slide_acquire_ex(m, g, 1); }
 
 /* Group g's compute is queued: its slots may be overwritten once it has run. */
 static void sc__slide_release(sc_model *m, int g)
@@ -12140,11 +12152,12 @@ static sc_result sc__slide_step(sc_model *m, const sc_plan *plan, int update)
     }
     sc__span_end(m, sp);
     for (g = 0; g < L; g++) {
-        sc__slide_acquire(m, g);
+        sc__slide_acquire_ex(m, g, !dpn);
         for (int k = 0; k < M && r == SC_SUCCESS; k++) {
             sc__mb_select(m, k);
             r = sc__layer_forward(m, plan, g);
         }
+        if (dpn) sc__slide_prefetch(m, g);
         sc__slide_release(m, g);
         if (r != SC_SUCCESS) goto done;
     }
@@ -12759,14 +12772,13 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         /* in one process or over NCCL (every host holds the summed gradients): asked once, the
            next steps sum each layer's chunks as it lands (over NCCL on the device, after its
            sum), and the norm adds those sums instead of reading every gradient again. Unclipped
-           in one process it no longer waits for the updates, which then run beside the next
-           step; over NCCL it still does: the updates beside the next step's forward and its
-           collectives ran slower (bench/RESULTS.md, slide on two GPUs). The CPU
-           backend's data parallel sums after the backward (and its ZeRO-1 exchanges the
+           it no longer waits for the updates, which then run beside the next step (over NCCL
+           its forward issues each prefetch once the layer before is queued: sc__slide_prefetch).
+           The CPU backend's data parallel sums after the backward (and its ZeRO-1 exchanges the
            updates): there the norm follows them all, in one pass. */
         int one = m->nccl || sc_dist_comm_world(m->mc.comm) <= 1;
         if (one && !sl->gn_part && sc__slide_norm_sums(sl) != SC_SUCCESS) return NAN;
-        sl->gn_split = one && !m->nccl && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
+        sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
         if (one) {
             if ((sl->ndev || m->params) && sc__slide_norm_kept(m) != SC_SUCCESS) return NAN;
             m->gnorm_step = m->t;

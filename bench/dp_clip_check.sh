@@ -5,9 +5,9 @@
 # relative (the sums run in another order). Then the 2-rank clipped runs: ZeRO-1 saves the bytes
 # and prints the lines of plain data parallel, slide with ZeRO-1 those of slide (every rank clips
 # with the same norm of the same sums), and slide is within 1e-5 of resident.
-#   sh bench/dp_clip_check.sh OUTDIR
+#   sh bench/dp_clip_check.sh OUTDIR      (BIN=dir of the binaries, default build)
 set -u
-O=${1:?usage: dp_clip_check.sh OUTDIR}
+O=${1:?usage: dp_clip_check.sh OUTDIR}; BIN=${BIN:-build}
 mkdir -p "$O"
 set -f
 python3 - "$O" <<'PY'
@@ -21,9 +21,9 @@ open(os.path.join(sys.argv[1], "dp_000.bin"), "wb").write(struct.pack("<256i", *
 PY
 A="--hf tests/fixtures/train_qwen3 --data $O/dp_*.bin --seq 16 --steps 12 --lr 1e-3 --lr-schedule cosine --lr-warmup 2 --clip-grad-norm 0.05 --weight-decay 0.1 --device cuda --dtype fp32"
 # shellcheck disable=SC2086
-./build/slidecheck train $A --batch 4 --save "$O/one" > "$O/one.log" 2>&1; echo "1 GPU rc=$?"
+"$BIN/slidecheck" train $A --batch 4 --save "$O/one" > "$O/one.log" 2>&1; echo "1 GPU rc=$?"
 # shellcheck disable=SC2086
-./build/slidecheck train $A --batch 2 --gpus 2 --save "$O/two" > "$O/two.log" 2>&1; echo "2 GPUs rc=$?"
+"$BIN/slidecheck" train $A --batch 2 --gpus 2 --save "$O/two" > "$O/two.log" 2>&1; echo "2 GPUs rc=$?"
 grep '^step' "$O/one.log" | awk '{print $2, $4, $8}' > "$O/one.txt"
 grep '^step' "$O/two.log" | awk '{print $2, $4, $8}' > "$O/two.txt"
 paste "$O/one.txt" "$O/two.txt" | awk '{ dl = ($2 - $5) / $2; dn = ($3 - $6) / $3; if (dl < 0) dl = -dl; if (dn < 0) dn = -dn;
@@ -40,11 +40,11 @@ for v in "two_z --zero 1" "two_s --mode slide" "two_sz --mode slide --zero 1"; d
     set -- $v
     n=$1; shift
     # shellcheck disable=SC2086
-    ./build/slidecheck train $A --batch 2 --gpus 2 --save "$O/$n" --save-every 6 "$@" > "$O/$n.log" 2>&1 || { echo "2 GPUs $*: exit $?"; tail -n 3 "$O/$n.log"; fail=1; }
+    "$BIN/slidecheck" train $A --batch 2 --gpus 2 --save "$O/$n" --save-every 6 "$@" > "$O/$n.log" 2>&1 || { echo "2 GPUs $*: exit $?"; tail -n 3 "$O/$n.log"; fail=1; }
     grep '^step' "$O/$n.log" | awk '{print $2, $4, $8}' > "$O/$n.txt"
     # resumed at step 6 (every rank's part of the optimizer state in one file): the same bytes
     # shellcheck disable=SC2086
-    ./build/slidecheck train $(echo $A | sed 's|--hf [^ ]*||') --batch 2 --gpus 2 --resume "$O/$n/step_000006" --save "$O/${n}_r" "$@" \
+    "$BIN/slidecheck" train $(echo $A | sed 's|--hf [^ ]*||') --batch 2 --gpus 2 --resume "$O/$n/step_000006" --save "$O/${n}_r" "$@" \
         > "$O/${n}_r.log" 2>&1 || { echo "2 GPUs $* resumed: exit $?"; tail -n 3 "$O/${n}_r.log"; fail=1; }
     if cmp -s "$O/$n/model.safetensors" "$O/${n}_r/model.safetensors"; then
         echo "2 GPUs, clipping, $*: resumed at step 6, the bytes of the run never stopped: PASS"
