@@ -9790,6 +9790,43 @@ static void sc__slide_row_chunk(const sc_model *m, size_t at[2], size_t cnt[2])
               split ? sc_dist_comm_rank(m->mc.comm) : 0, at, cnt);
 }
 
+/* A split head's norm chunks that rank r sums on its host: the whole chunks of the embedding
+   whose first element lies in its rows (the last rank's run on over the remainder), [*k0, *k1).
+   sc__slide_norm_exchange gives every rank the others' sums. */
+static void sc__slide_head_norm_chunks(const sc_model *m, int r, size_t *k0, size_t *k1)
+{
+    size_t at[2], cnt[2], C = (size_t)m->cfg.hidden_size, e = (size_t)m->cfg.vocab_size * C, K = SC_GRAD_NORM_CHUNK;
+    int W = sc_dist_comm_world(m->mc.comm);
+    sc__chunk((size_t)m->cfg.vocab_size, W, r, at, cnt);
+    size_t a = at[0] * C, b = r == W - 1 ? e : (at[0] + cnt[0]) * C, whole = e / K;
+    *k0 = (a + K - 1) / K, *k1 = (b + K - 1) / K;
+    if (*k1 > whole) *k1 = whole;
+    if (*k0 > *k1) *k0 = *k1;
+}
+
+/* The rows of a split head's gradients that this rank's host holds, [lo[i], hi[i]) (the second
+   run may be empty): those it updates (sc__slide_row_chunk), those its norm chunks cover and the rows of
+   the chunk the embedding shares with layer 0, which every rank's norm sums. The host adds the
+   embedding's gradient into these rows only, and only these come down. Unsplit: every row. */
+static void sc__slide_grad_rows(const sc_model *m, size_t lo[2], size_t hi[2])
+{
+    size_t V = (size_t)m->cfg.vocab_size, C = (size_t)m->cfg.hidden_size, K = SC_GRAD_NORM_CHUNK, at[2], cnt[2], k0, k1;
+    lo[0] = 0, hi[0] = V, lo[1] = hi[1] = 0;
+    if (!sc__slide_head_split(m)) return;
+    sc__slide_row_chunk(m, at, cnt);
+    sc__slide_head_norm_chunks(m, sc_dist_comm_rank(m->mc.comm), &k0, &k1);
+    size_t p0 = at[0], p1 = at[0] + cnt[0];
+    if (k1 > k0 && k0 * K / C < p0) p0 = k0 * K / C;
+    if (k1 > k0 && (k1 * K + C - 1) / C > p1) p1 = (k1 * K + C - 1) / C;
+    size_t q0 = (V * C / K) * K / C; /* the last chunk's rows, */
+    if (at[1] < q0) q0 = at[1];      /* and the remainder's */
+    if (q0 <= p1) { /* one run */
+        lo[0] = p0 < q0 ? p0 : q0, hi[0] = V;
+        return;
+    }
+    lo[0] = p0, hi[0] = p1, lo[1] = q0, hi[1] = V;
+}
+
 /* Over NCCL: how many of the parameters the host updates belong to the other ranks' chunks (of
    the streamed layers, unless the device updates them, and of a split head's rows) */
 static int sc__dev_layer(const sc_model *m, int l);
@@ -9891,14 +9928,15 @@ static void sc__slide_update_own_rows(sc_model *m, const sc_optim_consts *k, con
 
 /* The embedding backward on the host, with the CUDA kernel's arithmetic: each token's rows are
    summed in position order into an f32 accumulator that starts from the stored gradient, and
-   stored once (in f32 the same as adding row by row, as sc_cpu_embedding_backward does). */
+   stored once (in f32 the same as adding row by row, as sc_cpu_embedding_backward does). lo, hi:
+   only the rows in [lo[i], hi[i]), i = 0, 1 (NULL: every row). */
 static int sc__cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 static sc_result sc__host_embedding_backward(void *dwte, sc_dtype gt, const void *dout, sc_dtype at, const int32_t *ids,
-                                             int N, int C, int nt)
+                                             int N, int C, int nt, const size_t *lo, const size_t *hi)
 {
     uint64_t *key = (uint64_t *)SC_MALLOC(sizeof(uint64_t) * (size_t)N);
     int *run = (int *)SC_MALLOC(sizeof(int) * ((size_t)N + 1));
@@ -9916,7 +9954,8 @@ static sc_result sc__host_embedding_backward(void *dwte, sc_dtype gt, const void
     (void)nt;
     SC__OMP(omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1))
     for (int u = 0; u < nu; u++) {
-        size_t row = (size_t)(key[run[u]] >> 32) * (size_t)C;
+        size_t id = (size_t)(key[run[u]] >> 32), row = id * (size_t)C;
+        if (lo && !(id >= lo[0] && id < hi[0]) && !(id >= lo[1] && id < hi[1])) continue; /* not this host's rows */
         /* 256 columns at a time, the positions in order for each: the same sums as column by column, with the
            rows read along (and one loop per dtype, which compilers vectorize) */
         for (int c0 = 0; c0 < C; c0 += 256) {
@@ -10069,13 +10108,44 @@ static sc_result sc__slide_norm_kept(sc_model *m)
     return SC_SUCCESS;
 }
 
+/* A split head: each rank's host summed its own norm chunks of the embedding
+   (sc__slide_head_norm_chunks); every rank gets every rank's, copied bit for bit over the
+   control channel (each rank's run padded to the longest). */
+static sc_result sc__slide_norm_exchange(sc_model *m)
+{
+    sc__slide *sl = m->sl;
+    int W = sc_dist_comm_world(m->mc.comm), me = sc_dist_comm_rank(m->mc.comm);
+    size_t k0, k1, most = 0;
+    for (int r = 0; r < W; r++) {
+        sc__slide_head_norm_chunks(m, r, &k0, &k1);
+        if (k1 - k0 > most) most = k1 - k0;
+    }
+    if (!most) return SC_SUCCESS;
+    size_t per = most * (sizeof(double) / sizeof(float)); /* floats a rank */
+    float *buf = (float *)SC_MALLOC(sizeof(float) * per * (size_t)W);
+    if (!buf) return sc__fail(SC_ERROR_OUT_OF_MEMORY, "host malloc failed (gradient norm)");
+    memset(buf, 0, sizeof(float) * per * (size_t)W);
+    sc__slide_head_norm_chunks(m, me, &k0, &k1);
+    memcpy(buf + per * (size_t)me, sl->gn_part + k0, (k1 - k0) * sizeof(double));
+    sc_result r = sc_dist_allgather_f32(m->mc.comm, buf, per * (size_t)W);
+    for (int q = 0; q < W && r == SC_SUCCESS; q++) {
+        sc__slide_head_norm_chunks(m, q, &k0, &k1);
+        memcpy(sl->gn_part + k0, buf + per * (size_t)q, (k1 - k0) * sizeof(double));
+        memset(sl->gn_done + k0, 1, k1 - k0);
+    }
+    SC_FREE(buf);
+    return r;
+}
+
 /* The norm from the chunk sums: those the layer tasks left (the embedding, norm and head, and the
-   chunks across a layer boundary) summed now, then sc_grad_norm's bits. After a drain. */
-static double sc__slide_norm_finish(sc_model *m)
+   chunks across a layer boundary) summed now, then sc_grad_norm's bits. After a drain. Over NCCL
+   every rank calls it (a split head's sums are exchanged). */
+static sc_result sc__slide_norm_finish(sc_model *m, double *out)
 {
     sc__slide *sl = m->sl;
     int nt = sc__slide_threads(m);
     (void)nt;
+    if (sc__slide_head_split(m)) SC__TRY(sc__slide_norm_exchange(m));
     /* one parallel region, not one a run of chunks (some 60: the layers' ends): a region's threads
        all meet at its end, and while another rank's updates shared the cores those meetings held
        the step's end many times the work (bench/RESULTS.md, slide on two GPUs) */
@@ -10083,7 +10153,8 @@ static double sc__slide_norm_finish(sc_model *m)
     for (long long c = 0; c < (long long)sl->gn_nc; c++)
         if (!sl->gn_done[c]) sc__grad_norm_chunk(sl->gn_part, sl->hg, m->gdt, m->nparams, (size_t)c);
     memset(sl->gn_done, 0, sl->gn_nc);
-    return sc__grad_norm_finish(sl->gn_part, sl->gn_nc);
+    *out = sc__grad_norm_finish(sl->gn_part, sl->gn_nc);
+    return SC_SUCCESS;
 }
 
 static void sc__slide_run_task(sc_model *m, const sc__task *t)
@@ -10139,18 +10210,22 @@ static void sc__slide_run_task(sc_model *m, const sc__task *t)
         }
     } else {
         int N = b->N;
+        size_t lo[2], hi[2];
+        sc__slide_grad_rows(m, lo, hi);
         for (int k = 0; k < b->M; k++) /* micro-batches in order, as resident mode adds them */
             if (sc__host_embedding_backward(sl->hg, m->gdt, (const char *)b->stage + (size_t)k * N * c->hidden_size * m->ab,
                                             m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * N, N,
-                                            c->hidden_size, nt) != SC_SUCCESS)
+                                            c->hidden_size, nt, lo, hi) != SC_SUCCESS)
                 sl->task_err = SC_ERROR_OUT_OF_MEMORY;
         if (t->update) sc__slide_update_own_rows(m, &t->k, b->touched, 1, wb);
         /* every gradient outside the layers is final now: their chunks' norm sums here, in turn
            with the updates, rather than by the norm's caller on threads of its own beside them
            (0.3B gradients at the 1.7B shape, on cores the updates use) */
-        if (sl->gn_part) {
+        if (sl->gn_part) { /* (a split head: this rank's chunks of the embedding) */
             size_t e = sc_config_layer_base(c, 0), no = sc_config_norm_offset(c), c0, c1;
-            if (sc__norm_chunks_in(0, e, &c0, &c1)) {
+            if (sc__slide_head_split(m)) sc__slide_head_norm_chunks(m, sc_dist_comm_rank(m->mc.comm), &c0, &c1);
+            else sc__norm_chunks_in(0, e, &c0, &c1);
+            if (c1 > c0) {
                 sc__grad_norm_chunks(sl->gn_part, sl->hg, m->gdt, m->nparams, c0, c1, nt);
                 memset(sl->gn_done + c0, 1, c1 - c0);
             }
@@ -11683,13 +11758,24 @@ SCDEF int sc__slide_norm_first_force(int on)
 #endif
 
 /* Bytes [a, b) of the head's gradients on the device (the LM head's lm elements, then the final
-   norm's; norm_first: the other way round) down into their places among the host gradients. */
+   norm's; norm_first: the other way round) down into their places among the host gradients; of a
+   split head's rows, those this host holds (sc__slide_grad_rows). */
 static void sc__slide_head_range_down(sc_model *m, size_t a, size_t b, size_t lm)
 {
     const sc_config *c = &m->cfg;
     size_t gb = (size_t)m->gb, e = lm * gb, off[2] = {sc_config_lm_head_offset(c), sc_config_norm_offset(c)};
     char *hg = (char *)m->sl->hg;
     const char *d = (const char *)m->sl->head_g;
+    if (lm && sc__slide_head_split(m)) { /* tied: the rows at offset 0, then the final norm */
+        size_t lo[2], hi[2], rb = (size_t)c->hidden_size * gb;
+        sc__slide_grad_rows(m, lo, hi);
+        for (int i = 0; i < 2; i++) {
+            size_t x = lo[i] * rb > a ? lo[i] * rb : a, y = hi[i] * rb < b ? hi[i] * rb : b;
+            if (y > x) sc__copy_async(m, 2, hg + x, d + x, y - x, SC_PHASE_D2H, -1);
+        }
+        a = a > e ? a : e; /* the final norm's bytes, below */
+        if (b <= a) return;
+    }
     if (m->sl->norm_first && lm) {
         size_t t = off[0];
         e = (size_t)c->hidden_size * gb, off[0] = off[1], off[1] = t;
@@ -11997,17 +12083,16 @@ static sc_result sc__slide_gather_dres(sc_model *m, sc__stepbuf *b)
 }
 #endif
 
-/* Slide's data parallel: every rank's chunk of each layer (and with rows, of a split head's rows:
-   weights and state, not the gradients, which every host holds whole) into dst (f32, parameter
-   order), over the control channel; the remainders every rank holds alike. A chunk is the part
-   sc_dist_part gives the rank of the first W x chunk elements. */
-static sc_result sc__slide_gather_chunks(sc_model *m, float *dst, int rows)
+/* Slide's data parallel: every rank's chunk of each layer (and of a split head's rows) into dst
+   (f32, parameter order), over the control channel; the remainders every rank holds alike. A
+   chunk is the part sc_dist_part gives the rank of the first W x chunk elements. */
+static sc_result sc__slide_gather_chunks(sc_model *m, float *dst)
 {
     int W = sc_dist_comm_world(m->mc.comm);
     size_t ch = sc__layer_numel(&m->cfg) / (size_t)W, at[2], cnt[2];
     for (int l = 0; l < m->cfg.num_layers; l++)
         SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_layer_base(&m->cfg, l), ch * (size_t)W));
-    if (rows && sc__slide_head_split(m)) {
+    if (sc__slide_head_split(m)) {
         sc__slide_row_chunk(m, at, cnt);
         SC__TRY(sc_dist_allgather_f32(m->mc.comm, dst + sc_config_lm_head_offset(&m->cfg),
                                       cnt[0] * (size_t)m->cfg.hidden_size * (size_t)W));
@@ -12035,7 +12120,7 @@ static sc_result sc__slide_update_all(sc_model *m, const sc_optim_consts *k, int
         for (int i = 0; i < 2; i++) sc__slide_update(m, k, sc_config_layer_base(c, l) + at[i], cnt[i], nt, wb);
     sc__slide_update(m, k, no, m->nparams - no, nt, wb);
     SC_ASSERT(m->nccl || sl->hpt == SC_F32); /* the CPU backend's host weights are f32 */
-    return m->nccl ? SC_SUCCESS : sc__slide_gather_chunks(m, (float *)sl->hp, 1);
+    return m->nccl ? SC_SUCCESS : sc__slide_gather_chunks(m, (float *)sl->hp);
 }
 
 /* Slide mode's data parallel (CPU backend): once every gradient is on the host, the embedding
@@ -12055,7 +12140,7 @@ static sc_result sc__slide_dp_update(sc_model *m, const sc__stepbuf *b, int upda
     for (int k = 0; k < b->M; k++)
         SC__TRY(sc__host_embedding_backward(sl->hg, m->gdt, (const char *)b->stage + (size_t)k * b->N * c->hidden_size * m->ab,
                                             m->ab == 2 ? SC_BF16 : SC_F32, b->ids + (size_t)k * b->N, b->N, c->hidden_size,
-                                            sc__slide_threads(m)));
+                                            sc__slide_threads(m), NULL, NULL));
     SC__TRY(sc_dist_allreduce_f32(m->mc.comm, (float *)sl->hg, m->nparams));
     sc_result r = SC_SUCCESS;
     if (update) {
@@ -12521,7 +12606,7 @@ static sc_result sc__slide_clipped_update(sc_model *m)
     if (sl->task_err != SC_SUCCESS) return sc__fail(sl->task_err, "slide: a host task ran out of memory");
     m->t++;
     m->gnorm_step = m->t;
-    m->gnorm = sc__slide_norm_finish(m);
+    SC__TRY(sc__slide_norm_finish(m, &m->gnorm));
     m->gscale = sc_clip_scale(m->gnorm, m->mc.clip_grad_norm);
     sl->k = sc__model_consts(m);
     m->gscale = 1.0f; /* the tasks carry the scale in their constants */
@@ -12715,7 +12800,7 @@ SCDEF sc_result sc_model_get_params(sc_model *m, float *dst)
         sc__slide_drain(m);
         sc__slide_head_flush(m, 1); /* a kept head slot: the host copy gets its rows (it stays kept) */
         sc__host_to_f32(dst, m->sl->hp, m->sl->hpt, m->nparams);
-        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst, 1));
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst));
         SC__TRY(sc__dev_layers_io(m, 0, dst, 0));
         return sc__kept_download(m, dst, m->master ? m->master : m->params, m->master ? 4 : m->pb);
     }
@@ -12731,8 +12816,9 @@ SCDEF sc_result sc_model_get_grads(sc_model *m, float *dst)
     if (m->sl) {
         sc__slide_drain(m);
         sc__host_to_f32(dst, m->sl->hg, m->gdt, m->nparams);
-        /* over NCCL a host holds its chunks of each layer's gradients only (sc__slide_layer_down) */
-        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst, 0));
+        /* over NCCL a host holds its chunks of each layer's gradients (sc__slide_layer_down) and
+           of a split head's rows (sc__slide_grad_rows) */
+        if (m->nccl && sc_dist_comm_world(m->mc.comm) > 1) SC__TRY(sc__slide_gather_chunks(m, dst));
         SC__TRY(sc__dev_layers_io(m, 1, dst, 0));
         return sc__kept_download(m, dst, m->grads, m->gb);
     }
@@ -12781,8 +12867,9 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         sl->gn_split = one && !(m->mc.clip_grad_norm > 0.0f) && !m->mc.slide_dpu;
         if (one) {
             if ((sl->ndev || m->params) && sc__slide_norm_kept(m) != SC_SUCCESS) return NAN;
+            if (sc__slide_norm_finish(m, &m->gnorm) != SC_SUCCESS) return NAN;
             m->gnorm_step = m->t;
-            return m->gnorm = sc__slide_norm_finish(m);
+            return m->gnorm;
         }
     }
     m->gnorm_step = m->t;
@@ -12819,7 +12906,7 @@ static sc_result sc__slide_state_io(sc_model *m, int which, float *buf, int load
         SC__OMP(omp parallel for schedule(static))
         for (long long j = 0; j < (long long)len; j++) sc__st(h, t, s0 + (size_t)j, buf[off + (size_t)j]);
     }
-    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_chunks(m, buf, 1));
+    if (!load && W > 1 && (m->nccl || part)) SC__TRY(sc__slide_gather_chunks(m, buf));
     SC__TRY(sc__dev_layers_io(m, which + 2, buf, load)); /* the layers on the device: their state is there */
     if (load && which == 2 && sl->hw[0] && m->pdt == SC_BF16) { /* the bf16 working copy the uploads read */
         uint16_t *w = (uint16_t *)sl->hw[0];
