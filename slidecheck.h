@@ -1500,6 +1500,10 @@ SCDEF size_t sc_slide_window_bytes(const sc_config *cfg, const sc_model_config *
 /* Test hook (private): 1 lays out slide's gradient of an untied head as over NCCL, [final norm | LM head],
    on any backend (resident's bits either way); returns the previous setting. */
 SCDEF int sc__slide_norm_first_force(int on);
+/* Test hook (private): slide over NCCL, a tied head of V rows of C split over W ranks: rank r's
+   norm chunks of the embedding, [k[0], k[1]), and the rows of the head's gradients its host
+   holds, [lo[i], hi[i]) (sc__slide_head_norm_chunks, sc__slide_grad_rows). */
+SCDEF void sc__slide_split_head_rows(int V, int C, int W, int r, size_t k[2], size_t lo[2], size_t hi[2]);
 #endif
 /* The weights sc_model_create makes when given params NULL, into dst (sc_config_num_params
    floats, flat order): HF's init (normal(0, init_std) for linear and embedding weights, 1 for
@@ -15230,6 +15234,24 @@ SCDEF sc_result sc_dist_barrier(sc_dist_comm *c)
     float x = 0.0f;
     return sc_dist_allreduce_f32(c, &x, 1);
 }
+
+#ifdef SLIDECHECK_TESTING
+SCDEF void sc__slide_split_head_rows(int V, int C, int W, int r, size_t k[2], size_t lo[2], size_t hi[2])
+{
+    sc_model *m = (sc_model *)SC_MALLOC(sizeof *m);
+    sc_dist_comm cm;
+    SC_ASSERT(m);
+    memset(m, 0, sizeof *m);
+    memset(&cm, 0, sizeof cm);
+    cm.rank = r, cm.world = W;
+    m->cfg.vocab_size = V, m->cfg.hidden_size = C, m->cfg.tie_embeddings = 1;
+    m->mc.comm = &cm;
+    m->nccl = 1;
+    sc__slide_head_norm_chunks(m, r, &k[0], &k[1]);
+    sc__slide_grad_rows(m, lo, hi);
+    SC_FREE(m);
+}
+#endif
 #endif /* SLIDECHECK_IMPLEMENTATION_DONE */
 #endif /* SLIDECHECK_IMPLEMENTATION */
 

@@ -5,7 +5,8 @@
    (as two torchrun --nnodes 2 would start them, on one machine): a node that is killed, stalls
    or never starts is named on every rank of the other; the CPU backend's training over them gives
    one machine's bits, and a node killed mid-training stops the other. Where rank 0 listens: NCCL_SOCKET_IFNAME's
-   interface, MASTER_ADDR's loopback, or every interface; host names resolved. */
+   interface, MASTER_ADDR's loopback, or every interface; host names resolved. How slide over NCCL
+   splits a tied head's rows and norm chunks over 2-8 ranks. */
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 #include <math.h>
@@ -1216,6 +1217,58 @@ static void test_bucket_config(void)
     if (m) sc_model_destroy(m);
 }
 
+/* Slide over NCCL splits a tied head's rows over the ranks. Each rank's host sums some of the
+   embedding's norm chunks and gets the others' (so every chunk must be summed by exactly one
+   rank), and holds the gradients of the rows it updates (its chunk and the remainder), of the
+   rows those norm chunks cover, and of the rows of the chunk the embedding shares with layer 0. */
+static int rows_hold(const size_t lo[2], const size_t hi[2], size_t a, size_t b) /* [a, b) held */
+{
+    for (size_t v = a; v < b; v++)
+        if (!(v >= lo[0] && v < hi[0]) && !(v >= lo[1] && v < hi[1])) return 0;
+    return 1;
+}
+
+static void test_split_head_rows(void)
+{
+    static const int shapes[][2] = {{512, 128},   {151936, 2048}, {151936, 896}, {151936, 1024}, {1000, 3},
+                                    {65537, 7},   {7, 65536 * 3}, {9, 100000},   {300, 218},     {4099, 64}};
+    static const int worlds[] = {2, 3, 4, 8};
+    const size_t K = SC_GRAD_NORM_CHUNK;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
+            int V = shapes[si][0], C = shapes[si][1], W = worlds[wi];
+            if (V < W) continue;
+            size_t E = (size_t)V * C, whole = E / K, next = 0, ch = (size_t)V / (size_t)W;
+            int ok = 1;
+            char why[200] = "";
+            for (int r = 0; r < W && ok; r++) {
+                size_t k[2], lo[2], hi[2];
+                sc__slide_split_head_rows(V, C, W, r, k, lo, hi);
+                if (k[0] != next || k[1] < k[0] || k[1] > whole) { /* the ranks' chunks in turn, each once */
+                    snprintf(why, sizeof why, "rank %d: chunks [%zu, %zu) after %zu of %zu", r, k[0], k[1], next, whole);
+                    ok = 0;
+                    break;
+                }
+                next = k[1];
+                int runs_ok = lo[0] <= hi[0] && hi[0] <= (size_t)V && lo[1] <= hi[1] && hi[1] <= (size_t)V &&
+                              (lo[1] == hi[1] || hi[0] < lo[1]);
+                int holds = rows_hold(lo, hi, (size_t)r * ch, (size_t)(r + 1) * ch) && /* its chunk */
+                            rows_hold(lo, hi, ch * (size_t)W, (size_t)V) &&           /* the remainder */
+                            (k[1] == k[0] || rows_hold(lo, hi, k[0] * K / (size_t)C, (k[1] * K + (size_t)C - 1) / (size_t)C)) &&
+                            (E % K == 0 || rows_hold(lo, hi, whole * K / (size_t)C, (size_t)V)); /* the shared chunk */
+                if (!runs_ok || !holds) {
+                    snprintf(why, sizeof why, "rank %d: rows [%zu, %zu) [%zu, %zu), chunks [%zu, %zu)", r, lo[0], hi[0],
+                             lo[1], hi[1], k[0], k[1]);
+                    ok = 0;
+                }
+            }
+            if (ok && next != whole) snprintf(why, sizeof why, "the chunks end at %zu of %zu", next, whole), ok = 0;
+            char name[96];
+            snprintf(name, sizeof name, "split head %d x %d over %d ranks: norm chunks and held rows", V, C, W);
+            check(ok, name, "%s", why);
+        }
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1230,6 +1283,7 @@ int main(void)
     test_two_node_kill();
     test_data_parallel();
     test_bucket_config();
+    test_split_head_rows();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
 }
