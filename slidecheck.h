@@ -1512,7 +1512,7 @@ SCDEF void sc__slide_split_head_rows(int V, int C, int W, int r, size_t k[2], si
 SCDEF sc_result sc_params_init(float *dst, const sc_config *cfg, uint64_t seed);
 /* Copy parameters / gradients / last logits ([B,T,V]) to host floats. In slide mode's data
    parallel on the GPU each rank's host holds current weights and gradients for its chunks of each
-   layer (and current weights for its share of a tied head's rows) only, and after a resident
+   layer and of a tied head's rows only, and after a resident
    ZeRO-1 update on the GPU each rank's device holds its own chunks' (the next step's forward
    gathers the others'), so get_params and, in slide mode, get_grads gather them over the comm:
    every rank must call them. */
@@ -1540,13 +1540,14 @@ SCDEF float sc_model_lr(const sc_model *m);
 SCDEF int sc_model_steps_done(const sc_model *m);
 /* The 2-norm of the current gradients, before clipping (sc_grad_norm's order: the same bits in
    every mode): the one the last update clipped with, else computed now (waits for the device
-   or the host optimizer). In slide mode, one process, unclipped: once asked, the later updating
-   steps sum each layer's part as its gradients land, ahead of its update, and the norm waits
-   for those sums and the head's and embedding's tasks only, not for the layers' updates; the
-   parts kept on the device (slide_device_layers, slide_keep_head) are summed there. Over NCCL
-   (every host holds the summed gradients) each layer's part is summed on the device after its
-   sum, and the norm waits for the updates, then adds the parts. NaN where the gradients are not
-   all in one place (slide_device_update after an update, GPU ZeRO-1). */
+   or the host optimizer). In slide mode, unclipped: once asked, the later updating steps sum
+   each layer's part as its gradients land, ahead of its update (over NCCL on the device, after
+   its sum), and the norm waits for those sums and the head's and embedding's tasks only, not
+   for the layers' updates, which run on beside the next step; the parts kept on the device
+   (slide_device_layers, slide_keep_head) are summed there. Over NCCL every rank calls it: a
+   tied head's rows are split over the ranks, whose hosts exchange their parts of its sums. NaN
+   where the gradients are not all in one place (slide_device_update after an update, GPU
+   ZeRO-1). */
 SCDEF double sc_model_grad_norm(sc_model *m);
 /* The optimizer's state as a safetensors file: "exp_avg" and "exp_avg_sq" (AdamW's m and v) and
    "master" (f32 master weights, where the model has them), each F32 [nparams] in the flat
@@ -8780,7 +8781,7 @@ typedef struct sc__slide {
     sc__task *tasks; size_t tcap, tn; uint64_t tqueued, tdone;
     int pend[2][SC_MAX_LAYERS + 1];
     /* the gradient norm's chunk sums, those of each layer summed as it lands: for clipping, or
-       unclipped once sc_model_grad_norm was asked for. gn_split: unclipped, one process: the
+       unclipped once sc_model_grad_norm was asked for. gn_split: unclipped, one process or NCCL: the
        updating steps queue each layer's sums as a task of their own, ahead of the updates, so
        that the norm waits for them and not for the updates; gn_now: this step did; gn_tasks:
        those queued and not yet run */
