@@ -9810,9 +9810,10 @@ static void sc__slide_head_norm_chunks(const sc_model *m, int r, size_t *k0, siz
 }
 
 /* The rows of a split head's gradients that this rank's host holds, [lo[i], hi[i]) (the second
-   run may be empty): those it updates (sc__slide_row_chunk), those its norm chunks cover and the rows of
-   the chunk the embedding shares with layer 0, which every rank's norm sums. The host adds the
-   embedding's gradient into these rows only, and only these come down. Unsplit: every row. */
+   run may be empty): those it updates (sc__slide_row_chunk), those its norm chunks cover, and
+   those of the chunk the embedding shares with layer 0, which every rank's norm sums. The host
+   adds the embedding's gradient into these rows only, and only these come down. Unsplit: every
+   row. */
 static void sc__slide_grad_rows(const sc_model *m, size_t lo[2], size_t hi[2])
 {
     size_t V = (size_t)m->cfg.vocab_size, C = (size_t)m->cfg.hidden_size, K = SC_GRAD_NORM_CHUNK, at[2], cnt[2], k0, k1;
@@ -12860,9 +12861,9 @@ SCDEF double sc_model_grad_norm(sc_model *m)
         } else {
             sc__slide_drain(m);
         }
-        /* in one process or over NCCL (every host holds the summed gradients): asked once, the
-           next steps sum each layer's chunks as it lands (over NCCL on the device, after its
-           sum), and the norm adds those sums instead of reading every gradient again. Unclipped
+        /* in one process or over NCCL (every host holds the sums of what it updates): asked
+           once, the next steps sum each layer's chunks as it lands (over NCCL on the device,
+           after its sum), and the norm adds those sums instead of reading every gradient again. Unclipped
            it no longer waits for the updates, which then run beside the next step (over NCCL
            its forward issues each prefetch once the layer before is queued: sc__slide_prefetch).
            The CPU backend's data parallel sums after the backward (and its ZeRO-1 exchanges the
