@@ -7,6 +7,9 @@
    one machine's bits, and a node killed mid-training stops the other. Where rank 0 listens: NCCL_SOCKET_IFNAME's
    interface, MASTER_ADDR's loopback, or every interface; host names resolved. How slide over NCCL
    splits a tied head's rows and norm chunks over 2-8 ranks. */
+#ifndef SLIDECHECK_TESTING
+#define SLIDECHECK_TESTING 1 /* the sc__ test hooks (the Makefile's test builds define it too) */
+#endif
 #define SLIDECHECK_IMPLEMENTATION
 #include "../slidecheck.h"
 #include <math.h>
