@@ -1375,9 +1375,9 @@ typedef struct sc_model_config {
                                   mode) the gradients are summed by NCCL (loaded at run time) on a
                                   communication stream, layer by layer as backward completes them
                                   (at W > 2 as reduce-scatter + all-gather, ZeRO-1's order); every
-                                  rank adds every rank's embedding rows from a gather of dL/dx_0
-                                  while that moves fewer bytes than the embedding's sum (else the
-                                  sum runs after the embedding backward); the loss over this channel. Slide mode (CPU backend, without
+                                  rank adds every rank's embedding rows, from a gather of dL/dx_0
+                                  (W x the micro-batches' activations on each device), to the summed
+                                  head part, as slide mode's hosts do; the loss over this channel. Slide mode (CPU backend, without
                                   DPU and keep-head): the host gradients are summed once all have
                                   landed, then one host update; the same bits as resident mode. */
     int zero;                  /* 1, with comm and AdamW: ZeRO-1, each rank keeps and updates the AdamW
@@ -11284,16 +11284,13 @@ static int sc__grads_sum_layers(sc_model *m, int l, int top)
     return l - 1;
 }
 
-/* Over NCCL: does every rank add every rank's embedding rows (gathering dL/dx_0 and the ids),
-   instead of summing the embedding's gradient after its backward? While the gather moves fewer
-   bytes than that sum: W x the micro-batches' activations against twice the vocabulary's rows.
-   (Qwen3-1.7B at 2048 x 4: up to 36 ranks; past that the sum at the end costs less.) */
-static int sc__emb_gathered(const sc_model *m)
-{
-    if (!m->nccl) return 0;
-    double W = (double)sc_dist_comm_world(m->mc.comm);
-    return W * m->accum * m->B * m->T * m->ab < 2.0 * m->cfg.vocab_size * m->gb;
-}
+/* Over NCCL every rank adds every rank's embedding rows (gathering dL/dx_0 and the ids) to the
+   summed head part, rather than summing the embedding's gradient after its backward: that order is
+   the only one slide mode's hosts can follow (they add the rows to the summed head), so it is
+   resident's too, at any W and shape, and the two keep the same bits. The gather moves W x the
+   micro-batches' activations (the sum twice the vocabulary's rows: less past 36 ranks at the
+   Qwen3-1.7B shape, 2048 x 4) and holds them on each device. */
+static int sc__emb_gathered(const sc_model *m) { return m->nccl; }
 
 #ifdef SLIDECHECK_CUDA
 /* ZeRO-1: every rank's updated chunk of bucket b into every rank's weights (traced: a span) */
