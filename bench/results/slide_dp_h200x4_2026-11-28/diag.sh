@@ -1,7 +1,7 @@
 #!/bin/sh
 # one device call on 4 GPUs: where 4-rank slide's saved fp32 weights part from resident's (tiny,
-# seq 128 x batch 2, 4 AdamW steps); var_a/ and var_b/ hold the header and CLI of earlier trees,
-# built with this tree's CUDA object. Per tensor: elements that differ, the largest difference.
+# seq 128 x batch 2, 4 AdamW steps); VARS="var_a var_b": dirs holding the header and CLI of earlier
+# trees, built with this tree's CUDA object and their slide compared too. Per tensor: elements that differ, the largest difference.
 set -u
 W=/tmp/dpw/diag; rm -rf "$W"; mkdir -p "$W"
 exec > "$OUT/log.txt" 2>&1
