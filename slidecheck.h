@@ -1200,8 +1200,11 @@ SCDEF const char *sc_cpu_optim_isa(void);
    sc_cpu_optim_tune times the four pairs on n parameters (0: 24 Mi) laid out as slide's (f32 weights, m, v and
    gradients, bf16 weights out; 18 B a parameter, once per page kind), interleaved over 5 rounds after one to warm
    up, with `threads` threads (0: all), and keeps the fastest unless the pair in use is within 2% of it. Slide mode
-   calls it once per process, before allocating, where the host updates at least 64 Mi AdamW parameters. Out of
-   memory for the buffers: SC_ERROR_OUT_OF_MEMORY, the choice unchanged. Not to be called while an update runs.
+   calls it once per process, before allocating, where the host updates at least 64 Mi AdamW parameters. On Linux the
+   processes of one host take turns (a lock on $TMPDIR or /tmp's slidecheck-host-optim.lock; where that file cannot
+   be opened, they time at once): data-parallel ranks timing together shared the cores and the memory and chose
+   from those rates. Out of memory for the buffers: SC_ERROR_OUT_OF_MEMORY, the choice unchanged. Not to be called
+   while an update runs.
    sc_cpu_optim_choice: the pair in use (before any tuning: prefetch on, huge pages on) and the rates last
    measured. */
 typedef struct sc_cpu_optim_tuning {
@@ -1247,6 +1250,9 @@ SCDEF int sc__cpu_optim_force(const char *isa);
 SCDEF int sc__cpu_optim_stream(int on);
 /* Test / bench hook (private): the AdamW loops' software prefetch, 1 on, 0 off; returns the previous setting. */
 SCDEF int sc__cpu_optim_prefetch(int on);
+/* Test hook (private): when this process's last sc_cpu_optim_tune held the host's turn, [*t0, *t1] in ns of the
+   monotonic clock (both 0 before any) */
+SCDEF void sc__cpu_optim_tune_window(int64_t *t0, int64_t *t1);
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -7852,7 +7858,49 @@ SCDEF sc_cpu_optim_tuning sc_cpu_optim_choice(void)
     return t;
 }
 
+/* The host's turn to time its AdamW, shared by the processes of this host through a lock on one file (closing the
+   file gives it up); -1 where there is no such file (and no turn: the caller times at once). */
+static int64_t sc__tune_win[2];
+static int sc__tune_turn(void)
+{
+#ifdef __linux__
+    const char *d = getenv("TMPDIR");
+    char path[640];
+    snprintf(path, sizeof path, "%s/slidecheck-host-optim.lock", d && *d ? d : "/tmp");
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0) return -1;
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = F_WRLCK, l.l_whence = SEEK_SET;
+    while (fcntl(fd, F_SETLKW, &l) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+#else
+    return -1;
+#endif
+}
+
+#ifdef SLIDECHECK_TESTING
+SCDEF void sc__cpu_optim_tune_window(int64_t *t0, int64_t *t1) { *t0 = sc__tune_win[0], *t1 = sc__tune_win[1]; }
+#endif
+
+static sc_result sc__cpu_optim_tune_now(int threads, size_t n);
 SCDEF sc_result sc_cpu_optim_tune(int threads, size_t n)
+{
+    int fd = sc__tune_turn();
+    int64_t t0 = sc__trace_now_ns();
+    sc_result r = sc__cpu_optim_tune_now(threads, n);
+    sc__tune_win[0] = fd >= 0 ? t0 : 0, sc__tune_win[1] = fd >= 0 ? sc__trace_now_ns() : 0;
+#ifdef __linux__
+    if (fd >= 0) close(fd);
+#endif
+    return r;
+}
+
+static sc_result sc__cpu_optim_tune_now(int threads, size_t n)
 {
     enum { R = 5 };
     if (!n) n = (size_t)24 << 20;
