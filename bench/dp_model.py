@@ -328,9 +328,9 @@ def gather_time(m, W, cost):
 
 
 def gathers(m, W):
-    """does slidecheck gather dL/dx_0 at W ranks (sc__emb_gathered)? while W x the rows'
-    activations are fewer bytes than twice the embedding's gradient"""
-    return W > 1 and W * m['rows'] * m['ab'] < 2 * m['vocab'] * m['eb']
+    """does slidecheck gather dL/dx_0 at W ranks (sc__emb_gathered)? over NCCL always, at any W and
+    shape (one summation order for resident and slide mode)"""
+    return W > 1
 
 
 ZERO_AHEAD = 2  # the header's SC__ZERO_AHEAD
@@ -362,7 +362,7 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
     gap = tr['opt0'] - tr['emb']  # between the embedding backward and the optimizer
     lead = tr['emb'] - tr['embdur'] - tr['layers'][0]  # between layer 0's backward and the embedding's
     # the communication stream's order: [norm | head], a tied embedding's head part (when gathering),
-    # layers L-1 .. 0; then the gather, or (past the crossing) the embedding's sum after its backward
+    # layers L-1 .. 0; then the gather
     g = gathers(m, W)
     order = [[0]] + ([[L + 1]] if m['tied'] and g else []) + layer_groups(sizes, L, eb, m.get('bucket', 0))
     slow = [U if W > 1 else 0.0] * L
@@ -388,15 +388,9 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
             c = max(c, t)  # the embedding backward waits for every sum and the gather
             comp.append((c, c + tr['embdur'] * W))  # every rank's rows
             c += tr['embdur'] * W + gap
-        else:  # this rank's rows, then the embedding's sum
+        else:  # one GPU: its own rows
             comp.append((c, c + tr['embdur']))
-            c += tr['embdur']
-            if W > 1:
-                s = max(c, t)
-                t = s + sum_time(cost, sizes[L + 1], W, eb, mode == 'dp', m.get('ce', False))
-                comm.append((s, t))
-                done[L + 1] = t
-            c += gap
+            c += tr['embdur'] + gap
         if mode == 'dp' or W == 1:
             fa = sum(sizes[:L]) / N  # the norm/head and layers L-1 .. 1: their sums are in first
             c = max([c] + [e for b, e in done.items() if b < L])
@@ -602,7 +596,7 @@ def main(argv=None):
         ap.error('--model: one of ' + ', '.join(MODELS))
     sizes, L = buckets(shape)
     eb = 2 if args.dtype == 'bf16' else 4
-    m = {'sizes': sizes, 'tied': shape[7], 'rows': args.batch * args.seq, 'hidden': shape[1], 'vocab': shape[0],
+    m = {'sizes': sizes, 'tied': shape[7], 'rows': args.batch * args.seq, 'hidden': shape[1],
          'eb': eb, 'ab': eb, 'bucket': args.bucket_mb * 1048576, 'ce': args.copy_engines}
     tr = read_trace(args.trace, args.skip)
     if tr['L'] != L:
@@ -696,8 +690,9 @@ def selftest():
     ok(tr['embdur'] == 1, 'trace: the embedding backward 1 ms')
     # buckets (elements): norm 1000, layers 6000 each, embedding 12000 (tied); bf16: 2 bytes; a
     # rank's dL/dx_0: 100 rows of 10 (2000 bytes) and 100 ids (400 bytes)
-    m = {'sizes': [1000, 6000, 6000, 12000], 'tied': True, 'rows': 100, 'hidden': 10, 'vocab': 1200, 'eb': 2, 'ab': 2}
-    ok(gathers(m, 23) and not gathers(m, 24), 'the gather of dL/dx_0 up to 23 ranks (23 x 200 < 2 x 2400 bytes a column)')
+    m = {'sizes': [1000, 6000, 6000, 12000], 'tied': True, 'rows': 100, 'hidden': 10, 'eb': 2, 'ab': 2}
+    ok(not gathers(m, 1) and gathers(m, 2) and gathers(m, 24) and gathers(m, 256),
+       'the gather of dL/dx_0 at every W > 1, past twice the vocabulary\'s bytes too (24 x 200 > 2 x 2400 a column)')
     cost = lambda op, nb: coll_time(op, nb, 2, 8, nv, nv) / 1e3
     r1 = summarize(tr, m, 1, 'dp', cost, 0.0)
     ok(abs(r1['step'] - 22.0) < 1e-9, 'W = 1: the measured step (22 ms): %.4f' % r1['step'])
