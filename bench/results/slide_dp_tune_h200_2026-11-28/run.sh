@@ -1,10 +1,11 @@
 #!/bin/sh
-# one device call: PART=eq|sc|k4. After the host AdamW's start-up timing took turns across a host's
+# one device call: PART=eq|sc|k4|x2. After the host AdamW's start-up timing took turns across a host's
 # processes and the embedding's summation order became one for both modes over NCCL:
 #   eq (2 GPUs): 2-rank slide against 2-rank resident (norms, saved bytes), then
 #      GPUS=2 EQUAL_ONLY=1 TWO_NODE=1 gpu_dp_checks.sh (its many-token checks at 2 ranks);
 #   sc (2 GPUs): make test-gpu, then slide_dp_scaling.sh GPUS=2 ALL=1 (each run's start-up rates kept);
-#   k4 (4 GPUs): the killed-rank checks at 4 ranks (graph and eager), then slide_dp_scaling.sh GPUS=4 ALL=1.
+#   k4 (4 GPUs): the killed-rank checks at 4 ranks (graph and eager), then slide_dp_scaling.sh GPUS=4 ALL=1;
+#   x2 (2 GPUs, another machine): resident 1 and 2 GPUs in turn (3 rounds), then as sc without make test-gpu.
 # The log goes to $OUT/log.txt as it runs; results tarred into $OUT/r.tgz
 set -u
 W=/tmp/dpw/$PART; rm -rf "$W"; mkdir -p "$W"
@@ -65,6 +66,21 @@ k4)
     echo "elapsed $(( $(date +%s) - T0 )) s"
     left=$(( 570 - ($(date +%s) - T0) )); echo "left for scaling: $left s"
     scaling 2 $left
+    ;;
+x2)
+    big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
+    mkdir -p "$W/res"; r1=; r2=
+    for x in 1 2 3; do
+        for side in $([ $x = 2 ] && echo "many one" || echo "one many"); do
+            g=; [ $side = many ] && g="--gpus 2"
+            timeout 60 build/slidecheck $big $g > "$W/res/${side}_$x.log" 2>&1 || echo "resident ${side}_$x: exit $?"
+        done
+        r1="$r1 $W/res/one_$x.log"; r2="$r2 $W/res/many_$x.log"
+    done
+    echo "resident:"; python3 bench/dp_scaling.py 2 $r1 -- $r2
+    echo "elapsed $(( $(date +%s) - T0 )) s"
+    left=$(( 570 - ($(date +%s) - T0) )); echo "left for scaling: $left s"
+    scaling 3 $left
     ;;
 esac
 find "$W" -name '*.safetensors' -delete; find "$W" -name 'trace.json' -size +20M -delete
