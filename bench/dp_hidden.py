@@ -8,8 +8,10 @@ With the 1-GPU trace: where the W-GPU step loses its time, phase by phase (the m
 steps after the first two of each phase's spans summed per step), and how much of the W-GPU
 backward layers' time has a collective running beside it, and what runs after the last backward
 layer (each span of the median-length step that ends past it: the exposed sums, the embedding's
-backward, the optimizer)."""
-import json, re, statistics, sys
+backward, the optimizer). Where the other ranks' traces lie beside TRACE.json (rank<k>/trace.json,
+as --out writes them): when each rank reaches the last sum, and how long the last one keeps the
+others waiting."""
+import json, os, re, statistics, sys
 
 
 def median_step(path):
@@ -83,6 +85,41 @@ def tail(ev, names):
 
 
 
+def arrivals(path):
+    """{step: ms from the step's start to the end of layer 0's backward} in one rank's trace, the
+    steps after the first two: when the rank reaches the last sum (layer 0's)"""
+    ev = json.load(open(path))['traceEvents']
+    out = {}
+    for st in sorted((e for e in ev if e['ph'] == 'X' and e.get('cat') == 'step'), key=lambda e: e['ts'])[2:]:
+        t0, t1 = st['ts'], st['ts'] + st['dur']
+        l0 = [e for e in ev if e['ph'] == 'X' and e.get('cat') == 'bwd' and e.get('name') == 'layer' and
+              e.get('args', {}).get('layer') == 0 and t0 <= e['ts'] < t1]
+        if l0:
+            out[st['args'].get('step')] = (l0[0]['ts'] + l0[0]['dur'] - t0) / 1e3
+    return out
+
+
+def skew(path, W):
+    """the ranks' skew, where rank 0's trace has the others' beside it (DIR/rank<k>/trace.json, as
+    slidecheck --out writes them): per step, how much later than the ranks' mean the last rank
+    reaches layer 0's sum. The steps start together (the last update waits for every rank's sums)
+    and nothing makes a rank wait for another before that sum: the earlier ranks wait there."""
+    d = os.path.dirname(path)
+    paths = [path] + [os.path.join(d, 'rank%d' % k, 'trace.json') for k in range(1, W)]
+    if not all(os.path.exists(p) for p in paths):
+        return
+    ar = [arrivals(p) for p in paths]
+    steps = sorted(set.intersection(*(set(a) for a in ar)))
+    if not steps:
+        return
+    late = [max(a[s] for a in ar) - sum(a[s] for a in ar) / W for s in steps]
+    print('ranks reach layer 0\'s sum (ms from the step\'s start; steps %s): %s' % (
+        ', '.join(str(s) for s in steps),
+        '; '.join('rank %d %s' % (k, ' '.join('%.2f' % a[s] for s in steps)) for k, a in enumerate(ar))))
+    print('the last rank after the ranks\' mean: mean %.2f ms a step (median %.2f, max %.2f; dp_model.py --skew-ms)' % (
+        sum(late) / len(late), statistics.median(late), max(late)))
+
+
 def main():
     one, two = median_step(sys.argv[1]), median_step(sys.argv[2])
     ev = json.load(open(sys.argv[3]))['traceEvents']
@@ -123,6 +160,7 @@ def main():
         if span > 0:
             print('backward layers: a collective runs beside them %.1f%% of their time' % (100.0 * busy / span))
     tail(ev, names)
+    skew(sys.argv[3], W)
 
 
 if __name__ == '__main__':

@@ -2,7 +2,7 @@
 
     python3 bench/dp_model.py --trace ONE_GPU_OUT_DIR --nvlink NV.csv [--socket SOCK.csv]
         [--model qwen3-1.7b | --config config.json] [--dtype bf16|fp32] [--gpus-per-node 8]
-        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--bwd-slowdown F] [--seq 2048 --batch 4]
+        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--bwd-slowdown F] [--skew-ms S] [--seq 2048 --batch 4]
         [--logs DIR] [--measured KEY=MS ...] [--out FILE]
     python3 bench/dp_model.py --selftest
 
@@ -64,6 +64,12 @@ compute from then on is delayed by the largest wait.
 At large W the gather grows with W (each rank receives W x batch x seq x hidden) while the
 embedding's all-reduce it replaced did not: past W ~ 2 vocab / (batch x seq) it moves more bytes,
 and the embedding backward grows W-fold too.
+--skew-ms S: the ranks drift apart over a step (each GPU's clock moves on its own under its power
+limit) and nothing makes one wait for another before layer 0's sum: every rank waits there for
+the last. S is how long after the ranks' mean the last arrives, a step on average, measured at 2
+ranks (bench/dp_hidden.py, given both ranks' traces); at W it is taken as S x E[max of W normals] /
+E[max of 2] (each rank's drift independent and normal: an assumption, printed), added to the step
+and to what is exposed.
 --overlap-slowdown F: compute that runs beside a collective takes (1 + F) as long (NCCL's kernels
 share the SMs and memory); --bwd-slowdown F: every backward layer at W > 1 takes (1 + F) as long,
 whatever runs beside it. The H200 runs (2026-11-26) show every layer, not only those beside a
@@ -76,7 +82,9 @@ bench/gpu_dp_checks.sh: speed1.log, speed2.log, speedz.log, sock2.log) against t
 """
 import argparse
 import csv
+import functools
 import json
+import math
 import os
 import re
 import statistics
@@ -417,12 +425,33 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
     return end + tail, comm, comp, tb
 
 
-def summarize(tr, m, W, mode, cost, F, U=0.0):
+@functools.lru_cache(maxsize=None)
+def max_normal(W):
+    """E[the largest of W independent standard normals] (0 at W = 1, 0.564 at 2), by the rectangle
+    rule over [-10, 10]: E = integral of x W phi(x) Phi(x)^(W-1)"""
+    if W < 2:
+        return 0.0
+    h, e = 0.001, 0.0
+    for i in range(-10000, 10001):
+        x = i * h
+        e += x * W * math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) * (0.5 * (1 + math.erf(x / math.sqrt(2)))) ** (W - 1)
+    return e * h
+
+
+def skew_ms(W, S):
+    """the last rank's arrival at the last sum after the ranks' mean, at W ranks, from S measured at 2
+    (--skew-ms, bench/dp_hidden.py): each rank's drift over a step taken as independent and normal"""
+    return S * max_normal(W) / max_normal(2) if S and W > 1 else 0.0
+
+
+def summarize(tr, m, W, mode, cost, F, U=0.0, S=0.0):
     step, comm, comp, tb = simulate(tr, m, W, mode, cost, F, U)
     busy = sum(b - a for a, b in comm)
     ci = merge(comp)
     hid = sum(overlap(a, b, ci) for a, b in comm)
-    exposed = max(0.0, max((b for _, b in comm), default=0.0) - tb)
+    k = skew_ms(W, S)  # every rank waits for the last at layer 0's sum: nothing hides it
+    step += k
+    exposed = max(0.0, max((b for _, b in comm), default=0.0) - tb) + k
     return {'step': step, 'comm': busy, 'hidden': hid / busy if busy > 0 else float('nan'), 'exposed': exposed,
             'gather': gather_time(m, W, cost) if gathers(m, W) else 0.0}
 
@@ -491,6 +520,10 @@ def report(args, tr, m, L, intra, inters, out):
         say('ASSUMED: compute beside a collective %.1f%% slower (--overlap-slowdown)' % (100 * args.overlap_slowdown))
     if args.bwd_slowdown:
         say('ASSUMED: every backward layer %.1f%% slower at W > 1 (--bwd-slowdown)' % (100 * args.bwd_slowdown))
+    if args.skew_ms:
+        say('ASSUMED: the last rank reaches the last sum %.2f ms after the ranks\' mean at 2 ranks (--skew-ms), '
+            'each rank\'s drift independent and normal: x E[max of W normals] / E[max of 2] at W (%s)' % (
+                args.skew_ms, ', '.join('%d: %.2f ms' % (W, skew_ms(W, args.skew_ms)) for W in args.ws if W > 1)))
     say()
     say('%5s %5s %-10s %-6s %10s %8s %7s %9s %9s %9s' % ('W', 'nodes', 'transport', 'mode', 'step_ms', 'scaling',
                                                           'hidden', 'exposed', 'comm_ms', 'gather_ms'))
@@ -503,7 +536,7 @@ def report(args, tr, m, L, intra, inters, out):
                 if W == 1 and mode == 'zero1':
                     continue
                 r = summarize(tr, m, W, mode, make_cost(W, gpn, intra, x or intra), args.overlap_slowdown,
-                              args.bwd_slowdown)
+                              args.bwd_slowdown, args.skew_ms)
                 pred[(W, tname, mode)] = r['step']
                 say('%5d %5d %-10s %-6s %10.2f %7.3fx %7s %9.2f %9.2f %9.2f' % (
                     W, nodes, tname, mode, r['step'], W * pred[(1, '-', 'dp')] / r['step'],
@@ -541,7 +574,7 @@ def check_table(args, tr, m, intra, socket, meas, out):
             cost, tname = make_cost(W, 1, socket, socket), 'socket'  # one GPU a "node"
         else:
             cost, tname = make_cost(W, args.gpus_per_node, intra, intra), intra.name if W > 1 else '-'
-        p = summarize(tr, m, W, mode, cost, args.overlap_slowdown, args.bwd_slowdown)['step']
+        p = summarize(tr, m, W, mode, cost, args.overlap_slowdown, args.bwd_slowdown, args.skew_ms)['step']
         say('%-8s %5d %-10s %-6s %8.2f ms %9.2f ms %+7.1f%%' % (key, W, tname, mode, meas[key], p,
                                                                100 * (p - meas[key]) / meas[key]))
     # what --overlap-slowdown and --bwd-slowdown stand for, where the logs' runs wrote layer_metrics.csv
@@ -570,6 +603,9 @@ def main(argv=None):
                     help='compute beside a collective takes (1 + F) as long')
     ap.add_argument('--bwd-slowdown', type=float, default=0.0,
                     help='every backward layer at W > 1 takes (1 + F) as long')
+    ap.add_argument('--skew-ms', type=float, default=0.0,
+                    help='measured at 2 ranks (bench/dp_hidden.py with both ranks\' traces): how long after the '
+                    'ranks\' mean the last reaches the last sum, a step on average')
     ap.add_argument('--seq', type=int, default=2048, help='the trace\'s run: tokens a sequence')
     ap.add_argument('--batch', type=int, default=4, help='the trace\'s run: sequences a rank')
     ap.add_argument('--base-us', type=float, default=0.0,
@@ -742,6 +778,15 @@ def selftest():
     ok(r2['step'] >= 28.1 - 1e-9, '--overlap-slowdown 0.1: step %.3f ms >= 28.1' % r2['step'])
     r3 = summarize(tr, m, 2, 'dp', fast, 0.0, 0.1)
     ok(abs(r3['step'] - 23.8) < 0.02, '--bwd-slowdown 0.1, fast collectives: step %.3f ms (23.8)' % r3['step'])
+    # the ranks' skew: E[max] of 2 normals is 1 / sqrt(pi); of 4, 1.0294; S at 2 ranks adds S, at 4
+    # S x 1.0294 sqrt(pi) (1.8246 S), nothing at 1
+    ok(abs(max_normal(2) - 1 / math.sqrt(math.pi)) < 1e-6 and abs(max_normal(4) - 1.029375) < 1e-5 and
+       max_normal(1) == 0.0, 'E[max of W normals]: %.6f at 2, %.6f at 4' % (max_normal(2), max_normal(4)))
+    r4 = summarize(tr, m, 2, 'dp', cost, 0.0, 0.0, 0.5)
+    ok(abs(r4['step'] - 28.6) < 1e-9 and abs(r4['exposed'] - 5.6) < 1e-9,
+       '--skew-ms 0.5, W = 2: step 28.1 + 0.5 ms, exposed 5.1 + 0.5: %.4f, %.4f' % (r4['step'], r4['exposed']))
+    ok(abs(skew_ms(4, 0.5) - 0.5 * 1.029375 * math.sqrt(math.pi)) < 1e-5 and skew_ms(1, 0.5) == 0.0,
+       '--skew-ms 0.5 at 4 ranks: %.4f ms, at 1: 0' % skew_ms(4, 0.5))
     # the layers' groups: 5 layers of 12000 bytes, 30000 a group: layers 4, 3, 2 (36000), 1, 0; at
     # with a cap of one layer, one a layer; the 2-layer model above: 1, 0 whatever the cap
     sz = [1000] + [6000] * 5 + [12000]
