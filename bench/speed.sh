@@ -5,7 +5,10 @@
 #   sh bench/speed.sh OUT          BIN=dir of prebuilt slidecheck and gemm_floor (default build)
 # Writes OUT/machine.txt (GPU, driver, versions), OUT/gemm_floor_N<tokens>.csv, OUT/graph_floor.csv, OUT/speed.csv,
 # OUT/logs/ (one log per cell) and OUT/RESULTS.md (bench/results_md.py OUT).
-# Knobs, for a reduced or a piecewise run: STEPS (timed steps, 12), WARMUP (3), CONFIGS ("256x1:sgd
+# The warm-up runs past the power limiter's settling: in a 40-step run on an H100 at its 700 W limit
+# (results/power_h100_2026-11-27/c3/step.log, 2048 x 4 AdamW) step 6 took 183.5 ms, the median of
+# steps 4-15 was 169.1 ms and of steps 21-40 172.5 (+2.0%); the timed steps start after step 12.
+# Knobs, for a reduced or a piecewise run: STEPS (timed steps, 24), WARMUP (12), CONFIGS ("256x1:sgd
 # 256x1:adamw 2048x4:adamw"), GEMM_TOKENS ("256 8192"; empty: none), GEMM_SUSTAINED (gemm_floor's
 # --sustained rounds, 20; 0: none; it holds every shape's operands at once, about 12 GB at 8192
 # tokens), IMPLS ("ours eager compile"),
@@ -17,7 +20,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 O=${1:?usage: sh bench/speed.sh OUT}; BIN=${BIN:-build}
-STEPS=${STEPS:-12}; WARMUP=${WARMUP:-3}
+STEPS=${STEPS:-24}; WARMUP=${WARMUP:-12}
 CONFIGS=${CONFIGS:-"256x1:sgd 256x1:adamw 2048x4:adamw"}
 GEMM_TOKENS=${GEMM_TOKENS-"256 8192"}
 GEMM_SUSTAINED=${GEMM_SUSTAINED:-20}
