@@ -11,7 +11,7 @@ set -u
 O=${1:?usage: sh bench/dp_levers.sh OUT}; BIN=${BIN:-build}; NG=${GPUS:-2}; mkdir -p "$O"
 export NCCL_NVLS_ENABLE=0
 LEVERS=${LEVERS:-"- NCCL_MAX_CTAS=4 NCCL_MAX_CTAS=8 NCCL_MAX_CTAS=16 NCCL_PROTO=Simple NCCL_ALGO=Tree CUDA_DEVICE_MAX_CONNECTIONS=1"}
-big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 10 --warmup 2"
+big="train --model qwen3-1.7b --device cuda --dtype bf16 --seq 2048 --batch 4 --optim adamw --lr 1e-5 --ckpt none --steps 30 --warmup 12"
 "$BIN/slidecheck" $big --out "$O/one" > "$O/one.log" 2>&1 || { echo "1 GPU: exit $?"; tail -n 3 "$O/one.log"; exit 1; }
 for lv in $LEVERS; do
     tag=$(echo "$lv" | tr ',=' '__' | sed 's/^--//'); envs=""; flags=""
