@@ -1,5 +1,6 @@
 """Data parallel on the GPU: scaling and how much of the all-reduce hides behind compute.
     python3 bench/dp_hidden.py ONE_GPU.log TWO_GPU.log TRACE.json [ONE_GPU_TRACE.json]
+    python3 bench/dp_hidden.py --selftest
 scaling = W x step(1 GPU) / step(W GPUs), from the tool's summary lines (median step, per rank's
 batch the same), and from the mean of the step lines after the first (slide: every host update
 counted once). hidden = per step, the all-reduce spans' time (stream "nccl") that overlaps a
@@ -163,5 +164,48 @@ def main():
     skew(sys.argv[3], W)
 
 
+def selftest():
+    """two ranks' synthetic traces: layer 0's backward ends at 10, 12, 11 ms (rank 0) and 11, 12, 15
+    (rank 1) into steps 2-4; steps 0 and 1 are left out"""
+    import io, shutil, tempfile
+    d = tempfile.mkdtemp(prefix='dp_hidden_')
+    os.makedirs(os.path.join(d, 'rank1'))
+    for path, ends in ((os.path.join(d, 'trace.json'), [9, 9, 10, 12, 11]),
+                       (os.path.join(d, 'rank1', 'trace.json'), [5, 5, 11, 12, 15])):
+        ev = []
+        for s, e in enumerate(ends):
+            t0 = 1000.0 * 20 * s
+            ev.append({'ph': 'X', 'cat': 'step', 'name': 'step %d' % s, 'ts': t0, 'dur': 20000.0, 'args': {'step': s}})
+            ev.append({'ph': 'X', 'cat': 'bwd', 'name': 'layer', 'ts': t0 + 1000.0 * (e - 2), 'dur': 2000.0,
+                       'args': {'layer': 0}})
+        json.dump({'traceEvents': ev}, open(path, 'w'))
+    old, buf = sys.stdout, io.StringIO()
+    sys.stdout = buf
+    try:
+        skew(os.path.join(d, 'trace.json'), 2)
+    finally:
+        sys.stdout = old
+    out = buf.getvalue()
+    # the last rank after the mean: 0.5, 0, 2 ms: mean 0.83, median 0.50, max 2.00
+    checks = [('rank 0 10.00 12.00 11.00; rank 1 11.00 12.00 15.00' in out, 'each rank\'s arrival at layer 0\'s sum'),
+              ('mean 0.83 ms a step (median 0.50, max 2.00' in out, 'the last rank after the ranks\' mean')]
+    os.remove(os.path.join(d, 'rank1', 'trace.json'))
+    out2 = io.StringIO()
+    sys.stdout = out2
+    try:
+        skew(os.path.join(d, 'trace.json'), 2)
+    finally:
+        sys.stdout = old
+    checks.append((out2.getvalue() == '', 'without the other rank\'s trace: nothing printed'))
+    shutil.rmtree(d)
+    for c, what in checks:
+        print('%s %s' % ('PASS' if c else 'FAIL', what))
+    nf = sum(1 for c, _ in checks if not c)
+    print('%d passed, %d failed' % (len(checks) - nf, nf))
+    return 1 if nf else 0
+
+
 if __name__ == '__main__':
+    if sys.argv[1:] == ['--selftest']:
+        sys.exit(selftest())
     main()
