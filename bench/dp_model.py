@@ -64,9 +64,9 @@ compute from then on is delayed by the largest wait.
 At large W the gather grows with W (each rank receives W x batch x seq x hidden) while the
 embedding's all-reduce it replaced did not: past W ~ 2 vocab / (batch x seq) it moves more bytes,
 and the embedding backward grows W-fold too.
---skew-ms S: the ranks drift apart over a step (each GPU's clock moves on its own under its power
-limit) and nothing makes one wait for another before layer 0's sum: every rank waits there for
-the last. S is how long after the ranks' mean the last arrives, a step on average, measured at 2
+--skew-ms S: the ranks drift apart over a step (two ranks' traces on one host reached layer 0's
+sum up to 4.6 ms apart; the cause is not measured) and nothing makes one wait for another before
+that sum: every rank waits there for the last. S is how long after the ranks' mean the last arrives, a step on average, measured at 2
 ranks (bench/dp_hidden.py, given both ranks' traces); at W it is taken as S x E[max of W normals] /
 E[max of 2] (each rank's drift independent and normal: an assumption, printed), added to the step
 and to what is exposed.
