@@ -236,6 +236,6 @@ build/cpu_optim build/cpu_subnormal: build/%: bench/%.c $(HDRS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 
-build/floors: bench/floors.cu bench/ck.h
+build/floors build/copy_load: build/%: bench/%.cu bench/ck.h
 	@mkdir -p build
 	$(NVCC) $(NVFLAGS) $< -o $@
