@@ -2,7 +2,8 @@
 
     python3 bench/dp_model.py --trace ONE_GPU_OUT_DIR --nvlink NV.csv [--socket SOCK.csv]
         [--model qwen3-1.7b | --config config.json] [--dtype bf16|fp32] [--gpus-per-node 8]
-        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--bwd-slowdown F] [--skew-ms S] [--seq 2048 --batch 4]
+        [--inter-gbps G --inter-lat-us L] [--overlap-slowdown F] [--bwd-slowdown F] [--fwd-slowdown F]
+        [--skew-ms S] [--seq 2048 --batch 4]
         [--logs DIR] [--measured KEY=MS ...] [--out FILE]
     python3 bench/dp_model.py --selftest
 
@@ -75,7 +76,11 @@ share the SMs and memory); --bwd-slowdown F: every backward layer at W > 1 takes
 whatever runs beside it. The H200 runs (2026-11-26) show every layer, not only those beside a
 modelled collective, 9-11% slower at 2 GPUs and 15% at 4 (collectives beside compute also run
 about 1.8 times their fitted time): with --logs, the check table prints the runs' backward against the
-1-GPU one (layer_metrics.csv). Default 0 for both.
+1-GPU one (layer_metrics.csv). --fwd-slowdown F: the forward and the loss at W > 1 take (1 + F) as
+long, though no collective runs beside them in plain data parallel: on two H200s at their 700 W
+limit (results/dp_power_h200x2_2026-11-28, 30-step runs, the first 12 left out) the 2-rank forward
+took 4.8% longer than one GPU's and the backward 5.0%, while two independent 1-GPU runs at once
+lost nothing. Default 0 for all three.
 
 Check table: the measured steps (--measured 1=177.2 2=189.1 z2=188.4 sock2=...; or --logs DIR of
 bench/gpu_dp_checks.sh: speed1.log, speed2.log, speedz.log, sock2.log) against the prediction.
@@ -360,10 +365,11 @@ def zero_gathers(tr, m, W, cost):
     return iv, d
 
 
-def simulate(tr, m, W, mode, cost, F, U=0.0):
+def simulate(tr, m, W, mode, cost, F, U=0.0, V=0.0):
     """one step at W ranks: (step ms, comm intervals, compute intervals, end of layer 0's backward).
     m: the model (sizes: bucket elements, tied, rows a rank, hidden, eb and ab: bytes of a gradient
-    and of an activation); cost(op, bytes) -> ms; F: --overlap-slowdown, U: --bwd-slowdown"""
+    and of an activation); cost(op, bytes) -> ms; F: --overlap-slowdown, U: --bwd-slowdown, V:
+    --fwd-slowdown (the forward and the loss, up to the head's end, stretched by 1 + V at W > 1)"""
     sizes, L, eb = m['sizes'], tr['L'], m['eb']
     N = float(sum(sizes))
     tail = tr['step'] - tr['opt0'] - tr['opt']
@@ -377,7 +383,8 @@ def simulate(tr, m, W, mode, cost, F, U=0.0):
     zg, zd = zero_gathers(tr, m, W, cost) if mode != 'dp' and W > 1 else ([], 0.0)
     for _ in range(8 if F > 0 and W > 1 else 1):  # fixed point: the layers a collective runs beside are slower
         ready, tb = ready_times(tr, slow)
-        ready, tb = [x + zd for x in ready], tb + zd  # ZeRO-1: the forward's wait for the gathers
+        fd = V * tr['head'] if W > 1 else 0.0  # the forward and the loss, slower at W > 1
+        ready, tb = [x + zd + fd for x in ready], tb + zd + fd  # ZeRO-1: the forward's wait for the gathers
         comm, t, done = list(zg), zg[-1][1] if zg else 0.0, {}
         if W > 1:
             for grp in order:
@@ -444,8 +451,8 @@ def skew_ms(W, S):
     return S * max_normal(W) / max_normal(2) if S and W > 1 else 0.0
 
 
-def summarize(tr, m, W, mode, cost, F, U=0.0, S=0.0):
-    step, comm, comp, tb = simulate(tr, m, W, mode, cost, F, U)
+def summarize(tr, m, W, mode, cost, F, U=0.0, S=0.0, V=0.0):
+    step, comm, comp, tb = simulate(tr, m, W, mode, cost, F, U, V)
     busy = sum(b - a for a, b in comm)
     ci = merge(comp)
     hid = sum(overlap(a, b, ci) for a, b in comm)
@@ -520,6 +527,8 @@ def report(args, tr, m, L, intra, inters, out):
         say('ASSUMED: compute beside a collective %.1f%% slower (--overlap-slowdown)' % (100 * args.overlap_slowdown))
     if args.bwd_slowdown:
         say('ASSUMED: every backward layer %.1f%% slower at W > 1 (--bwd-slowdown)' % (100 * args.bwd_slowdown))
+    if args.fwd_slowdown:
+        say('ASSUMED: the forward and the loss %.1f%% slower at W > 1 (--fwd-slowdown)' % (100 * args.fwd_slowdown))
     if args.skew_ms:
         say('ASSUMED: the last rank reaches the last sum %.2f ms after the ranks\' mean at 2 ranks (--skew-ms), '
             'each rank\'s drift independent and normal: x E[max of W normals] / E[max of 2] at W (%s)' % (
@@ -536,7 +545,7 @@ def report(args, tr, m, L, intra, inters, out):
                 if W == 1 and mode == 'zero1':
                     continue
                 r = summarize(tr, m, W, mode, make_cost(W, gpn, intra, x or intra), args.overlap_slowdown,
-                              args.bwd_slowdown, args.skew_ms)
+                              args.bwd_slowdown, args.skew_ms, args.fwd_slowdown)
                 pred[(W, tname, mode)] = r['step']
                 say('%5d %5d %-10s %-6s %10.2f %7.3fx %7s %9.2f %9.2f %9.2f' % (
                     W, nodes, tname, mode, r['step'], W * pred[(1, '-', 'dp')] / r['step'],
@@ -574,7 +583,8 @@ def check_table(args, tr, m, intra, socket, meas, out):
             cost, tname = make_cost(W, 1, socket, socket), 'socket'  # one GPU a "node"
         else:
             cost, tname = make_cost(W, args.gpus_per_node, intra, intra), intra.name if W > 1 else '-'
-        p = summarize(tr, m, W, mode, cost, args.overlap_slowdown, args.bwd_slowdown, args.skew_ms)['step']
+        p = summarize(tr, m, W, mode, cost, args.overlap_slowdown, args.bwd_slowdown, args.skew_ms,
+                      args.fwd_slowdown)['step']
         say('%-8s %5d %-10s %-6s %8.2f ms %9.2f ms %+7.1f%%' % (key, W, tname, mode, meas[key], p,
                                                                100 * (p - meas[key]) / meas[key]))
     # what --overlap-slowdown and --bwd-slowdown stand for, where the logs' runs wrote layer_metrics.csv
@@ -603,6 +613,8 @@ def main(argv=None):
                     help='compute beside a collective takes (1 + F) as long')
     ap.add_argument('--bwd-slowdown', type=float, default=0.0,
                     help='every backward layer at W > 1 takes (1 + F) as long')
+    ap.add_argument('--fwd-slowdown', type=float, default=0.0,
+                    help='the forward and the loss at W > 1 take (1 + F) as long')
     ap.add_argument('--skew-ms', type=float, default=0.0,
                     help='measured at 2 ranks (bench/dp_hidden.py with both ranks\' traces): how long after the '
                     'ranks\' mean the last reaches the last sum, a step on average')
@@ -781,6 +793,11 @@ def selftest():
     # S x 1.0294 sqrt(pi) (1.8246 S), nothing at 1
     ok(abs(max_normal(2) - 1 / math.sqrt(math.pi)) < 1e-6 and abs(max_normal(4) - 1.029375) < 1e-5 and
        max_normal(1) == 0.0, 'E[max of W normals]: %.6f at 2, %.6f at 4' % (max_normal(2), max_normal(4)))
+    # --fwd-slowdown 0.1: the forward and loss (to the head's end, 10 ms) 1 ms longer at W = 2, every
+    # later time with them; nothing at W = 1
+    r5, r6 = summarize(tr, m, 2, 'dp', fast, 0.0, 0.0, 0.0, 0.1), summarize(tr, m, 1, 'dp', fast, 0.0, 0.0, 0.0, 0.1)
+    ok(abs(r5['step'] - (r['step'] + 1.0)) < 1e-9 and abs(r6['step'] - 22.0) < 1e-9,
+       '--fwd-slowdown 0.1, fast collectives: step %.3f ms (%.3f + 1), W = 1 %.3f (22)' % (r5['step'], r['step'], r6['step']))
     r4 = summarize(tr, m, 2, 'dp', cost, 0.0, 0.0, 0.5)
     ok(abs(r4['step'] - 28.6) < 1e-9 and abs(r4['exposed'] - 5.6) < 1e-9,
        '--skew-ms 0.5, W = 2: step 28.1 + 0.5 ms, exposed 5.1 + 0.5: %.4f, %.4f' % (r4['step'], r4['exposed']))
