@@ -1,7 +1,8 @@
 """The phases of the timed steps, pooled over runs: for each group of `slidecheck train` logs, the
 medians over every run's steps past SKIP (its warm-up) of the step's ms and of its forward,
 backward and optimizer phases, as the step lines print them.
-    python3 bench/step_phases.py SKIP NAME=LOG[,LOG ...] [NAME=LOG[,LOG ...] ...]"""
+    python3 bench/step_phases.py SKIP NAME=LOG[,LOG ...] [NAME=LOG[,LOG ...] ...]
+    python3 bench/step_phases.py --selftest"""
 import re
 import statistics
 import sys
@@ -19,7 +20,37 @@ def phases(paths, skip):
     return len(rows), [statistics.median(c) for c in zip(*rows)] if rows else None
 
 
+def selftest():
+    """two synthetic logs of 4 steps, the first 2 left out: the medians of steps 3-4 of both"""
+    import os
+    import tempfile
+    d = tempfile.mkdtemp(prefix='step_phases_')
+    line = 'step %d loss 1.0 lr 1e-05 norm 1.0 ms %.2f fwd %.2f recompute 0.00 bwd %.2f opt %.2f peak_alloc_gib 1.0\n'
+    paths = []
+    for k, rows in enumerate(([(100, 40, 50, 5), (100, 40, 50, 5), (10, 4, 5, 1), (12, 5, 6, 1)],
+                              [(90, 30, 40, 4), (11, 4, 6, 1), (13, 6, 7, 2), (15, 7, 8, 2)])):
+        paths.append(os.path.join(d, 'run%d.log' % k))
+        with open(paths[-1], 'w') as f:
+            f.write('summary: not a step line\n')
+            for s, r in enumerate(rows):
+                f.write(line % ((s + 1,) + r))
+    n, med = phases(paths, 2)
+    checks = [(n == 4, 'steps 3-4 of two runs: 4 steps (%d)' % n),
+              (med == [12.5, 5.5, 6.5, 1.5], 'medians of 10, 12, 13, 15 ms; 4, 5, 6, 7; 5, 6, 7, 8; 1, 1, 2, 2: %s' % med),
+              (phases(paths, 4)[1] is None, 'nothing past step 4')]
+    for path in paths:
+        os.remove(path)
+    os.rmdir(d)
+    for ok, what in checks:
+        print('%s %s' % ('PASS' if ok else 'FAIL', what))
+    failed = sum(1 for ok, _ in checks if not ok)
+    print('%d passed, %d failed' % (len(checks) - failed, failed))
+    return 1 if failed else 0
+
+
 def main():
+    if sys.argv[1:] == ['--selftest']:
+        raise SystemExit(selftest())
     if len(sys.argv) < 3 or any('=' not in a for a in sys.argv[2:]):
         raise SystemExit(__doc__)
     skip = int(sys.argv[1])

@@ -36,6 +36,7 @@ else
     # the data-parallel step model against steps worked out by hand, the ranks' skew from traces
     run_one "dp model" python3 bench/dp_model.py --selftest
     run_one "dp hidden" python3 bench/dp_hidden.py --selftest
+    run_one "step phases" python3 bench/step_phases.py --selftest
 fi
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]
