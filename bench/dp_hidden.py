@@ -198,6 +198,12 @@ def selftest():
         sys.stdout = old
     checks.append((out2.getvalue() == '', 'without the other rank\'s trace: nothing printed'))
     shutil.rmtree(d)
+    return report_checks(checks)
+
+
+def report_checks(checks):
+    """a self-test's (passed, what) pairs as PASS / FAIL lines and the `N passed, M failed` line that
+    tests/run.sh reads; the exit code (1 on any failure)"""
     for c, what in checks:
         print('%s %s' % ('PASS' if c else 'FAIL', what))
     nf = sum(1 for c, _ in checks if not c)

@@ -7,6 +7,8 @@ import re
 import statistics
 import sys
 
+from dp_hidden import report_checks
+
 STEP = re.compile(r'step (\d+) .* ms ([\d.]+) fwd ([\d.]+) recompute [\d.]+ bwd ([\d.]+) opt ([\d.]+)')
 
 
@@ -41,11 +43,7 @@ def selftest():
     for path in paths:
         os.remove(path)
     os.rmdir(d)
-    for ok, what in checks:
-        print('%s %s' % ('PASS' if ok else 'FAIL', what))
-    failed = sum(1 for ok, _ in checks if not ok)
-    print('%d passed, %d failed' % (len(checks) - failed, failed))
-    return 1 if failed else 0
+    return report_checks(checks)
 
 
 def main():
