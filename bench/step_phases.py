@@ -26,23 +26,21 @@ def selftest():
     """two synthetic logs of 4 steps, the first 2 left out: the medians of steps 3-4 of both"""
     import os
     import tempfile
-    d = tempfile.mkdtemp(prefix='step_phases_')
     line = 'step %d loss 1.0 lr 1e-05 norm 1.0 ms %.2f fwd %.2f recompute 0.00 bwd %.2f opt %.2f peak_alloc_gib 1.0\n'
-    paths = []
-    for k, rows in enumerate(([(100, 40, 50, 5), (100, 40, 50, 5), (10, 4, 5, 1), (12, 5, 6, 1)],
-                              [(90, 30, 40, 4), (11, 4, 6, 1), (13, 6, 7, 2), (15, 7, 8, 2)])):
-        paths.append(os.path.join(d, 'run%d.log' % k))
-        with open(paths[-1], 'w') as f:
-            f.write('summary: not a step line\n')
-            for s, r in enumerate(rows):
-                f.write(line % ((s + 1,) + r))
-    n, med = phases(paths, 2)
-    checks = [(n == 4, 'steps 3-4 of two runs: 4 steps (%d)' % n),
-              (med == [12.5, 5.5, 6.5, 1.5], 'medians of 10, 12, 13, 15 ms; 4, 5, 6, 7; 5, 6, 7, 8; 1, 1, 2, 2: %s' % med),
-              (phases(paths, 4)[1] is None, 'nothing past step 4')]
-    for path in paths:
-        os.remove(path)
-    os.rmdir(d)
+    with tempfile.TemporaryDirectory(prefix='step_phases_') as d:
+        paths = []
+        for k, rows in enumerate(([(100, 40, 50, 5), (100, 40, 50, 5), (10, 4, 5, 1), (12, 5, 6, 1)],
+                                  [(90, 30, 40, 4), (11, 4, 6, 1), (13, 6, 7, 2), (15, 7, 8, 2)])):
+            paths.append(os.path.join(d, 'run%d.log' % k))
+            with open(paths[-1], 'w') as f:
+                f.write('summary: not a step line\n')
+                for s, r in enumerate(rows):
+                    f.write(line % ((s + 1,) + r))
+        n, med = phases(paths, 2)
+        checks = [(n == 4, 'steps 3-4 of two runs: 4 steps (%d)' % n),
+                  (med == [12.5, 5.5, 6.5, 1.5],
+                   'medians of 10, 12, 13, 15 ms; 4, 5, 6, 7; 5, 6, 7, 8; 1, 1, 2, 2: %s' % med),
+                  (phases(paths, 4)[1] is None, 'nothing past step 4')]
     return report_checks(checks)
 
 
